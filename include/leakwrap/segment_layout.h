@@ -1,0 +1,132 @@
+// The one contract between libleakwrap.so (the writer) and leakwrap-report (the reader):
+// the layout of the per-process shared-memory segment /dev/shm/leakwrap.<pid>.
+//
+// Rules both sides rely on:
+//  - Every position is an offset from the start of the segment, never a pointer, so the
+//    reader needs nothing of the target's address space to walk it.
+//  - All structs are standard-layout, trivially copyable and built from fixed-width integers;
+//    the writer updates the fields marked "atomic" through std::atomic_ref, the reader copies the
+//    segment and parses the copy with bounds checks (it never trusts an offset or a count).
+//  - A record becomes visible only when its `state` word turns to kReady (release store by the
+//    writer, read after an acquire load by the reader), so a reader never sees a half-written one.
+//  - Any change to this file that moves or reinterprets a field bumps kLayoutVersion.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace leakwrap::layout {
+
+inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
+inline constexpr uint32_t kLayoutVersion = 1;
+
+// Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
+inline constexpr const char* kSegmentPrefix = "leakwrap.";
+inline constexpr const char* kShmDirectory = "/dev/shm";
+
+// Limits that keep a segment walkable in bounded time and memory.
+inline constexpr uint32_t kMaxDepth = 64;             // frames per stack
+inline constexpr uint32_t kMaxSiteCapacity = 1u << 22;  // 4M sites
+inline constexpr uint32_t kBuildIdMax = 32;           // bytes of GNU build-id kept
+
+// Site index 0 is the overflow site: allocations from new call sites that arrive after the
+// table is full are counted there, so totals stay exact.
+inline constexpr uint32_t kOverflowSite = 0;
+
+// Values of the `state` words of records.
+inline constexpr uint32_t kEmpty = 0;      // slot not (yet) written
+inline constexpr uint32_t kReady = 1;      // fully written, visible to readers
+inline constexpr uint32_t kAbandoned = 2;  // claimed by a thread that lost an insertion race
+
+// Header.process_state: how the owning process left (the reader also checks the pid).
+inline constexpr uint32_t kProcessRunning = 0;
+inline constexpr uint32_t kProcessExited = 1;  // normal exit with LEAKWRAP_KEEP=1
+
+// A string in the segment's string pool: `length` bytes at strings_offset + offset (no NUL).
+struct StringRef {
+    uint32_t offset;
+    uint32_t length;
+};
+
+struct alignas(64) Header {
+    char magic[8];
+    uint32_t layout_version;
+    uint32_t header_size;     // sizeof(Header) of the writer
+    uint64_t segment_size;    // bytes of the whole segment
+
+    // Who owns this segment. start_time is field 22 of /proc/<pid>/stat (clock ticks since
+    // boot); with boot_id it tells a live owner from a recycled pid.
+    int32_t pid;
+    int32_t parent_pid;       // for a child made by fork(): the parent's pid, else getppid()
+    uint64_t start_time_ticks;
+    uint64_t created_unix_ns;
+    char boot_id[40];         // /proc/sys/kernel/random/boot_id, NUL-padded
+    StringRef exe_path;       // readlink(/proc/self/exe)
+    StringRef command_line;   // /proc/self/cmdline, arguments separated by spaces
+
+    // Capacities and record geometry, fixed at creation.
+    uint32_t max_depth;           // frames kept per site (LEAKWRAP_DEPTH)
+    uint32_t site_capacity;       // slots in the site table, overflow site included
+    uint32_t site_record_size;    // bytes per slot, >= sizeof(SiteRecord) + 8 * max_depth
+    uint32_t module_capacity;
+    uint32_t module_record_size;  // bytes per module slot, >= sizeof(ModuleRecord)
+    uint32_t strings_capacity;    // bytes in the string pool
+    uint64_t sites_offset;
+    uint64_t modules_offset;
+    uint64_t strings_offset;
+
+    // Growing parts (atomic). Claimed counts may exceed capacities; readers clamp.
+    uint32_t sites_claimed;      // slots handed out, overflow site included
+    uint32_t modules_claimed;
+    uint32_t strings_used;       // bytes of the string pool handed out
+    uint32_t module_generation;  // bumped whenever the module list changes
+    uint64_t lost_sites;         // distinct stacks folded into the overflow site
+    uint32_t process_state;      // kProcessRunning / kProcessExited
+    uint32_t state;              // kReady once the fields above are valid
+};
+
+// One allocation call site. Counters are atomic; live = allocs - frees, alloc_bytes - free_bytes.
+struct alignas(64) SiteRecord {
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t alloc_bytes;
+    uint64_t free_bytes;
+    uint32_t state;              // kEmpty / kReady / kAbandoned
+    uint32_t depth;              // frames used, <= Header::max_depth
+    uint32_t module_generation;  // Header::module_generation when the stack was captured
+    uint32_t reserved;
+    uint64_t stack_hash;
+    // followed by uint64_t frames[max_depth]: return addresses, innermost (malloc's caller) first
+};
+
+// One loaded module (executable, shared library). Append-only: a module that is unloaded keeps
+// its record with unload_generation set, so stacks captured while it was mapped still resolve.
+struct alignas(64) ModuleRecord {
+    uint32_t state;              // kEmpty / kReady
+    uint32_t load_generation;    // module_generation at which it was seen mapped
+    uint32_t unload_generation;  // atomic; kStillLoaded while mapped
+    uint32_t build_id_length;
+    StringRef path;
+    uint64_t load_bias;          // dlpi_addr: runtime address = ELF vaddr + load_bias
+    uint64_t start;              // lowest runtime address of its PT_LOAD segments
+    uint64_t end;                // one past the highest
+    uint8_t build_id[kBuildIdMax];
+};
+
+inline constexpr uint32_t kStillLoaded = 0xffffffffu;
+
+// Byte size of a site slot for a given depth, rounded to whole cache lines.
+constexpr uint32_t site_record_size_for(uint32_t max_depth) {
+    return static_cast<uint32_t>((sizeof(SiteRecord) + 8u * max_depth + 63u) / 64u * 64u);
+}
+
+inline constexpr std::size_t kFramesOffsetInSite = sizeof(SiteRecord);
+
+static_assert(std::is_standard_layout_v<Header> && std::is_trivially_copyable_v<Header>);
+static_assert(std::is_standard_layout_v<SiteRecord> && std::is_trivially_copyable_v<SiteRecord>);
+static_assert(std::is_standard_layout_v<ModuleRecord> && std::is_trivially_copyable_v<ModuleRecord>);
+static_assert(sizeof(SiteRecord) == 64);
+static_assert(sizeof(ModuleRecord) % 64 == 0 && sizeof(Header) % 64 == 0);
+
+}  // namespace leakwrap::layout

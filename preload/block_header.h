@@ -1,0 +1,84 @@
+// The 16-byte header leakwrap puts before every block it tracks, so that free() finds the
+// block's site and size in O(1), and the arithmetic between the real block ("raw", what the
+// underlying allocator returned) and the user pointer.
+//
+// Layout (little-endian x86_64), immediately before the user pointer:
+//   user - 16: size_and_shift  requested size (low 56 bits) | log2(user - raw) << 56
+//   user -  8: site            index of the call site in the segment's site table
+//   user -  4: tag             bit 31 always set, other bits depend on the user address
+// The word at user - 8 overlaps glibc's chunk-size field for a block leakwrap did not hand out;
+// glibc sizes never have bit 63 set, so such a foreign block can never pass tag_matches() and
+// is passed to the real free() untouched.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace leakwrap {
+
+struct BlockHeader {
+    uint64_t size_and_shift;
+    uint32_t site;
+    uint32_t tag;
+};
+static_assert(sizeof(BlockHeader) == 16);
+
+inline constexpr std::size_t kHeaderSize = sizeof(BlockHeader);
+// What malloc guarantees on x86_64 glibc (alignof(max_align_t)); blocks asking for no more than
+// this take the plain path: raw from the real malloc, user = raw + 16, still 16-aligned.
+inline constexpr std::size_t kNaturalAlignment = 16;
+inline constexpr unsigned kNaturalShift = 4;
+inline constexpr uint64_t kSizeMask = (uint64_t{1} << 56) - 1;
+// Largest request leakwrap forwards; glibc refuses anything above PTRDIFF_MAX too.
+inline constexpr std::size_t kMaxRequest = PTRDIFF_MAX;
+
+constexpr bool is_power_of_two(std::size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+constexpr unsigned log2_of_power_of_two(std::size_t x) {
+    return static_cast<unsigned>(__builtin_ctzll(x));
+}
+
+// Smallest power of two >= x (x >= 1, x <= 2^63).
+constexpr std::size_t round_up_to_power_of_two(std::size_t x) {
+    return x <= 1 ? 1 : std::size_t{1} << (64 - __builtin_clzll(x - 1));
+}
+
+// Bytes between raw and user for a block of the given (power-of-two) alignment: the header
+// needs 16 bytes, and user must stay aligned, so an over-aligned block gives up `alignment`.
+constexpr std::size_t raw_offset_for(std::size_t alignment) {
+    return alignment <= kNaturalAlignment ? kNaturalAlignment : alignment;
+}
+
+inline uint32_t tag_for(const void* user, uint64_t secret) {
+    uint64_t mixed = (reinterpret_cast<uintptr_t>(user) ^ secret) * 0x9E3779B97F4A7C15ull;
+    return static_cast<uint32_t>(mixed >> 32) | 0x80000000u;
+}
+
+inline BlockHeader* header_of(void* user) {
+    return reinterpret_cast<BlockHeader*>(static_cast<char*>(user) - kHeaderSize);
+}
+
+inline bool tag_matches(void* user, uint64_t secret) {
+    return header_of(user)->tag == tag_for(user, secret);
+}
+
+inline std::size_t requested_size(const BlockHeader* h) { return h->size_and_shift & kSizeMask; }
+
+inline std::size_t raw_offset(const BlockHeader* h) {
+    return std::size_t{1} << (h->size_and_shift >> 56);
+}
+
+inline void* raw_of(void* user) { return static_cast<char*>(user) - raw_offset(header_of(user)); }
+
+// Writes the header for a block whose real allocation starts at raw; returns the user pointer.
+inline void* stamp_block(void* raw, std::size_t offset, std::size_t size, uint32_t site,
+                         uint64_t secret) {
+    void* user = static_cast<char*>(raw) + offset;
+    BlockHeader* h = header_of(user);
+    h->size_and_shift = (uint64_t{log2_of_power_of_two(offset)} << 56) | (size & kSizeMask);
+    h->site = site;
+    h->tag = tag_for(user, secret);
+    return user;
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,48 @@
+#include "config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "diagnostics.h"
+#include "leakwrap/segment_layout.h"
+
+namespace leakwrap {
+namespace {
+
+// Parses a decimal integer in [low, high]; anything else keeps `fallback` and says so.
+uint32_t read_number(const char* name, uint32_t fallback, uint32_t low, uint32_t high) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return fallback;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long value = std::strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0' || *text == '-' || value < low || value > high) {
+        warn("ignoring %s=%s (expected a whole number from %u to %u); using %u", name, text, low,
+             high, fallback);
+        return fallback;
+    }
+    return static_cast<uint32_t>(value);
+}
+
+bool read_flag(const char* name) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0' || std::strcmp(text, "0") == 0) return false;
+    if (std::strcmp(text, "1") == 0) return true;
+    warn("ignoring %s=%s (expected 0 or 1); using 0", name, text);
+    return false;
+}
+
+}  // namespace
+
+Config read_config() {
+    Config config;
+    config.depth = read_number("LEAKWRAP_DEPTH", config.depth, 1, layout::kMaxDepth);
+    config.max_sites =
+        read_number("LEAKWRAP_MAX_SITES", config.max_sites, 2, layout::kMaxSiteCapacity);
+    config.keep = read_flag("LEAKWRAP_KEEP");
+    config.disable = read_flag("LEAKWRAP_DISABLE");
+    return config;
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,105 @@
+#include "lifecycle.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+#include <urcu-bp.h>
+
+#include <cstring>
+
+#include "guard.h"
+#include "modules.h"
+#include "real_allocator.h"
+#include "segment.h"
+#include "site_table.h"
+#include "stack_capture.h"
+
+namespace leakwrap {
+
+constinit std::atomic<int> g_mode{kUninitialized};
+constinit uint64_t g_tag_secret = 0;
+constinit Config g_config{};
+__thread int t_inside_leakwrap = 0;
+
+namespace {
+
+uint64_t random_secret() {
+    // AT_RANDOM: 16 random bytes the kernel hands every process; no syscall, no file.
+    uint64_t secret = 0x5bd1e9955bd1e995ull;
+    if (auto* bytes = reinterpret_cast<const unsigned char*>(getauxval(AT_RANDOM)))
+        std::memcpy(&secret, bytes + 8, sizeof secret);
+    return secret ^ reinterpret_cast<uintptr_t>(&secret);
+}
+
+// The forking thread runs leakwrap-internal from "prepare" until its counters are on the
+// child's own segment: in the child it is the only thread, so nothing lands in the parent's
+// segment, and the parent's other threads keep counting meanwhile.
+void before_fork() {
+    ++t_inside_leakwrap;
+    snapshot_segment_for_fork();
+    urcu_bp_before_fork();
+}
+
+void after_fork_in_parent() {
+    urcu_bp_after_fork_parent();
+    discard_fork_snapshot();
+    --t_inside_leakwrap;
+}
+
+void after_fork_in_child() {
+    urcu_bp_after_fork_child();
+    if (!adopt_fork_snapshot_in_child(g_config)) g_mode.store(kPassThrough, std::memory_order_release);
+    --t_inside_leakwrap;
+}
+
+bool start_tracking() {
+    g_config = read_config();
+    if (g_config.disable) return false;
+    if (!create_segment(g_config)) return false;
+    if (!init_site_table()) {
+        unlink_segment();
+        return false;
+    }
+    init_stack_capture();
+    scan_modules();
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+    return true;
+}
+
+__attribute__((constructor)) void initialize_at_load() {
+    if (!inside_leakwrap()) tracking_enabled();
+}
+
+__attribute__((destructor)) void finish_at_exit() {
+    if (g_mode.load(std::memory_order_acquire) != kTracking || g_segment.base == nullptr) return;
+    if (g_segment.header->pid != getpid()) return;
+    if (g_config.keep) {
+        std::atomic_ref<uint32_t>(g_segment.header->process_state)
+            .store(layout::kProcessExited, std::memory_order_release);
+    } else {
+        GuardScope guard;
+        unlink_segment();
+    }
+}
+
+}  // namespace
+
+bool initialize_slow() {
+    int expected = kUninitialized;
+    if (g_mode.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel)) {
+        bool tracking;
+        {
+            GuardScope guard;
+            resolve_real_allocator();
+            g_tag_secret = random_secret();
+            tracking = start_tracking();
+        }
+        g_mode.store(tracking ? kTracking : kPassThrough, std::memory_order_release);
+        return tracking;
+    }
+    while (g_mode.load(std::memory_order_acquire) == kInitializing) sched_yield();
+    return g_mode.load(std::memory_order_acquire) == kTracking;
+}
+
+}  // namespace leakwrap

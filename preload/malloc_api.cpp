@@ -1,0 +1,231 @@
+// The interposed malloc family. Semantics follow glibc's (realloc(p, 0) frees and returns NULL,
+// memalign/aligned_alloc round a non-power-of-two alignment up, posix_memalign rejects it with
+// EINVAL, overflowing calloc/reallocarray give ENOMEM); leakwrap only adds bookkeeping.
+//
+// Why each path is safe inside malloc:
+//  - re-entry (leakwrap's own allocations, or a signal handler allocating while leakwrap runs)
+//    sees the reentrancy guard and goes straight to the real allocator, untracked;
+//  - before the real functions are known, the static bootstrap arena serves;
+//  - bookkeeping takes no lock that an allocation could also need: the site lookup is a
+//    lock-free RCU hash table and the counters are atomic adds in shared memory;
+//  - errno is preserved on success, as the host's code would see without us.
+#include <malloc.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "block_header.h"
+#include "guard.h"
+#include "lifecycle.h"
+#include "real_allocator.h"
+#include "site_table.h"
+
+using namespace leakwrap;
+
+namespace {
+
+constexpr std::size_t kMaxAlignment = std::size_t{1} << 62;
+
+std::size_t page_size() {
+    static constinit std::size_t cached = 0;
+    if (cached == 0) cached = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return cached;
+}
+
+// Blocks nobody tracks: leakwrap's own, pass-through mode, or before the real allocator is known.
+void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
+    if (!g_real_resolved) {
+        if (inside_leakwrap()) return bootstrap_allocate(size, alignment);
+        resolve_real_allocator();
+    }
+    if (alignment <= kNaturalAlignment)
+        return zeroed ? g_real.calloc(1, size) : g_real.malloc(size);
+    void* block = g_real.memalign(alignment, size);
+    if (block != nullptr && zeroed) std::memset(block, 0, size);
+    return block;
+}
+
+void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed) {
+    std::size_t offset = raw_offset_for(alignment);
+    if (size > kMaxRequest - offset) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    int saved_errno = errno;
+    GuardScope guard;
+    void* raw;
+    if (offset == kNaturalAlignment) {
+        raw = zeroed ? g_real.calloc(1, size + offset) : g_real.malloc(size + offset);
+    } else {
+        raw = g_real.memalign(alignment, size + offset);
+        if (raw != nullptr && zeroed) std::memset(static_cast<char*>(raw) + offset, 0, size);
+    }
+    if (raw == nullptr) return nullptr;  // errno set by the real allocator
+    uint32_t site = site_for_current_stack();
+    count_allocation(site, size);
+    errno = saved_errno;
+    return stamp_block(raw, offset, size, site, g_tag_secret);
+}
+
+void* allocate(std::size_t size, std::size_t alignment, bool zeroed) {
+    if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled())
+        return allocate_untracked(size, alignment, zeroed);
+    return allocate_tracked(size, alignment, zeroed);
+}
+
+bool is_tracked_block(void* p) { return tag_matches(p, g_tag_secret); }
+
+// Counts the free of a tracked block (unless leakwrap itself is running on this thread: then the
+// thread is forking or in a signal handler, and the segment may not be this process's) and
+// returns the real block.
+void* release_tracked(void* user) {
+    BlockHeader* header = header_of(user);
+    if (!inside_leakwrap() && g_segment.base != nullptr && header->site < g_segment.site_capacity)
+        count_free(header->site, requested_size(header));
+    return raw_of(user);
+}
+
+void deallocate(void* p) {
+    if (p == nullptr || is_bootstrap_block(p)) return;  // bootstrap blocks are never reused
+    if (is_tracked_block(p)) p = release_tracked(p);
+    real().free(p);
+}
+
+std::size_t usable_size(void* p) {
+    if (p == nullptr) return 0;
+    if (is_bootstrap_block(p)) return bootstrap_block_size(p);
+    if (!is_tracked_block(p)) return real().malloc_usable_size(p);
+    return real().malloc_usable_size(raw_of(p)) - raw_offset(header_of(p));
+}
+
+// realloc of a block we cannot resize in place: move it into a fresh block.
+void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size) {
+    void* fresh = allocate(new_size, kNaturalAlignment, false);
+    if (fresh == nullptr) return nullptr;
+    std::memcpy(fresh, old_block, old_size < new_size ? old_size : new_size);
+    deallocate(old_block);
+    return fresh;
+}
+
+void* reallocate(void* p, std::size_t size) {
+    if (p == nullptr) return allocate(size, kNaturalAlignment, false);
+    if (is_bootstrap_block(p)) {
+        if (size == 0) return nullptr;
+        return move_to_new_block(p, bootstrap_block_size(p), size);
+    }
+    if (!is_tracked_block(p)) return real().realloc(p, size);  // foreign blocks stay foreign
+    if (size == 0) {
+        deallocate(p);
+        return nullptr;
+    }
+    BlockHeader* header = header_of(p);
+    std::size_t old_size = requested_size(header);
+    if (raw_offset(header) != kNaturalAlignment || inside_leakwrap() || !tracking_enabled())
+        return move_to_new_block(p, old_size, size);
+    if (size > kMaxRequest - kNaturalAlignment) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    int saved_errno = errno;
+    uint32_t old_site = header->site;
+    GuardScope guard;
+    void* raw = g_real.realloc(raw_of(p), size + kNaturalAlignment);
+    if (raw == nullptr) return nullptr;  // the old block is untouched and still counted
+    if (old_site < g_segment.site_capacity) count_free(old_site, old_size);
+    uint32_t site = site_for_current_stack();
+    count_allocation(site, size);
+    errno = saved_errno;
+    return stamp_block(raw, kNaturalAlignment, size, site, g_tag_secret);
+}
+
+// memalign's rules: small alignments are plain malloc, others are rounded up to a power of two.
+void* allocate_aligned(std::size_t alignment, std::size_t size) {
+    if (alignment > kMaxAlignment) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (!is_power_of_two(alignment)) alignment = round_up_to_power_of_two(alignment);
+    return allocate(size, alignment, false);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) void* malloc(std::size_t size) noexcept {
+    return allocate(size, kNaturalAlignment, false);
+}
+
+__attribute__((visibility("default"))) void free(void* p) noexcept { deallocate(p); }
+
+// glibc keeps cfree only as a compatibility symbol for old binaries.
+__attribute__((visibility("default"))) void cfree(void* p) noexcept { deallocate(p); }
+
+__attribute__((visibility("default"))) void* calloc(std::size_t count, std::size_t size) noexcept {
+    std::size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return allocate(bytes, kNaturalAlignment, true);
+}
+
+__attribute__((visibility("default"))) void* realloc(void* p, std::size_t size) noexcept {
+    return reallocate(p, size);
+}
+
+__attribute__((visibility("default"))) void* reallocarray(void* p, std::size_t count,
+                                                          std::size_t size) noexcept {
+    std::size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return reallocate(p, bytes);
+}
+
+__attribute__((visibility("default"))) int posix_memalign(void** out, std::size_t alignment,
+                                                          std::size_t size) noexcept {
+    if (alignment % sizeof(void*) != 0 || !is_power_of_two(alignment / sizeof(void*)))
+        return EINVAL;
+    int saved_errno = errno;
+    void* block = allocate(size, alignment, false);
+    if (block == nullptr) return ENOMEM;
+    errno = saved_errno;
+    *out = block;
+    return 0;
+}
+
+// In glibc 2.36 aligned_alloc is memalign (no extra checks of the alignment).
+__attribute__((visibility("default"))) void* aligned_alloc(std::size_t alignment,
+                                                           std::size_t size) noexcept {
+    return allocate_aligned(alignment, size);
+}
+
+__attribute__((visibility("default"))) void* memalign(std::size_t alignment,
+                                                      std::size_t size) noexcept {
+    return allocate_aligned(alignment, size);
+}
+
+__attribute__((visibility("default"))) void* valloc(std::size_t size) noexcept {
+    return allocate(size, page_size(), false);
+}
+
+__attribute__((visibility("default"))) void* pvalloc(std::size_t size) noexcept {
+    std::size_t page = page_size();
+    std::size_t rounded;
+    if (__builtin_add_overflow(size, page - 1, &rounded)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    rounded &= ~(page - 1);
+    return allocate(rounded == 0 ? page : rounded, page, false);
+}
+
+__attribute__((visibility("default"))) std::size_t malloc_usable_size(void* p) noexcept {
+    return usable_size(p);
+}
+
+}  // extern "C"

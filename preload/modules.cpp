@@ -1,0 +1,168 @@
+#include "modules.h"
+
+#include <elf.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "proc_self.h"
+#include "segment.h"
+
+namespace leakwrap {
+namespace {
+
+using layout::ModuleRecord;
+
+// Record indices of the modules mapped at the last scan (process-private).
+constexpr uint32_t kMaxTracked = 2048;
+constinit uint32_t g_mapped[kMaxTracked]{};
+constinit bool g_still_mapped[kMaxTracked]{};
+constinit uint32_t g_mapped_count = 0;
+constinit unsigned long long g_seen_adds = 0;
+constinit unsigned long long g_seen_subs = 0;
+constinit std::atomic_flag g_scanning = ATOMIC_FLAG_INIT;
+
+struct LoaderCounters {
+    unsigned long long adds = 0, subs = 0;
+};
+
+int read_loader_counters(dl_phdr_info* info, size_t size, void* out) {
+    if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *static_cast<LoaderCounters*>(out) = LoaderCounters{info->dlpi_adds, info->dlpi_subs};
+    return 1;  // the counters are the same in every entry: one is enough
+}
+
+uint32_t read_build_id(const dl_phdr_info* info, uint8_t* out) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_NOTE) continue;
+        auto* note = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+        const unsigned char* end = note + ph.p_memsz;
+        while (note + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* header = reinterpret_cast<const ElfW(Nhdr)*>(note);
+            const unsigned char* name = note + sizeof(ElfW(Nhdr));
+            const unsigned char* desc = name + ((header->n_namesz + 3) & ~3u);
+            const unsigned char* next = desc + ((header->n_descsz + 3) & ~3u);
+            if (next > end) break;
+            if (header->n_type == NT_GNU_BUILD_ID && header->n_namesz == 4 &&
+                std::memcmp(name, "GNU", 4) == 0) {
+                uint32_t length = header->n_descsz < layout::kBuildIdMax ? header->n_descsz
+                                                                         : layout::kBuildIdMax;
+                std::memcpy(out, desc, length);
+                return length;
+            }
+            note = next;
+        }
+    }
+    return 0;
+}
+
+void address_range(const dl_phdr_info* info, uint64_t* start, uint64_t* end) {
+    *start = UINT64_MAX;
+    *end = 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        uint64_t begin = info->dlpi_addr + ph.p_vaddr;
+        if (begin < *start) *start = begin;
+        if (begin + ph.p_memsz > *end) *end = begin + ph.p_memsz;
+    }
+}
+
+struct ScanContext {
+    uint32_t generation;
+};
+
+void append_module(const dl_phdr_info* info, uint64_t start, uint64_t end, uint32_t generation) {
+    layout::Header* h = g_segment.header;
+    std::atomic_ref<uint32_t> claimed(h->modules_claimed);
+    uint32_t index = claimed.load(std::memory_order_relaxed);
+    if (index >= h->module_capacity || g_mapped_count >= kMaxTracked) return;
+    if (!reserve_segment_bytes(h->modules_offset + uint64_t{index} * h->module_record_size,
+                               h->module_record_size))
+        return;
+    ModuleRecord* record = module_record(index);
+    const char* path = info->dlpi_name;
+    if (path == nullptr || path[0] == '\0') path = current_process_identity().exe_path;
+    intern_string(path, std::strlen(path), &record->path);
+    record->load_generation = generation;
+    record->unload_generation = layout::kStillLoaded;
+    record->load_bias = info->dlpi_addr;
+    record->start = start;
+    record->end = end;
+    record->build_id_length = read_build_id(info, record->build_id);
+    std::atomic_ref<uint32_t>(record->state).store(layout::kReady, std::memory_order_release);
+    claimed.store(index + 1, std::memory_order_release);
+    g_mapped[g_mapped_count] = index;
+    g_still_mapped[g_mapped_count] = true;
+    ++g_mapped_count;
+}
+
+int visit_module(dl_phdr_info* info, size_t, void* context) {
+    uint64_t start, end;
+    address_range(info, &start, &end);
+    if (start >= end) return 0;
+    for (uint32_t i = 0; i < g_mapped_count; ++i) {
+        const ModuleRecord* known = module_record(g_mapped[i]);
+        if (known->load_bias == info->dlpi_addr && known->start == start && known->end == end) {
+            g_still_mapped[i] = true;
+            return 0;
+        }
+    }
+    append_module(info, start, end, static_cast<ScanContext*>(context)->generation);
+    return 0;
+}
+
+// Caller holds g_scanning.
+void rescan(const LoaderCounters& counters) {
+    layout::Header* h = g_segment.header;
+    std::atomic_ref<uint32_t> generation(h->module_generation);
+    ScanContext context{generation.load(std::memory_order_relaxed) + 1};
+    uint32_t already_known = g_mapped_count;
+    for (uint32_t i = 0; i < already_known; ++i) g_still_mapped[i] = false;
+    dl_iterate_phdr(visit_module, &context);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < g_mapped_count; ++i) {
+        if (g_still_mapped[i]) {
+            g_mapped[kept++] = g_mapped[i];
+            continue;
+        }
+        std::atomic_ref<uint32_t>(module_record(g_mapped[i])->unload_generation)
+            .store(context.generation, std::memory_order_release);
+    }
+    g_mapped_count = kept;
+    g_seen_adds = counters.adds;
+    g_seen_subs = counters.subs;
+    generation.store(context.generation, std::memory_order_release);
+}
+
+}  // namespace
+
+void scan_modules() {
+    if (g_segment.base == nullptr) return;
+    LoaderCounters counters;
+    dl_iterate_phdr(read_loader_counters, &counters);
+    while (g_scanning.test_and_set(std::memory_order_acquire)) {
+    }
+    g_mapped_count = 0;
+    rescan(counters);
+    g_scanning.clear(std::memory_order_release);
+}
+
+uint32_t current_module_generation() {
+    layout::Header* h = g_segment.header;
+    LoaderCounters counters;
+    dl_iterate_phdr(read_loader_counters, &counters);
+    if ((counters.adds != g_seen_adds || counters.subs != g_seen_subs) &&
+        !g_scanning.test_and_set(std::memory_order_acquire)) {
+        // Never wait for a scan in progress: the scanning thread may be waiting for the loader
+        // lock that this thread's caller holds. The reader falls back to address ranges.
+        rescan(counters);
+        g_scanning.clear(std::memory_order_release);
+    }
+    return std::atomic_ref<uint32_t>(h->module_generation).load(std::memory_order_acquire);
+}
+
+}  // namespace leakwrap
+

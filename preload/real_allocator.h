@@ -1,0 +1,36 @@
+// The allocator below leakwrap (glibc, or jemalloc & co. when preloaded after us), found with
+// dlsym(RTLD_NEXT), and the static bootstrap arena that serves allocations made before or while
+// those functions are looked up (dlsym itself may call calloc).
+#pragma once
+
+#include <cstddef>
+
+namespace leakwrap {
+
+struct RealAllocator {
+    void* (*malloc)(std::size_t);
+    void (*free)(void*);
+    void* (*calloc)(std::size_t, std::size_t);
+    void* (*realloc)(void*, std::size_t);
+    void* (*memalign)(std::size_t, std::size_t);
+    std::size_t (*malloc_usable_size)(void*);
+};
+
+extern constinit RealAllocator g_real;
+extern constinit bool g_real_resolved;
+
+// Looks the real functions up once; safe to call from any thread (idempotent).
+void resolve_real_allocator();
+
+inline const RealAllocator& real() {
+    if (__builtin_expect(!g_real_resolved, 0)) resolve_real_allocator();
+    return g_real;
+}
+
+// Bootstrap arena: bump allocation from static zeroed storage, never reused, so calloc from it
+// needs no memset and free() of its blocks is a no-op.
+void* bootstrap_allocate(std::size_t size, std::size_t alignment);
+bool is_bootstrap_block(const void* p);
+std::size_t bootstrap_block_size(const void* p);
+
+}  // namespace leakwrap

@@ -1,0 +1,329 @@
+#include "segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/interprocess/mapped_region.hpp>
+#include <boost/interprocess/shared_memory_object.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "diagnostics.h"
+#include "proc_self.h"
+
+namespace leakwrap {
+
+constinit SegmentView g_segment{};
+
+namespace {
+
+namespace bip = boost::interprocess;
+using layout::Header;
+
+constexpr uint32_t kModuleCapacity = 2048;
+constexpr uint32_t kStringsCapacity = 1u << 20;
+// tmpfs pages are reserved in chunks of this many bytes as the tables fill.
+constexpr uint64_t kReserveChunk = 64 * 1024;
+
+// Boost objects live in static storage that is never destroyed: the mapping must outlive every
+// destructor that may still free memory at exit, and the descriptor is needed for fallocate.
+alignas(bip::shared_memory_object) constinit unsigned char g_shm_storage[sizeof(bip::shared_memory_object)]{};
+alignas(bip::mapped_region) constinit unsigned char g_region_storage[sizeof(bip::mapped_region)]{};
+constinit bool g_boost_objects_live = false;
+constinit int g_segment_fd = -1;
+constinit char g_segment_name[32]{};
+constinit std::atomic<uint64_t> g_reserved_until[3]{};  // sites, modules, strings
+
+bip::shared_memory_object& stored_shm() {
+    return *std::launder(reinterpret_cast<bip::shared_memory_object*>(g_shm_storage));
+}
+bip::mapped_region& stored_region() {
+    return *std::launder(reinterpret_cast<bip::mapped_region*>(g_region_storage));
+}
+
+// Snapshot taken in the fork "prepare" handler: an anonymous private mapping as large as the
+// segment holding the in-use ranges at their own offsets (untouched pages cost nothing).
+constinit std::byte* g_fork_snapshot = nullptr;
+constinit uint64_t g_fork_snapshot_size = 0;
+
+uint64_t align_up(uint64_t value, uint64_t alignment) {
+    return (value + alignment - 1) / alignment * alignment;
+}
+
+struct Geometry {
+    uint64_t sites_offset, modules_offset, strings_offset, size;
+    uint32_t site_record_size;
+};
+
+constinit Geometry g_geometry{};
+
+Geometry geometry_for(const Config& config) {
+    Geometry g{};
+    g.site_record_size = layout::site_record_size_for(config.depth);
+    g.sites_offset = align_up(sizeof(Header), 4096);
+    g.modules_offset =
+        align_up(g.sites_offset + uint64_t{config.max_sites} * g.site_record_size, 4096);
+    g.strings_offset =
+        align_up(g.modules_offset + uint64_t{kModuleCapacity} * sizeof(layout::ModuleRecord), 4096);
+    g.size = align_up(g.strings_offset + kStringsCapacity, 4096);
+    return g;
+}
+
+// What an existing /dev/shm/leakwrap.<pid> is, when exclusive creation finds the name taken.
+enum class ExistingSegment { kOursStale, kOursReplacedByExec, kForeign };
+
+ExistingSegment classify_existing(const char* name, int pid, uint64_t start_time) {
+    char path[64];
+    std::snprintf(path, sizeof path, "%s/%s", layout::kShmDirectory, name);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return ExistingSegment::kForeign;
+    struct stat st {};
+    Header header{};
+    bool readable = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                    pread(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
+    close(fd);
+    if (!readable || std::memcmp(header.magic, layout::kMagic, sizeof header.magic) != 0 ||
+        header.pid != pid)
+        return ExistingSegment::kForeign;
+    return header.start_time_ticks == start_time ? ExistingSegment::kOursReplacedByExec
+                                                 : ExistingSegment::kOursStale;
+}
+
+// Opens a new segment exclusively. O_CREAT|O_EXCL never follows a symlink and never opens an
+// existing file, so a planted file or link cannot be written through.
+bool open_exclusive(const char* name, uint64_t size, bip::shared_memory_object& shm,
+                    bip::mapped_region& region, int pid, uint64_t start_time) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        try {
+            bip::shared_memory_object created(bip::create_only, name, bip::read_write,
+                                              bip::permissions(0600));
+            created.truncate(static_cast<bip::offset_t>(size));
+            bip::mapped_region mapped(created, bip::read_write, 0, size);
+            shm.swap(created);
+            region.swap(mapped);
+            return true;
+        } catch (const bip::interprocess_exception& error) {
+            if (error.get_error_code() != bip::already_exists_error || attempt > 0) {
+                bip::shared_memory_object::remove(name);
+                warn("cannot create /dev/shm/%s (%s); this process is not profiled", name,
+                     error.what());
+                return false;
+            }
+            switch (classify_existing(name, pid, start_time)) {
+                case ExistingSegment::kForeign:
+                    warn("/dev/shm/%s exists and is not a leakwrap segment of this process "
+                         "(another owner, a link, or foreign data); leaving it alone, this "
+                         "process is not profiled",
+                         name);
+                    return false;
+                case ExistingSegment::kOursStale:
+                    warn("replacing the segment left by an earlier process with the same pid");
+                    [[fallthrough]];
+                case ExistingSegment::kOursReplacedByExec:
+                    bip::shared_memory_object::remove(name);
+                    break;
+            }
+        } catch (...) {
+            warn("cannot create /dev/shm/%s; this process is not profiled", name);
+            return false;
+        }
+    }
+    return false;
+}
+
+void fill_identity(Header* h, int parent_pid) {
+    const ProcessIdentity& id = current_process_identity();
+    h->pid = id.pid;
+    h->parent_pid = parent_pid;
+    h->start_time_ticks = id.start_time_ticks;
+    std::memcpy(h->boot_id, id.boot_id, sizeof h->boot_id);
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    h->created_unix_ns = uint64_t(now.tv_sec) * 1000000000u + uint64_t(now.tv_nsec);
+}
+
+void set_exe_and_command_line(Header* h) {
+    const ProcessIdentity& id = current_process_identity();
+    intern_string(id.exe_path, std::strlen(id.exe_path), &h->exe_path);
+    intern_string(id.command_line, std::strlen(id.command_line), &h->command_line);
+}
+
+// Maps a new segment for this pid and installs it as the current one.
+Header* map_new_segment(const Config& config, const Geometry& g) {
+    const ProcessIdentity& id = refresh_process_identity();
+    char name[sizeof g_segment_name];
+    std::snprintf(name, sizeof name, "%s%d", layout::kSegmentPrefix, id.pid);
+    bip::shared_memory_object shm;
+    bip::mapped_region region;
+    if (!open_exclusive(name, g.size, shm, region, id.pid, id.start_time_ticks)) return nullptr;
+
+    if (!g_boost_objects_live) {
+        new (g_shm_storage) bip::shared_memory_object();
+        new (g_region_storage) bip::mapped_region();
+        g_boost_objects_live = true;
+    }
+    // After the swaps the locals hold the previous segment (a forked child's view of its
+    // parent's) and unmap/close it when they go out of scope.
+    stored_shm().swap(shm);
+    stored_region().swap(region);
+    g_segment_fd = static_cast<int>(stored_shm().get_mapping_handle().handle);
+    std::memcpy(g_segment_name, name, sizeof name);
+    g_geometry = g;
+    g_reserved_until[0].store(g.sites_offset, std::memory_order_relaxed);
+    g_reserved_until[1].store(g.modules_offset, std::memory_order_relaxed);
+    g_reserved_until[2].store(g.strings_offset, std::memory_order_relaxed);
+
+    auto* base = static_cast<std::byte*>(stored_region().get_address());
+    g_segment = SegmentView{base, reinterpret_cast<Header*>(base), config.max_sites,
+                            g.site_record_size, config.depth};
+    // The header and the overflow site are written at once; later slots are backed on claim.
+    if (posix_fallocate(g_segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
+        !reserve_segment_bytes(g.sites_offset, g.site_record_size)) {
+        warn("no space in /dev/shm for a leakwrap segment; this process is not profiled");
+        bip::shared_memory_object::remove(name);
+        return nullptr;
+    }
+    return reinterpret_cast<Header*>(base);
+}
+
+void publish(Header* h) { std::atomic_ref<uint32_t>(h->state).store(layout::kReady, std::memory_order_release); }
+
+}  // namespace
+
+bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
+    const Geometry& g = g_geometry;
+    int table = offset >= g.strings_offset ? 2 : offset >= g.modules_offset ? 1 : 0;
+    uint64_t table_end = table == 0 ? g.modules_offset : table == 1 ? g.strings_offset : g.size;
+    // Invariant: everything of the table below `reserved` is backed. Each reservation starts at
+    // the mark it read, so concurrent claimers can never leave a hole below the new mark.
+    std::atomic<uint64_t>& reserved = g_reserved_until[table];
+    uint64_t needed_end = offset + length;
+    uint64_t mark = reserved.load(std::memory_order_acquire);
+    if (needed_end <= mark) return true;
+    uint64_t chunk_end = std::min(align_up(needed_end, kReserveChunk), table_end);
+    if (needed_end > chunk_end ||
+        posix_fallocate(g_segment_fd, static_cast<off_t>(mark),
+                        static_cast<off_t>(chunk_end - mark)) != 0)
+        return false;
+    while (mark < chunk_end && !reserved.compare_exchange_weak(mark, chunk_end)) {
+    }
+    return true;
+}
+
+bool intern_string(const char* text, std::size_t length, layout::StringRef* out) {
+    Header* h = g_segment.header;
+    std::atomic_ref<uint32_t> used(h->strings_used);
+    uint32_t offset = used.load(std::memory_order_relaxed);
+    do {
+        if (length > h->strings_capacity - offset) return false;
+    } while (!used.compare_exchange_weak(offset, offset + static_cast<uint32_t>(length)));
+    if (!reserve_segment_bytes(h->strings_offset + offset, length)) return false;
+    std::memcpy(g_segment.base + h->strings_offset + offset, text, length);
+    *out = layout::StringRef{offset, static_cast<uint32_t>(length)};
+    return true;
+}
+
+bool create_segment(const Config& config) {
+    Geometry g = geometry_for(config);
+    Header* h = map_new_segment(config, g);
+    if (h == nullptr) {
+        g_segment = SegmentView{};
+        return false;
+    }
+    std::memcpy(h->magic, layout::kMagic, sizeof h->magic);
+    h->layout_version = layout::kLayoutVersion;
+    h->header_size = sizeof(Header);
+    h->segment_size = g.size;
+    fill_identity(h, getppid());
+    h->max_depth = config.depth;
+    h->site_capacity = config.max_sites;
+    h->site_record_size = g.site_record_size;
+    h->module_capacity = kModuleCapacity;
+    h->module_record_size = sizeof(layout::ModuleRecord);
+    h->strings_capacity = kStringsCapacity;
+    h->sites_offset = g.sites_offset;
+    h->modules_offset = g.modules_offset;
+    h->strings_offset = g.strings_offset;
+    set_exe_and_command_line(h);
+    // Slot 0 is the overflow site: empty stack, always visible.
+    h->sites_claimed = 1;
+    site_record(layout::kOverflowSite)->state = layout::kReady;
+    publish(h);
+    return true;
+}
+
+void unlink_segment() {
+    if (g_segment.base == nullptr) return;
+    bip::shared_memory_object::remove(g_segment_name);
+}
+
+void snapshot_segment_for_fork() {
+    const Header* h = g_segment.header;
+    if (h == nullptr) return;
+    void* copy = mmap(nullptr, h->segment_size, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (copy == MAP_FAILED) return;
+    g_fork_snapshot = static_cast<std::byte*>(copy);
+    g_fork_snapshot_size = h->segment_size;
+    auto copy_range = [&](uint64_t offset, uint64_t length) {
+        std::memcpy(g_fork_snapshot + offset, g_segment.base + offset, length);
+    };
+    uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
+    uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
+    copy_range(0, sizeof(Header));
+    copy_range(h->sites_offset, sites * h->site_record_size);
+    copy_range(h->modules_offset, modules * h->module_record_size);
+    copy_range(h->strings_offset, std::min(h->strings_used, h->strings_capacity));
+}
+
+void discard_fork_snapshot() {
+    if (g_fork_snapshot != nullptr) munmap(g_fork_snapshot, g_fork_snapshot_size);
+    g_fork_snapshot = nullptr;
+}
+
+bool adopt_fork_snapshot_in_child(const Config& config) {
+    if (g_fork_snapshot == nullptr) return false;
+    int parent_pid = g_segment.header->pid;
+    Geometry g = geometry_for(config);
+    Header* h = map_new_segment(config, g);
+    if (h == nullptr) {
+        g_segment = SegmentView{};
+        discard_fork_snapshot();
+        return false;
+    }
+    const auto* parent = reinterpret_cast<const Header*>(g_fork_snapshot);
+    uint64_t sites = std::min<uint64_t>(parent->sites_claimed, parent->site_capacity);
+    uint64_t modules = std::min<uint64_t>(parent->modules_claimed, parent->module_capacity);
+    uint64_t strings = std::min(parent->strings_used, parent->strings_capacity);
+    bool reserved = reserve_segment_bytes(g.sites_offset, sites * g.site_record_size) &&
+                    (modules == 0 ||
+                     reserve_segment_bytes(g.modules_offset, modules * sizeof(layout::ModuleRecord))) &&
+                    (strings == 0 || reserve_segment_bytes(g.strings_offset, strings));
+    if (!reserved) {
+        warn("no space in /dev/shm for the forked child's segment; the child is not profiled");
+        unlink_segment();
+        g_segment = SegmentView{};
+        discard_fork_snapshot();
+        return false;
+    }
+    std::memcpy(g_segment.base, g_fork_snapshot, sizeof(Header));
+    std::memcpy(g_segment.base + g.sites_offset, g_fork_snapshot + g.sites_offset,
+                sites * g.site_record_size);
+    std::memcpy(g_segment.base + g.modules_offset, g_fork_snapshot + g.modules_offset,
+                modules * sizeof(layout::ModuleRecord));
+    std::memcpy(g_segment.base + g.strings_offset, g_fork_snapshot + g.strings_offset, strings);
+    discard_fork_snapshot();
+    h->state = layout::kEmpty;
+    h->process_state = layout::kProcessRunning;
+    fill_identity(h, parent_pid);
+    publish(h);
+    return true;
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,61 @@
+// The process's shared-memory segment /dev/shm/leakwrap.<pid>: creation with
+// Boost.Interprocess (exclusive, mode 0600), the process identity the reader checks, tmpfs
+// reservation so that no write can ever raise SIGBUS, the string pool, and the hand-over to a
+// fresh segment in a forked child.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "config.h"
+#include "leakwrap/segment_layout.h"
+
+namespace leakwrap {
+
+// Base address and geometry of the current segment; null base means "no segment" (disabled
+// or creation failed). Read on the hot path, so plain globals.
+struct SegmentView {
+    std::byte* base;
+    layout::Header* header;
+    uint32_t site_capacity;
+    uint32_t site_record_size;
+    uint32_t max_depth;
+};
+extern constinit SegmentView g_segment;
+
+inline layout::SiteRecord* site_record(uint32_t index) {
+    return reinterpret_cast<layout::SiteRecord*>(g_segment.base + g_segment.header->sites_offset +
+                                                 uint64_t{index} * g_segment.site_record_size);
+}
+
+inline uint64_t* site_frames(layout::SiteRecord* record) {
+    return reinterpret_cast<uint64_t*>(reinterpret_cast<std::byte*>(record) +
+                                       layout::kFramesOffsetInSite);
+}
+
+inline layout::ModuleRecord* module_record(uint32_t index) {
+    const layout::Header* h = g_segment.header;
+    return reinterpret_cast<layout::ModuleRecord*>(g_segment.base + h->modules_offset +
+                                                   uint64_t{index} * h->module_record_size);
+}
+
+// Creates the segment for the calling process (fails with a warning, never throws).
+bool create_segment(const Config& config);
+
+// Makes [offset, offset + length) of the segment backed by tmpfs pages, so writing there cannot
+// fault with SIGBUS when /dev/shm is full. False if the space cannot be had.
+bool reserve_segment_bytes(uint64_t offset, uint64_t length);
+
+// Copies `length` bytes into the string pool; false when the pool is full.
+bool intern_string(const char* text, std::size_t length, layout::StringRef* out);
+
+// Removes the name (the mapping stays valid: late frees during exit still land somewhere).
+void unlink_segment();
+
+// fork(): the parent copies what is in use before forking (while its other threads may still
+// count), the child then moves onto its own segment initialised from that copy.
+void snapshot_segment_for_fork();
+void discard_fork_snapshot();
+bool adopt_fork_snapshot_in_child(const Config& config);
+
+}  // namespace leakwrap

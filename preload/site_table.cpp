@@ -1,0 +1,111 @@
+#include "site_table.h"
+
+#include <sys/mman.h>
+#include <urcu-bp.h>
+#include <urcu/rculfhash.h>
+
+#include <cstring>
+
+#include "diagnostics.h"
+#include "modules.h"
+#include "stack_capture.h"
+
+namespace leakwrap {
+namespace {
+
+using layout::SiteRecord;
+
+// Hash-table nodes are process-private (they hold pointers) and parallel to the site slots:
+// node i belongs to slot i, so inserting never allocates.
+struct SiteNode {
+    cds_lfht_node node;
+    uint32_t index;
+};
+
+constinit cds_lfht* g_table = nullptr;
+constinit SiteNode* g_nodes = nullptr;
+constinit std::atomic<bool> g_full_reported{false};
+
+struct StackKey {
+    const uint64_t* frames;
+    uint32_t depth;
+};
+
+int matches_stack(cds_lfht_node* node, const void* key) {
+    const auto* stack = static_cast<const StackKey*>(key);
+    const SiteRecord* record = site_record(caa_container_of(node, SiteNode, node)->index);
+    return record->depth == stack->depth &&
+           std::memcmp(site_frames(const_cast<SiteRecord*>(record)), stack->frames,
+                       sizeof(uint64_t) * stack->depth) == 0;
+}
+
+uint32_t overflow(layout::Header* h) {
+    std::atomic_ref<uint64_t>(h->lost_sites).fetch_add(1, std::memory_order_relaxed);
+    if (!g_full_reported.exchange(true, std::memory_order_relaxed))
+        warn("site table full (%u sites): allocations from further new call sites are counted "
+             "in the overflow site (raise LEAKWRAP_MAX_SITES)",
+             h->site_capacity);
+    return layout::kOverflowSite;
+}
+
+// Called inside an RCU read-side critical section.
+uint32_t insert_site(const StackKey& key, uint64_t hash) {
+    layout::Header* h = g_segment.header;
+    std::atomic_ref<uint32_t> claimed(h->sites_claimed);
+    uint32_t slot = claimed.load(std::memory_order_relaxed);
+    do {
+        if (slot >= g_segment.site_capacity) return overflow(h);
+    } while (!claimed.compare_exchange_weak(slot, slot + 1, std::memory_order_relaxed));
+    uint64_t offset = h->sites_offset + uint64_t{slot} * g_segment.site_record_size;
+    if (!reserve_segment_bytes(offset, g_segment.site_record_size)) return overflow(h);
+
+    SiteRecord* record = site_record(slot);
+    record->depth = key.depth;
+    record->stack_hash = hash;
+    std::memcpy(site_frames(record), key.frames, sizeof(uint64_t) * key.depth);
+    record->module_generation = current_module_generation();
+
+    SiteNode* node = &g_nodes[slot];
+    node->index = slot;
+    cds_lfht_node* winner = cds_lfht_add_unique(g_table, hash, matches_stack, &key, &node->node);
+    std::atomic_ref<uint32_t> state(record->state);
+    if (winner != &node->node) {
+        // Another thread inserted the same stack first: use its site, retire this slot.
+        state.store(layout::kAbandoned, std::memory_order_release);
+        return caa_container_of(winner, SiteNode, node)->index;
+    }
+    state.store(layout::kReady, std::memory_order_release);
+    return slot;
+}
+
+}  // namespace
+
+bool init_site_table() {
+    uint32_t capacity = g_segment.site_capacity;
+    void* nodes = mmap(nullptr, sizeof(SiteNode) * capacity, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (nodes == MAP_FAILED) return false;
+    g_nodes = static_cast<SiteNode*>(nodes);
+    // Fixed size, no auto-resize: resizing needs call_rcu worker threads, which do not
+    // survive fork() and would run leakwrap code outside any allocation.
+    unsigned long buckets = 256;
+    while (buckets < capacity / 2) buckets <<= 1;
+    g_table = cds_lfht_new(buckets, buckets, buckets, 0, nullptr);
+    return g_table != nullptr;
+}
+
+uint32_t site_for_current_stack() {
+    uint64_t frames[layout::kMaxDepth];
+    StackKey key{frames, capture_stack(frames, g_segment.max_depth)};
+    uint64_t hash = hash_stack(frames, key.depth);
+    urcu_bp_read_lock();
+    cds_lfht_iter iter;
+    cds_lfht_lookup(g_table, hash, matches_stack, &key, &iter);
+    cds_lfht_node* found = cds_lfht_iter_get_node(&iter);
+    uint32_t site = found != nullptr ? caa_container_of(found, SiteNode, node)->index
+                                     : insert_site(key, hash);
+    urcu_bp_read_unlock();
+    return site;
+}
+
+}  // namespace leakwrap
