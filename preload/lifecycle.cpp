@@ -1,6 +1,8 @@
 #include "lifecycle.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -71,16 +73,28 @@ __attribute__((constructor)) void initialize_at_load() {
     if (!inside_leakwrap()) tracking_enabled();
 }
 
-__attribute__((destructor)) void finish_at_exit() {
+// A normal exit: the segment goes away, or with LEAKWRAP_KEEP=1 stays marked as exited.
+// Async-signal-safe (no allocation), since _exit() may be called from a signal handler.
+void finish_normal_exit() {
     if (g_mode.load(std::memory_order_acquire) != kTracking || g_segment.base == nullptr) return;
     if (g_segment.header->pid != getpid()) return;
     if (g_config.keep) {
         std::atomic_ref<uint32_t>(g_segment.header->process_state)
             .store(layout::kProcessExited, std::memory_order_release);
     } else {
-        GuardScope guard;
         unlink_segment();
     }
+}
+
+__attribute__((destructor)) void finish_at_exit() { finish_normal_exit(); }
+
+using ExitFunction = void (*)(int);
+constinit ExitFunction g_real_exit = nullptr;
+
+[[noreturn]] void exit_now(int status) {
+    finish_normal_exit();
+    if (g_real_exit != nullptr) g_real_exit(status);
+    for (;;) syscall(SYS_exit_group, status);
 }
 
 }  // namespace
@@ -92,6 +106,7 @@ bool initialize_slow() {
         {
             GuardScope guard;
             resolve_real_allocator();
+            g_real_exit = reinterpret_cast<ExitFunction>(dlsym(RTLD_NEXT, "_exit"));
             g_tag_secret = random_secret();
             tracking = start_tracking();
         }
@@ -103,3 +118,10 @@ bool initialize_slow() {
 }
 
 }  // namespace leakwrap
+
+// Programs that leave with _exit() (shells, forked children, daemons) skip destructors; their
+// exit is just as normal, so it must clean up the same way.
+extern "C" {
+__attribute__((visibility("default"), noreturn)) void _exit(int status) { leakwrap::exit_now(status); }
+__attribute__((visibility("default"), noreturn)) void _Exit(int status) { leakwrap::exit_now(status); }
+}

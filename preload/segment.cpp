@@ -260,7 +260,10 @@ bool create_segment(const Config& config) {
 
 void unlink_segment() {
     if (g_segment.base == nullptr) return;
-    bip::shared_memory_object::remove(g_segment_name);
+    // shm_unlink on a stack-built name: no allocation, fine inside _exit() or a signal handler.
+    char name[sizeof g_segment_name + 1] = "/";
+    std::memcpy(name + 1, g_segment_name, sizeof g_segment_name);
+    shm_unlink(name);
 }
 
 void snapshot_segment_for_fork() {
