@@ -1,0 +1,148 @@
+#include "segment_builder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace leakwrap::testing {
+namespace {
+
+uint64_t round_up_to_cache_line(uint64_t size) { return (size + 63) / 64 * 64; }
+
+class StringPoolWriter {
+public:
+    explicit StringPoolWriter(uint32_t capacity) : capacity_(capacity) {}
+
+    layout::StringRef add(const std::string& text) {
+        if (bytes_.size() + text.size() > capacity_) throw std::length_error("string pool full");
+        const layout::StringRef ref{static_cast<uint32_t>(bytes_.size()),
+                                    static_cast<uint32_t>(text.size())};
+        bytes_.insert(bytes_.end(), text.begin(), text.end());
+        return ref;
+    }
+    const std::string& bytes() const { return bytes_; }
+
+private:
+    uint32_t capacity_;
+    std::string bytes_;
+};
+
+layout::Header header_of(const std::vector<std::byte>& segment) {
+    layout::Header header;
+    std::memcpy(&header, segment.data(), sizeof(header));
+    return header;
+}
+
+}  // namespace
+
+std::vector<std::byte> SegmentBuilder::build() const {
+    const uint32_t site_record_size = layout::site_record_size_for(max_depth);
+    layout::Header header{};
+    std::memcpy(header.magic, layout::kMagic, sizeof(header.magic));
+    header.layout_version = layout::kLayoutVersion;
+    header.header_size = sizeof(layout::Header);
+    header.pid = pid;
+    header.parent_pid = parent_pid;
+    header.start_time_ticks = start_time_ticks;
+    header.created_unix_ns = created_unix_ns;
+    std::memcpy(header.boot_id, boot_id.data(), std::min(boot_id.size(), sizeof(header.boot_id)));
+    header.max_depth = max_depth;
+    header.site_capacity = site_capacity;
+    header.site_record_size = site_record_size;
+    header.module_capacity = module_capacity;
+    header.module_record_size = sizeof(layout::ModuleRecord);
+    header.strings_capacity = strings_capacity;
+    header.sites_offset = sizeof(layout::Header);
+    header.modules_offset = header.sites_offset + uint64_t{site_capacity} * site_record_size;
+    header.strings_offset = round_up_to_cache_line(
+        header.modules_offset + uint64_t{module_capacity} * sizeof(layout::ModuleRecord));
+    header.segment_size = round_up_to_cache_line(header.strings_offset + strings_capacity);
+    header.sites_claimed = static_cast<uint32_t>(1 + sites.size());
+    header.modules_claimed = static_cast<uint32_t>(modules.size());
+    header.module_generation = 1;
+    header.lost_sites = lost_sites;
+    header.process_state = process_state;
+    header.state = layout::kReady;
+
+    std::vector<std::byte> segment(header.segment_size);
+    StringPoolWriter strings(strings_capacity);
+    header.exe_path = strings.add(exe);
+    header.command_line = strings.add(command_line);
+
+    std::vector<const BuiltSite*> slots{&overflow_site};
+    for (const auto& site : sites) slots.push_back(&site);
+    for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+        const BuiltSite& site = *slots[slot];
+        layout::SiteRecord record{};
+        record.allocs = site.allocs;
+        record.frees = site.frees;
+        record.alloc_bytes = site.alloc_bytes;
+        record.free_bytes = site.free_bytes;
+        record.state = site.state;
+        record.depth = static_cast<uint32_t>(site.frames.size());
+        record.module_generation = site.module_generation;
+        const uint64_t at = header.sites_offset + uint64_t{slot} * site_record_size;
+        std::memcpy(segment.data() + at, &record, sizeof(record));
+        std::memcpy(segment.data() + at + layout::kFramesOffsetInSite, site.frames.data(),
+                    std::min<size_t>(site.frames.size(), max_depth) * sizeof(uint64_t));
+    }
+    for (uint32_t slot = 0; slot < modules.size(); ++slot) {
+        const BuiltModule& module = modules[slot];
+        layout::ModuleRecord record{};
+        record.state = module.state;
+        record.load_generation = module.load_generation;
+        record.unload_generation = module.unload_generation;
+        record.build_id_length = static_cast<uint32_t>(module.build_id.size());
+        record.path = strings.add(module.path);
+        record.load_bias = module.load_bias;
+        record.start = module.start;
+        record.end = module.end;
+        std::copy_n(module.build_id.begin(), std::min<size_t>(module.build_id.size(), layout::kBuildIdMax),
+                    record.build_id);
+        std::memcpy(segment.data() + header.modules_offset + uint64_t{slot} * sizeof(record), &record,
+                    sizeof(record));
+    }
+    header.strings_used = static_cast<uint32_t>(strings.bytes().size());
+    std::memcpy(segment.data() + header.strings_offset, strings.bytes().data(),
+                strings.bytes().size());
+    std::memcpy(segment.data(), &header, sizeof(header));
+    return segment;
+}
+
+uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot) {
+    const auto header = header_of(segment);
+    return header.sites_offset + uint64_t{slot} * header.site_record_size;
+}
+
+uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot) {
+    const auto header = header_of(segment);
+    return header.modules_offset + uint64_t{slot} * header.module_record_size;
+}
+
+void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes,
+                mode_t mode) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) throw std::runtime_error("cannot create " + path.string());
+    const bool complete =
+        ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    // fchmod because open() applies the umask, and some tests need exactly `mode`.
+    const bool mode_set = ::fchmod(fd, mode) == 0;
+    ::close(fd);
+    if (!complete || !mode_set) throw std::runtime_error("cannot write " + path.string());
+}
+
+TempDirectory::TempDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "leakwrap-test.XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+}
+
+TempDirectory::~TempDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+}
+
+}  // namespace leakwrap::testing

@@ -1,0 +1,95 @@
+// Test-only writer of segments laid out per include/leakwrap/segment_layout.h, so parser tests
+// start from a known-valid segment and break exactly one thing.
+#pragma once
+
+#include <leakwrap/segment_layout.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace leakwrap::testing {
+
+// Far above any pid_max, so no process ever has it.
+inline constexpr int32_t kAbsentPid = 2147483000;
+
+struct BuiltSite {
+    uint64_t allocs = 0;
+    uint64_t frees = 0;
+    uint64_t alloc_bytes = 0;
+    uint64_t free_bytes = 0;
+    std::vector<uint64_t> frames;
+    uint32_t module_generation = 0;
+    uint32_t state = layout::kReady;
+};
+
+struct BuiltModule {
+    std::string path;
+    uint64_t load_bias = 0;
+    uint64_t start = 0;
+    uint64_t end = 0;
+    uint32_t load_generation = 0;
+    uint32_t unload_generation = layout::kStillLoaded;
+    std::vector<uint8_t> build_id;
+    uint32_t state = layout::kReady;
+};
+
+struct SegmentBuilder {
+    int32_t pid = kAbsentPid;
+    int32_t parent_pid = 1;
+    uint64_t start_time_ticks = 12345;
+    uint64_t created_unix_ns = 1700000000000000000ull;
+    std::string boot_id = "00000000-1111-2222-3333-444444444444";
+    std::string exe = "/usr/bin/leaky";
+    std::string command_line = "leaky --fast";
+    uint32_t max_depth = 8;
+    uint32_t site_capacity = 16;
+    uint32_t module_capacity = 4;
+    uint32_t strings_capacity = 1024;
+    uint64_t lost_sites = 0;
+    uint32_t process_state = layout::kProcessRunning;
+    BuiltSite overflow_site;          // slot 0
+    std::vector<BuiltSite> sites;     // slots 1, 2, ...
+    std::vector<BuiltModule> modules;
+
+    std::vector<std::byte> build() const;
+};
+
+// Offsets of the parts of a segment made by SegmentBuilder::build().
+uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot);
+uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot);
+
+// Copies a record out, lets the test change it, and writes it back.
+template <class Record, class Change>
+void patch(std::vector<std::byte>& segment, uint64_t offset, Change change) {
+    Record record;
+    std::memcpy(&record, segment.data() + offset, sizeof(record));
+    change(record);
+    std::memcpy(segment.data() + offset, &record, sizeof(record));
+}
+
+template <class Change>
+void patch_header(std::vector<std::byte>& segment, Change change) {
+    patch<layout::Header>(segment, 0, change);
+}
+
+void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes,
+                mode_t mode = 0600);
+
+// A fresh directory under the system temp dir, removed with everything in it on destruction.
+class TempDirectory {
+public:
+    TempDirectory();
+    ~TempDirectory();
+    TempDirectory(const TempDirectory&) = delete;
+    TempDirectory& operator=(const TempDirectory&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+}  // namespace leakwrap::testing
