@@ -1,0 +1,115 @@
+// What happens to a segment when its process exits, is killed, opts out or execs, and how the
+// reader reports and cleans up segments whose process is gone. These tests run `--clean`, which
+// removes every segment of a gone process, so CTest runs them one at a time (RESOURCE_LOCK).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "ground_truth.h"
+#include "harness.h"
+
+namespace leakwrap::e2e {
+namespace {
+
+using namespace ground_truth::alloc_kinds;
+
+const Counters kLeakMallocCounters{static_cast<long long>(kMallocCount - kMallocFreed),
+                                   static_cast<long long>((kMallocCount - kMallocFreed) * kMallocSize),
+                                   static_cast<long long>(kMallocCount), static_cast<long long>(kMallocFreed)};
+
+void expect_reports_alloc_kinds(const nlohmann::json& report) {
+    EXPECT_EQ(report.at("exe").get<std::string>(), paths::program("alloc_kinds"));
+    EXPECT_EQ(sites_calling(report, "leak_malloc", 1).counters, kLeakMallocCounters);
+}
+
+void expect_clean_removes_segment_of(pid_t pid) {
+    const Completed clean = run_report({"--clean"});
+    EXPECT_EQ(clean.exit_code, 0) << clean.err;
+    EXPECT_FALSE(segment_exists(pid));
+}
+
+TEST(Lifecycle, SegmentLivesWithTheProcessAndIsRemovedAtNormalExit) {
+    Target target({paths::program("alloc_kinds")}, Environment::profiled());
+    target.wait_ready();
+    EXPECT_TRUE(segment_exists(target.pid()));
+    const pid_t pid = target.pid();
+    EXPECT_EQ(target.release_and_wait(), 0);
+    EXPECT_FALSE(segment_exists(pid));
+}
+
+TEST(Lifecycle, KeptSegmentIsReportedAfterExitUntilCleaned) {
+    Target target({paths::program("alloc_kinds")}, Environment::profiled().set("LEAKWRAP_KEEP", "1"));
+    target.wait_ready();
+    const pid_t pid = target.pid();
+    EXPECT_EQ(target.release_and_wait(), 0);
+    ASSERT_TRUE(segment_exists(pid));
+
+    const nlohmann::json report = report_json(pid);
+    EXPECT_EQ(report.at("state"), "exited");
+    expect_reports_alloc_kinds(report);
+    expect_clean_removes_segment_of(pid);
+}
+
+TEST(Lifecycle, KilledProcessLeavesASegmentReportedDeadUntilCleaned) {
+    Target target({paths::program("alloc_kinds")}, Environment::profiled());
+    target.wait_ready();
+    const pid_t pid = target.pid();
+    EXPECT_EQ(target.kill_and_reap(), 128 + SIGKILL);
+    ASSERT_TRUE(segment_exists(pid));
+
+    const nlohmann::json report = report_json(pid);
+    EXPECT_EQ(report.at("state"), "dead");
+    expect_reports_alloc_kinds(report);
+
+    const Completed list = run_report({"--list"});
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    bool listed_dead = false;
+    std::istringstream lines(list.out);
+    for (std::string line; std::getline(lines, line);) {
+        std::istringstream words(line);
+        bool has_pid = false, has_dead = false;
+        for (std::string word; words >> word;) {
+            has_pid = has_pid || word == std::to_string(pid);
+            has_dead = has_dead || word == "dead";
+        }
+        listed_dead = listed_dead || (has_pid && has_dead);
+    }
+    EXPECT_TRUE(listed_dead) << "--list should show pid " << pid << " as dead:\n" << list.out;
+
+    expect_clean_removes_segment_of(pid);
+}
+
+TEST(Lifecycle, DisabledProfilingCreatesNoSegment) {
+    Target target({paths::program("alloc_kinds")}, Environment::profiled().set("LEAKWRAP_DISABLE", "1"));
+    target.wait_ready();
+    EXPECT_FALSE(segment_exists(target.pid()));
+    EXPECT_EQ(run_report({std::to_string(target.pid())}).exit_code, 1);
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
+TEST(Lifecycle, ProgramExecedInPlaceOfAProfiledShellIsProfiledAtThatPid) {
+    // The shell is profiled first, so the program must replace the shell's segment, not add to it.
+    Target target({"/bin/sh", "-c", "exec \"$0\"", paths::program("alloc_kinds")}, Environment::profiled());
+    target.wait_ready();
+    expect_reports_alloc_kinds(report_json(target.pid()));
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
+TEST(Lifecycle, ChildForkedAndExecedByAProfiledShellIsProfiledInItsOwnSegment) {
+    // A background job's stdin is /dev/null unless redirected, so hand it ours through fd 3.
+    const std::string script = "exec 3<&0; \"$0\" <&3 3<&- & echo \"CHILD $!\"; wait $!";
+    Target shell({"/bin/sh", "-c", script, paths::program("alloc_kinds")}, Environment::profiled());
+    const std::vector<std::string> lines = shell.wait_ready();
+    ASSERT_FALSE(lines.empty());
+    ASSERT_TRUE(lines.front().starts_with("CHILD ")) << lines.front();
+    const pid_t child = static_cast<pid_t>(std::stoi(lines.front().substr(6)));
+
+    EXPECT_TRUE(segment_exists(shell.pid()));
+    const nlohmann::json report = report_json(child);
+    EXPECT_EQ(report.at("pid").get<pid_t>(), child);
+    expect_reports_alloc_kinds(report);
+    EXPECT_EQ(shell.release_and_wait(), 0) << "the shell exits with the child's code";
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e

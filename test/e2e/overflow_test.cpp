@@ -1,0 +1,67 @@
+// With room, every distinct stack gets its own site; once the table is full, new stacks fold into
+// the overflow site and the totals stay exactly what they would have been with room.
+#include <gtest/gtest.h>
+
+#include "ground_truth.h"
+#include "harness.h"
+
+namespace leakwrap::e2e {
+namespace {
+
+using namespace ground_truth::many_sites;
+
+// Template instances print as e.g. "void many_sites_leak<17ul>()" or "many_sites_leak<17>".
+constexpr std::string_view kLeakerName = "many_sites_leak<";
+constexpr std::size_t kSmallTable = 32;
+
+nlohmann::json profile_many_sites(std::size_t max_sites) {
+    Target target({paths::program("many_sites")},
+                  Environment::profiled().set("LEAKWRAP_MAX_SITES", std::to_string(max_sites)));
+    target.wait_ready();
+    nlohmann::json report = report_json(target.pid());
+    EXPECT_EQ(target.release_and_wait(), 0);
+    return report;
+}
+
+std::size_t ordinary_sites(const nlohmann::json& report) {
+    std::size_t count = 0;
+    for (const auto& site : report.at("sites")) count += site.at("overflow").get<bool>() ? 0 : 1;
+    return count;
+}
+
+TEST(ManySites, EachDistinctStackGetsItsOwnSiteWhenThereIsRoom) {
+    const nlohmann::json report = profile_many_sites(65536);
+    const SiteMatch leakers = sites_calling_function_containing(report, kLeakerName, 1);
+    EXPECT_EQ(leakers.sites, kSites);
+    EXPECT_EQ(leakers.counters, (Counters{static_cast<long long>(kSites), static_cast<long long>(kSites * kBlockSize),
+                                          static_cast<long long>(kSites), 0}));
+    EXPECT_EQ(report.at("totals").at("lost_sites").get<long long>(), 0);
+    const nlohmann::json* overflow = overflow_site(report);
+    if (overflow != nullptr) EXPECT_EQ(overflow->at("allocs").get<long long>(), 0);
+    expect_consistent_totals(report);
+}
+
+TEST(ManySites, FullTableFoldsNewStacksIntoTheOverflowSiteWithExactTotals) {
+    const nlohmann::json roomy = profile_many_sites(65536);
+    const nlohmann::json full = profile_many_sites(kSmallTable);
+
+    // The program does the same allocations in both runs, so only their attribution may differ.
+    for (const char* field : {"live_bytes", "live_blocks", "allocs", "frees", "alloc_bytes", "free_bytes"})
+        EXPECT_EQ(full.at("totals").at(field), roomy.at("totals").at(field)) << "totals." << field;
+    expect_consistent_totals(full);
+
+    EXPECT_LE(ordinary_sites(full), kSmallTable - 1) << "slot 0 is the overflow site";
+    const SiteMatch placed = sites_calling_function_containing(full, kLeakerName, 1);
+    EXPECT_EQ(placed.counters, (Counters{static_cast<long long>(placed.sites),
+                                         static_cast<long long>(placed.sites * kBlockSize),
+                                         static_cast<long long>(placed.sites), 0}));
+    const auto folded = static_cast<long long>(kSites - placed.sites);
+    EXPECT_GE(full.at("totals").at("lost_sites").get<long long>(), folded);
+    const nlohmann::json* overflow = overflow_site(full);
+    ASSERT_NE(overflow, nullptr);
+    EXPECT_GE(overflow->at("live_blocks").get<long long>(), folded);
+    EXPECT_GE(overflow->at("live_bytes").get<long long>(), folded * static_cast<long long>(kBlockSize));
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e

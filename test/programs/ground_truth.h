@@ -1,0 +1,56 @@
+// What each target program allocates. The programs act on these numbers and the e2e tests derive
+// the counters they expect from them, so both sides always describe the same workload.
+#pragma once
+
+#include <cstddef>
+#include <iterator>
+
+namespace ground_truth {
+
+namespace alloc_kinds {
+inline constexpr std::size_t kMallocCount = 100, kMallocSize = 100, kMallocFreed = 50;
+inline constexpr std::size_t kCallocCount = 20, kCallocElements = 10, kCallocElementSize = 33;
+
+// Each chain is malloc(first) followed by reallocs through the rest; only the last block lives.
+inline constexpr std::size_t kReallocChains = 5;
+inline constexpr std::size_t kReallocChainSizes[] = {10, 20, 40, 80};
+inline constexpr std::size_t kReallocChainLength = std::size(kReallocChainSizes);
+
+struct AlignedRequest {
+    std::size_t alignment;
+    std::size_t size;
+    std::size_t count;
+};
+inline constexpr AlignedRequest kPosixMemalign[] = {{64, 200, 3}, {4096, 300, 2}};
+inline constexpr AlignedRequest kAlignedAlloc[] = {{256, 512, 4}};
+inline constexpr AlignedRequest kMemalign[] = {{128, 1000, 3}};
+inline constexpr std::size_t kVallocCount = 2, kVallocSize = 5000;
+inline constexpr std::size_t kPvallocCount = 2, kPvallocSize = 5000;  // counted page-rounded
+
+inline constexpr std::size_t kNewCharArrayCount = 3, kNewCharArrayLength = 1000;
+inline constexpr std::size_t kNewIntArrayCount = 2, kNewIntArrayLength = 250;
+
+// Every round allocates kChurnAllocsPerRound blocks and frees all of them.
+inline constexpr std::size_t kChurnRounds = 500, kChurnAllocsPerRound = 7;
+}  // namespace alloc_kinds
+
+namespace threads_cross_free {
+inline constexpr std::size_t kThreads = 8;
+inline constexpr std::size_t kBlocksPerThread = 1000;
+// Thread i+1 (mod kThreads) frees the first kFreedByNextThread blocks of thread i.
+inline constexpr std::size_t kFreedByNextThread = 250;
+inline constexpr std::size_t block_size_of_thread(std::size_t thread) { return 48 + 8 * thread; }
+inline constexpr std::size_t kChurnPerThread = 20000, kChurnSize = 32;
+}  // namespace threads_cross_free
+
+namespace fork_leak {
+inline constexpr std::size_t kParentBlocks = 300, kParentBlockSize = 64;
+inline constexpr std::size_t kChildBlocks = 40, kChildBlockSize = 512;
+inline constexpr std::size_t kInheritedFreedByChild = 100;
+}  // namespace fork_leak
+
+namespace many_sites {
+inline constexpr std::size_t kSites = 256, kBlockSize = 24;
+}  // namespace many_sites
+
+}  // namespace ground_truth

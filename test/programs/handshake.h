@@ -1,0 +1,19 @@
+// The target programs' half of the protocol the e2e harness drives: a program does its work,
+// says READY, and stays alive (so its segment can be read) until the harness sends one line.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+
+inline void announce_ready_and_wait_for_release() {
+    std::fputs("READY\n", stdout);
+    std::fflush(stdout);
+    char line[64];
+    // EOF counts as a release too: a harness that closes our stdin wants us gone.
+    (void)std::fgets(line, sizeof line, stdin);
+}
+
+[[noreturn]] inline void fail(const char* what) {
+    std::fprintf(stderr, "FAILED: %s\n", what);
+    std::exit(1);
+}
