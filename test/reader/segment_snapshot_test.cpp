@@ -179,6 +179,8 @@ struct HeaderCorruption {
     const char* expected_message_part;
 };
 
+void PrintTo(const HeaderCorruption& corruption, std::ostream* out) { *out << corruption.name; }
+
 class ParseSegmentCorruptHeader : public ::testing::TestWithParam<HeaderCorruption> {};
 
 TEST_P(ParseSegmentCorruptHeader, IsRejectedWithAClearMessage) {

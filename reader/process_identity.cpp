@@ -1,0 +1,71 @@
+#include "process_identity.h"
+
+#include <leakwrap/segment_layout.h>
+
+#include <signal.h>
+
+#include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace leakwrap {
+namespace {
+
+std::string read_small_file(const std::string& path) {
+    std::ifstream file(path);
+    return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+}
+
+std::string without_trailing_space(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0'))
+        text.pop_back();
+    return text;
+}
+
+}  // namespace
+
+bool process_exists(pid_t pid) {
+    // kill() with pid <= 0 addresses process groups, not a process.
+    if (pid <= 0) return false;
+    return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+std::optional<uint64_t> process_start_time_ticks(pid_t pid) {
+    const std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+    // The command name (field 2) may itself contain ") ", so fields are counted from the last ')'.
+    const auto name_end = stat.rfind(')');
+    if (name_end == std::string::npos) return std::nullopt;
+    std::istringstream fields(stat.substr(name_end + 1));
+    constexpr int kFieldsBeforeStartTime = 22 - 3;  // field 3 is the first after the name
+    std::string skipped;
+    for (int i = 0; i < kFieldsBeforeStartTime; ++i)
+        if (!(fields >> skipped)) return std::nullopt;
+    uint64_t start_time = 0;
+    if (!(fields >> start_time)) return std::nullopt;
+    return start_time;
+}
+
+std::string current_boot_id() {
+    return without_trailing_space(read_small_file("/proc/sys/kernel/random/boot_id"));
+}
+
+OwnerState owner_state(const Snapshot& snapshot) {
+    if (snapshot.process_state == layout::kProcessExited) return OwnerState::exited;
+    if (!process_exists(snapshot.pid)) return OwnerState::dead;
+    const bool same_boot = current_boot_id() == without_trailing_space(snapshot.boot_id);
+    const bool same_start = process_start_time_ticks(snapshot.pid) == snapshot.start_time_ticks;
+    return same_boot && same_start ? OwnerState::alive : OwnerState::stale;
+}
+
+std::string_view owner_state_name(OwnerState state) {
+    switch (state) {
+        case OwnerState::alive: return "alive";
+        case OwnerState::dead: return "dead";
+        case OwnerState::exited: return "exited";
+        case OwnerState::stale: return "stale";
+    }
+    return "unknown";
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,36 @@
+// Whether the process that owns a segment is still the one running under its pid.
+#pragma once
+
+#include "segment_snapshot.h"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace leakwrap {
+
+enum class OwnerState {
+    alive,
+    dead,    // no such process: a post-mortem segment
+    exited,  // the owner marked the segment on a normal exit
+    stale,   // the pid now belongs to another process (or the machine rebooted)
+};
+
+OwnerState owner_state(const Snapshot& snapshot);
+
+// "alive", "dead", "exited", "stale": the names used in JSON and --list.
+std::string_view owner_state_name(OwnerState state);
+
+// True if a process with this pid exists, even one we may not signal.
+bool process_exists(pid_t pid);
+
+// Field 22 of /proc/<pid>/stat, nullopt if the process is gone or the file is unreadable.
+std::optional<uint64_t> process_start_time_ticks(pid_t pid);
+
+// /proc/sys/kernel/random/boot_id without the trailing newline.
+std::string current_boot_id();
+
+}  // namespace leakwrap

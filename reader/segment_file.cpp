@@ -1,0 +1,221 @@
+#include "segment_file.h"
+
+#include <leakwrap/segment_layout.h>
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+namespace leakwrap {
+namespace {
+
+namespace layout = leakwrap::layout;
+
+// Far above any segment the writer can create (4M sites of 64 frames is 2.4 GiB); a file
+// larger than this is not a segment, and copying it would only exhaust memory.
+constexpr uint64_t kMaxSegmentBytes = uint64_t{16} << 30;
+
+constexpr auto kReadyPollInterval = std::chrono::milliseconds(10);
+
+std::string quoted(const std::filesystem::path& path) { return path.string(); }
+
+[[noreturn]] void fail_errno(const std::string& what, const std::filesystem::path& path) {
+    const int error = errno;
+    throw SegmentFileError("cannot " + what + " " + quoted(path) + ": " + std::strerror(error),
+                           error);
+}
+
+[[noreturn]] void refuse(const std::filesystem::path& path, const std::string& reason) {
+    throw SegmentFileError(quoted(path) + " " + reason + "; refusing", 0);
+}
+
+class FileDescriptor {
+public:
+    explicit FileDescriptor(int fd) : fd_(fd) {}
+    FileDescriptor(const FileDescriptor&) = delete;
+    FileDescriptor& operator=(const FileDescriptor&) = delete;
+    ~FileDescriptor() { ::close(fd_); }
+    int get() const { return fd_; }
+
+private:
+    int fd_;
+};
+
+class ReadOnlyMapping {
+public:
+    ReadOnlyMapping(int fd, size_t size, const std::filesystem::path& path) : size_(size) {
+        void* address = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+        if (address == MAP_FAILED) fail_errno("map", path);
+        data_ = static_cast<const std::byte*>(address);
+    }
+    ReadOnlyMapping(const ReadOnlyMapping&) = delete;
+    ReadOnlyMapping& operator=(const ReadOnlyMapping&) = delete;
+    ~ReadOnlyMapping() { ::munmap(const_cast<std::byte*>(data_), size_); }
+    const std::byte* data() const { return data_; }
+
+private:
+    const std::byte* data_ = nullptr;
+    size_t size_;
+};
+
+FileDescriptor open_segment(const std::filesystem::path& path) {
+    // O_NONBLOCK so that a FIFO planted under a segment name cannot make open() wait forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ELOOP) throw SegmentFileError(quoted(path) + " is a symbolic link; refusing", ELOOP);
+        fail_errno("open", path);
+    }
+    return FileDescriptor(fd);
+}
+
+struct stat status_of(const FileDescriptor& fd, const std::filesystem::path& path) {
+    struct stat status {};
+    if (::fstat(fd.get(), &status) != 0) fail_errno("stat", path);
+    return status;
+}
+
+// A segment steers what the reader opens (module paths) and prints, so only a file that
+// nobody but this user could have written is trusted - root included.
+void require_trustworthy(const struct stat& status, const std::filesystem::path& path) {
+    if (!S_ISREG(status.st_mode)) refuse(path, "is not a regular file");
+    const uid_t me = ::geteuid();
+    if (status.st_uid != me)
+        refuse(path, "is owned by uid " + std::to_string(status.st_uid) + ", not you (uid " +
+                         std::to_string(me) + ")");
+    if (status.st_mode & (S_IWGRP | S_IWOTH)) {
+        std::ostringstream mode;
+        mode << std::oct << (status.st_mode & 07777);
+        refuse(path, "is group/world-writable (mode 0" + mode.str() + ")");
+    }
+}
+
+thread_local sigjmp_buf* sigbus_escape = nullptr;
+
+void on_sigbus(int) {
+    if (sigbus_escape != nullptr) {
+        sigjmp_buf* escape = sigbus_escape;
+        sigbus_escape = nullptr;
+        siglongjmp(*escape, 1);
+    }
+    // Not a fault of our copy: let the re-executed access die the default way.
+    ::signal(SIGBUS, SIG_DFL);
+}
+
+class SigbusHandlerScope {
+public:
+    SigbusHandlerScope() {
+        struct sigaction action {};
+        action.sa_handler = on_sigbus;
+        sigemptyset(&action.sa_mask);
+        ::sigaction(SIGBUS, &action, &previous_);
+    }
+    SigbusHandlerScope(const SigbusHandlerScope&) = delete;
+    SigbusHandlerScope& operator=(const SigbusHandlerScope&) = delete;
+    ~SigbusHandlerScope() { ::sigaction(SIGBUS, &previous_, nullptr); }
+
+private:
+    struct sigaction previous_ {};
+};
+
+// Front to back, one acquire load per word: the writer fills a record and then publishes it by
+// storing kReady into its state word, which precedes the record's variable parts (depth, frames),
+// so a record whose state is copied as ready has the rest copied complete.
+void copy_in_publication_order(std::byte* destination, const std::byte* source, size_t size) {
+    const auto* words = reinterpret_cast<const uint64_t*>(source);  // mmap is page-aligned
+    const size_t whole_words = size / sizeof(uint64_t);
+    for (size_t i = 0; i < whole_words; ++i) {
+        const uint64_t word = __atomic_load_n(words + i, __ATOMIC_ACQUIRE);
+        std::memcpy(destination + i * sizeof(uint64_t), &word, sizeof(word));
+    }
+    for (size_t i = whole_words * sizeof(uint64_t); i < size; ++i)
+        destination[i] = std::byte{__atomic_load_n(reinterpret_cast<const uint8_t*>(source) + i,
+                                                   __ATOMIC_ACQUIRE)};
+}
+
+void copy_segment_bytes(std::byte* destination, const std::byte* source, size_t size) {
+    // The header's state word is the header's last field, so it is loaded first: a header
+    // copied as ready is then a complete one.
+    constexpr size_t kStateOffset = offsetof(layout::Header, state);
+    const bool has_header = size >= sizeof(layout::Header);
+    uint32_t header_state = 0;
+    if (has_header)
+        header_state = __atomic_load_n(
+            reinterpret_cast<const uint32_t*>(source + kStateOffset), __ATOMIC_ACQUIRE);
+
+    copy_in_publication_order(destination, source, size);
+    if (!has_header) return;
+    std::memcpy(destination + kStateOffset, &header_state, sizeof(header_state));
+
+    // Strings are written before the records that name them; copying the pool again, after
+    // every record, keeps it complete whatever its position in the segment.
+    layout::Header header;
+    std::memcpy(&header, destination, sizeof(header));
+    if (header.strings_offset <= size && header.strings_capacity <= size - header.strings_offset)
+        copy_in_publication_order(destination + header.strings_offset,
+                                  source + header.strings_offset, header.strings_capacity);
+}
+
+// A concurrent truncate turns reads past the new end into SIGBUS; catch it instead of dying.
+bool copy_surviving_truncation(std::byte* destination, const std::byte* source, size_t size) {
+    SigbusHandlerScope handler;
+    sigjmp_buf escape;
+    if (sigsetjmp(escape, 1) != 0) return false;
+    sigbus_escape = &escape;
+    copy_segment_bytes(destination, source, size);
+    sigbus_escape = nullptr;
+    return true;
+}
+
+std::vector<std::byte> copy_once(const FileDescriptor& fd, const std::filesystem::path& path) {
+    const auto size = static_cast<uint64_t>(status_of(fd, path).st_size);
+    if (size > kMaxSegmentBytes)
+        refuse(path, "is " + std::to_string(size) + " bytes, too large for a segment");
+    std::vector<std::byte> bytes(size);
+    if (size == 0) return bytes;
+    const ReadOnlyMapping mapping(fd.get(), size, path);
+    if (!copy_surviving_truncation(bytes.data(), mapping.data(), size))
+        throw SegmentFileError(quoted(path) + " shrank while it was being read", EFAULT);
+    return bytes;
+}
+
+// The writer creates the file empty, sizes it, fills the header and sets its state last.
+bool writer_still_initializing(std::span<const std::byte> bytes) {
+    if (bytes.empty()) return true;
+    if (bytes.size() < sizeof(layout::Header)) return false;
+    layout::Header header;
+    std::memcpy(&header, bytes.data(), sizeof(header));
+    static constexpr char kNoMagic[sizeof(layout::kMagic)] = {};
+    const bool magic_written = std::memcmp(header.magic, layout::kMagic, sizeof(header.magic)) == 0;
+    const bool magic_unwritten = std::memcmp(header.magic, kNoMagic, sizeof(header.magic)) == 0;
+    return (magic_written || magic_unwritten) && header.state == layout::kEmpty;
+}
+
+}  // namespace
+
+std::vector<std::byte> copy_segment_file(const std::filesystem::path& path,
+                                         const ReadOptions& options) {
+    const FileDescriptor fd = open_segment(path);
+    require_trustworthy(status_of(fd, path), path);
+
+    const auto deadline = std::chrono::steady_clock::now() + options.ready_timeout;
+    for (;;) {
+        auto bytes = copy_once(fd, path);
+        if (!writer_still_initializing(bytes) || std::chrono::steady_clock::now() >= deadline)
+            return bytes;
+        std::this_thread::sleep_for(kReadyPollInterval);
+    }
+}
+
+Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions& options) {
+    return parse_segment(copy_segment_file(path, options));
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,37 @@
+#include "segment_listing.h"
+
+#include "process_identity.h"
+#include "segment_directory.h"
+
+#include <iomanip>
+
+namespace leakwrap {
+namespace {
+
+void write_row(std::ostream& out, const std::string& pid, std::string_view state,
+               const std::string& live_bytes, const std::string& live_blocks,
+               const std::string& sites, const std::string& exe) {
+    out << std::left << std::setw(10) << pid << ' ' << std::setw(10) << state << ' '
+        << std::right << std::setw(16) << live_bytes << ' ' << std::setw(12) << live_blocks << ' '
+        << std::setw(8) << sites << "  " << exe << '\n';
+}
+
+}  // namespace
+
+void list_segments(std::ostream& out, const std::filesystem::path& directory) {
+    write_row(out, "PID", "STATE", "LIVE_BYTES", "LIVE_BLOCKS", "SITES", "EXE");
+    for (const auto& entry : find_segments(directory)) {
+        const std::string pid = std::to_string(entry.pid);
+        try {
+            const auto snapshot = read_segment(entry);
+            write_row(out, pid, owner_state_name(owner_state(snapshot)),
+                      std::to_string(snapshot.totals.live_bytes),
+                      std::to_string(snapshot.totals.live_blocks),
+                      std::to_string(snapshot.sites.size()), snapshot.exe);
+        } catch (const std::exception& error) {
+            write_row(out, pid, "unreadable", "-", "-", "-", std::string("error: ") + error.what());
+        }
+    }
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,149 @@
+#include "segment_builder.h"
+#include "segment_file.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+namespace leakwrap {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::SegmentBuilder;
+using testing::TempDirectory;
+using testing::write_file;
+
+std::string read_error(const std::filesystem::path& path, const ReadOptions& options = {}) {
+    try {
+        read_segment_file(path, options);
+    } catch (const std::exception& error) {
+        return error.what();
+    }
+    return "";
+}
+
+class SegmentFileTest : public ::testing::Test {
+protected:
+    std::filesystem::path segment_file(mode_t mode = 0600) {
+        const auto path = directory_.path() / "segment";
+        write_file(path, SegmentBuilder().build(), mode);
+        return path;
+    }
+
+    TempDirectory directory_;
+};
+
+TEST_F(SegmentFileTest, ReadsAPrivateRegularFile) {
+    EXPECT_EQ(read_segment_file(segment_file()).exe, "/usr/bin/leaky");
+}
+
+TEST_F(SegmentFileTest, RefusesASymlink) {
+    const auto link = directory_.path() / "link";
+    std::filesystem::create_symlink(segment_file(), link);
+    EXPECT_EQ(read_error(link), link.string() + " is a symbolic link; refusing");
+}
+
+TEST_F(SegmentFileTest, RefusesAGroupWritableFile) {
+    const auto path = segment_file(0620);
+    EXPECT_EQ(read_error(path), path.string() + " is group/world-writable (mode 0620); refusing");
+}
+
+TEST_F(SegmentFileTest, RefusesAWorldWritableFile) {
+    const auto path = segment_file(0602);
+    EXPECT_EQ(read_error(path), path.string() + " is group/world-writable (mode 0602); refusing");
+}
+
+TEST_F(SegmentFileTest, RefusesAnotherUsersFileEvenForRoot) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file away";
+    const auto path = segment_file();
+    ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+    EXPECT_EQ(read_error(path),
+              path.string() + " is owned by uid 65534, not you (uid 0); refusing");
+}
+
+TEST_F(SegmentFileTest, RefusesADirectoryAndAFifoWithoutBlocking) {
+    EXPECT_EQ(read_error(directory_.path()),
+              directory_.path().string() + " is not a regular file; refusing");
+    const auto fifo = directory_.path() / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(read_error(fifo), fifo.string() + " is not a regular file; refusing");
+}
+
+TEST_F(SegmentFileTest, ReportsAMissingFileWithItsErrno) {
+    try {
+        read_segment_file(directory_.path() / "missing");
+        FAIL() << "read a missing file";
+    } catch (const SegmentFileError& error) {
+        EXPECT_EQ(error.error_number(), ENOENT);
+    }
+}
+
+TEST_F(SegmentFileTest, GivesUpOnAHeaderThatNeverBecomesReady) {
+    auto bytes = SegmentBuilder().build();
+    testing::patch_header(bytes, [](layout::Header& h) { h.state = layout::kEmpty; });
+    const auto path = directory_.path() / "initializing";
+    write_file(path, bytes);
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_NE(read_error(path, {.ready_timeout = 50ms}).find("not ready"), std::string::npos);
+    EXPECT_GE(std::chrono::steady_clock::now() - started, 50ms);
+}
+
+TEST_F(SegmentFileTest, WaitsForAWriterThatIsStillInitializing) {
+    auto bytes = SegmentBuilder().build();
+    testing::patch_header(bytes, [](layout::Header& h) { h.state = layout::kEmpty; });
+    const auto path = directory_.path() / "initializing";
+    write_file(path, bytes);
+    std::thread writer([&] {
+        std::this_thread::sleep_for(30ms);
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        const uint32_t ready = layout::kReady;
+        EXPECT_EQ(::pwrite(fd, &ready, sizeof(ready), offsetof(layout::Header, state)),
+                  static_cast<ssize_t>(sizeof(ready)));
+        ::close(fd);
+    });
+    EXPECT_EQ(read_error(path, {.ready_timeout = 5s}), "");
+    writer.join();
+}
+
+TEST_F(SegmentFileTest, DoesNotWaitForGarbage) {
+    const auto path = directory_.path() / "garbage";
+    write_file(path, std::vector<std::byte>(4096, std::byte{0x5a}));
+    EXPECT_EQ(read_error(path, {.ready_timeout = 10s}), "bad magic: not a leakwrap segment");
+}
+
+// A concurrent truncate makes the copy fault with SIGBUS; the guard must turn that into an
+// error (or a clean read of whatever size the file had), never a crash.
+TEST_F(SegmentFileTest, SurvivesTruncationDuringTheCopy) {
+    SegmentBuilder builder;
+    builder.site_capacity = 20000;  // a few MiB, so the copy takes long enough to be interrupted
+    const auto bytes = builder.build();
+    const auto path = directory_.path() / "shrinking";
+    write_file(path, bytes);
+
+    std::atomic<bool> done = false;
+    std::thread truncator([&] {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        while (!done) {
+            EXPECT_EQ(::ftruncate(fd, 4096), 0);
+            EXPECT_EQ(::ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
+        }
+        ::close(fd);
+    });
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        try {
+            read_segment_file(path, {.ready_timeout = 0ms});
+        } catch (const SegmentFileError&) {
+        } catch (const SegmentError&) {
+        }
+    }
+    done = true;
+    truncator.join();
+}
+
+}  // namespace
+}  // namespace leakwrap
