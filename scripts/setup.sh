@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages leakwrap needs to build and test, only those that are missing.
+# Safe to run any number of times. As a non-root user it only says what to run.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config                     # toolchain
+  liburcu-dev libunwind-dev libboost-dev libdw-dev     # libleakwrap.so and leakwrap-report
+  libcli11-dev                                         # leakwrap-report's command line
+  libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
+  python3 perl git                                     # workloads of the smoke tests
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} required packages are installed"
+  exit 0
+fi
+
+if ((EUID != 0)); then
+  echo "setup: missing packages: ${missing[*]}" >&2
+  echo "setup: run as root: apt-get update && apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "setup: installing ${missing[*]}"
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds everything and runs the whole test suite; exits with CTest's exit code.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/build.sh
+# No single test should come near the timeout; it only guards against a hung target.
+exec ctest --test-dir "${LEAKWRAP_BUILD_DIR:-build}" --output-on-failure -j2 --timeout 120
