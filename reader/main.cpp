@@ -1,0 +1,135 @@
+// leakwrap-report: shows where the still-live heap memory of a process started with
+// LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
+#include "process_identity.h"
+#include "report.h"
+#include "segment_cleaning.h"
+#include "segment_directory.h"
+#include "segment_file.h"
+#include "segment_listing.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <climits>
+#include <iostream>
+#include <stdexcept>
+
+namespace {
+
+using namespace leakwrap;
+
+constexpr int kExitRuntimeError = 1;
+constexpr int kExitUsageError = 2;
+
+struct CommandLine {
+    int64_t pid = 0;
+    std::string segment;
+    ReportOptions report;
+    bool list = false;
+    bool clean = false;
+};
+
+// Scripts parse stderr line by line; a message must never span two.
+int report_error(std::string_view message, int exit_code) {
+    std::string line(message);
+    for (char& c : line)
+        if (c == '\n' || c == '\r') c = ' ';
+    std::cerr << "leakwrap-report: error: " << line << '\n';
+    return exit_code;
+}
+
+Snapshot read_by_pid(pid_t pid) {
+    const SegmentEntry entry{pid, segment_path(pid)};
+    try {
+        return read_segment(entry);
+    } catch (const SegmentFileError& error) {
+        if (error.error_number() != ENOENT) throw;
+        const std::string id = std::to_string(pid);
+        if (process_exists(pid))
+            throw std::runtime_error("process " + id +
+                                     " has no leakwrap segment (was it started with "
+                                     "LD_PRELOAD=libleakwrap.so? LEAKWRAP_DISABLE set?)");
+        throw std::runtime_error("no process " + id + " and no segment " + entry.path.string() +
+                                 " left behind");
+    }
+}
+
+int run(const CommandLine& command) {
+    if (command.list) {
+        list_segments(std::cout);
+        return 0;
+    }
+    if (command.clean) return clean_segments(std::cout).failed == 0 ? 0 : kExitRuntimeError;
+
+    const Snapshot snapshot = command.segment.empty()
+                                  ? read_by_pid(static_cast<pid_t>(command.pid))
+                                  : read_segment_file(command.segment);
+    Symbolizer symbolizer(snapshot.modules);
+    write_report(std::cout, {snapshot, owner_state(snapshot), symbolizer, command.report});
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::ios::sync_with_stdio(false);
+    CommandLine command;
+    std::string sort = "live";
+    std::string format = "text";
+
+    CLI::App app("Show where the still-live heap memory of a process running under "
+                 "LD_PRELOAD=libleakwrap.so was allocated.",
+                 "leakwrap-report");
+    auto* pid = app.add_option("pid", command.pid,
+                               "Process to report on; reads /dev/shm/leakwrap.<pid>");
+    auto* segment = app.add_option("--segment", command.segment,
+                                   "Read this segment file instead of a pid's "
+                                   "(post-mortem copies, tests)");
+    int64_t top = 20;
+    app.add_option("--top", top, "Show the N sites ranked first; 0 shows all (default: 20)")
+        ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
+    app.add_option("--sort", sort,
+                   "Rank sites by live (live bytes), allocs (allocation count) or bytes "
+                   "(total bytes allocated) (default: live)")
+        ->check(CLI::IsMember({"live", "allocs", "bytes"}));
+    app.add_option("--format", format, "Output as text, json or csv (default: text)")
+        ->check(CLI::IsMember({"text", "json", "csv"}));
+    auto* list = app.add_flag("--list", command.list,
+                              "List every segment in /dev/shm: PID, STATE, LIVE_BYTES, "
+                              "LIVE_BLOCKS, SITES, EXE (default: off)");
+    auto* clean = app.add_flag("--clean", command.clean,
+                               "Remove the segments of dead, stale or exited processes, never a "
+                               "live one's (default: off)");
+    app.set_version_flag("--version", std::string("leakwrap-report ") + LEAKWRAP_VERSION);
+    for (auto* mode : {pid, segment, list, clean})
+        for (auto* other : {pid, segment, list, clean})
+            if (mode != other) mode->excludes(other);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::CallForVersion& version) {
+        return app.exit(version);
+    } catch (const CLI::ParseError& error) {
+        return report_error(std::string(error.what()) + " (see --help)", kExitUsageError);
+    }
+    if (pid->count() + segment->count() + list->count() + clean->count() == 0)
+        return report_error("give a pid, --segment FILE, --list or --clean (see --help)",
+                            kExitUsageError);
+    if (pid->count() > 0 && (command.pid <= 0 || command.pid > INT_MAX))
+        return report_error("pid must be between 1 and " + std::to_string(INT_MAX),
+                            kExitUsageError);
+    command.report.top = static_cast<std::size_t>(top);
+    command.report.sort = *sort_key_from_name(sort);
+    command.report.format = *report_format_from_name(format);
+
+    try {
+        const int status = run(command);
+        std::cout.flush();
+        if (!std::cout) return report_error("cannot write the report to stdout", kExitRuntimeError);
+        return status;
+    } catch (const std::exception& error) {
+        return report_error(error.what(), kExitRuntimeError);
+    }
+}

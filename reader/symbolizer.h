@@ -1,0 +1,50 @@
+// Turns return addresses into function, file and line using only the module list recorded in the
+// segment, so that a dead process's kept segment resolves as well as a live one.
+#pragma once
+
+#include "segment_snapshot.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace leakwrap {
+
+struct ResolvedFrame {
+    uint64_t address = 0;                   // as recorded: a return address
+    std::optional<std::string> function;    // demangled
+    std::optional<std::string> file;        // as DWARF gives it, possibly absolute
+    std::optional<uint32_t> line;
+    std::optional<std::string> module;      // path, or the name of a pathless module like [vdso]
+    std::optional<uint64_t> module_offset;  // address - load_bias
+    std::string note;                       // why the function is unknown, if it is
+};
+
+class Symbolizer {
+public:
+    explicit Symbolizer(std::vector<Module> modules);
+    ~Symbolizer();
+    Symbolizer(const Symbolizer&) = delete;
+    Symbolizer& operator=(const Symbolizer&) = delete;
+
+    // module_generation is the capturing site's: it picks among modules that were mapped at the
+    // same address at different times. Results are cached, the reference stays valid.
+    const ResolvedFrame& resolve(uint64_t address, uint32_t module_generation);
+
+private:
+    struct DebugInfo;
+
+    std::optional<std::size_t> module_at(uint64_t address, uint32_t module_generation) const;
+    DebugInfo& debug_info(std::size_t module_index);
+    ResolvedFrame symbolize(uint64_t address, std::size_t module_index);
+
+    std::vector<Module> modules_;
+    std::vector<std::unique_ptr<DebugInfo>> debug_info_;  // per module, opened on first use
+    std::map<std::pair<uint64_t, uint32_t>, ResolvedFrame> cache_;
+};
+
+}  // namespace leakwrap

@@ -1,0 +1,118 @@
+// The real leakwrap-report binary, end to end on builder-made segment files.
+#include "segment_builder.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
+namespace leakwrap {
+namespace {
+
+using testing::SegmentBuilder;
+using testing::TempDirectory;
+using testing::write_file;
+
+struct Completed {
+    int exit_code;
+    std::string out;
+    std::string err;
+};
+
+std::string read_all(const std::filesystem::path& path) {
+    std::ifstream file(path);
+    return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+}
+
+class CliTest : public ::testing::Test {
+protected:
+    // Arguments are test-made and free of shell metacharacters.
+    Completed run_report(const std::string& arguments) {
+        const auto out = directory_.path() / "stdout";
+        const auto err = directory_.path() / "stderr";
+        const std::string command = std::string(LEAKWRAP_REPORT_BINARY) + " " + arguments + " >" +
+                                    out.string() + " 2>" + err.string() + " </dev/null";
+        const int status = std::system(command.c_str());
+        return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_all(out),
+                read_all(err)};
+    }
+
+    std::filesystem::path file_with(const std::vector<std::byte>& bytes) {
+        const auto path = directory_.path() / "segment";
+        write_file(path, bytes);
+        return path;
+    }
+
+    static void expect_one_line_error(const Completed& result, int exit_code) {
+        EXPECT_EQ(result.exit_code, exit_code) << result.err;
+        EXPECT_TRUE(result.err.starts_with("leakwrap-report: error: ")) << result.err;
+        EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+        EXPECT_EQ(result.out, "");
+    }
+
+    TempDirectory directory_;
+};
+
+TEST_F(CliTest, RejectsACorruptSegmentWithOneErrorLine) {
+    auto bytes = SegmentBuilder().build();
+    testing::patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
+    const auto result = run_report("--segment " + file_with(bytes).string());
+    expect_one_line_error(result, 1);
+    EXPECT_NE(result.err.find("segment layout version 7, this reader understands 1"),
+              std::string::npos);
+}
+
+TEST_F(CliTest, ReportsAValidSegmentAsJson) {
+    SegmentBuilder builder;
+    builder.sites = {{.allocs = 4, .frees = 1, .alloc_bytes = 4096, .free_bytes = 1024,
+                      .frames = {0x401000}}};
+    const auto result = run_report("--segment " + file_with(builder.build()).string() +
+                                   " --format json --top 0");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto report = nlohmann::json::parse(result.out);
+    EXPECT_EQ(report["pid"], testing::kAbsentPid);
+    EXPECT_EQ(report["state"], "dead");
+    EXPECT_EQ(report["totals"]["live_bytes"], 3072);
+    EXPECT_EQ(report["totals"]["live_blocks"], 3);
+    EXPECT_EQ(report["totals"]["sites"], 2);
+    ASSERT_EQ(report["sites"].size(), 2u);
+    EXPECT_EQ(report["sites"][0]["id"], 1);
+    EXPECT_EQ(report["sites"][0]["frames"][0]["addr"], "0x401000");
+}
+
+TEST_F(CliTest, ExplainsAMissingSegment) {
+    const auto absent = run_report(std::to_string(testing::kAbsentPid));
+    expect_one_line_error(absent, 1);
+    EXPECT_NE(absent.err.find("no process 2147483000 and no segment /dev/shm/leakwrap.2147483000 "
+                              "left behind"),
+              std::string::npos);
+
+    const auto unprofiled = run_report(std::to_string(::getpid()));
+    expect_one_line_error(unprofiled, 1);
+    EXPECT_NE(unprofiled.err.find("has no leakwrap segment (was it started with "
+                                  "LD_PRELOAD=libleakwrap.so? LEAKWRAP_DISABLE set?)"),
+              std::string::npos);
+}
+
+TEST_F(CliTest, RejectsBadUsageWithExitCodeTwo) {
+    for (const char* arguments : {"", "--format yaml 1", "--sort nowhere 1", "--top many 1",
+                                  "--top -1 1", "0", "1 --list", "--segment a --clean",
+                                  "--no-such-option"})
+        expect_one_line_error(run_report(arguments), 2);
+}
+
+TEST_F(CliTest, DocumentsEveryOptionWithItsDefault) {
+    const auto help = run_report("--help");
+    EXPECT_EQ(help.exit_code, 0);
+    for (const char* text : {"--segment", "--top", "(default: 20)", "--sort", "(default: live)",
+                             "--format", "(default: text)", "--list", "--clean", "--version"})
+        EXPECT_NE(help.out.find(text), std::string::npos) << text;
+    EXPECT_EQ(run_report("--version").out, "leakwrap-report " LEAKWRAP_VERSION_FOR_TESTS "\n");
+}
+
+}  // namespace
+}  // namespace leakwrap
