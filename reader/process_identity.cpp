@@ -31,19 +31,34 @@ bool process_exists(pid_t pid) {
     return ::kill(pid, 0) == 0 || errno == EPERM;
 }
 
-std::optional<uint64_t> process_start_time_ticks(pid_t pid) {
+namespace {
+
+struct ProcStat {
+    char state;
+    uint64_t start_time_ticks;
+};
+
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
     const std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
     // The command name (field 2) may itself contain ") ", so fields are counted from the last ')'.
     const auto name_end = stat.rfind(')');
     if (name_end == std::string::npos) return std::nullopt;
     std::istringstream fields(stat.substr(name_end + 1));
-    constexpr int kFieldsBeforeStartTime = 22 - 3;  // field 3 is the first after the name
+    ProcStat result{};
+    if (!(fields >> result.state)) return std::nullopt;
+    constexpr int kFieldsBetweenStateAndStartTime = 22 - 3 - 1;
     std::string skipped;
-    for (int i = 0; i < kFieldsBeforeStartTime; ++i)
+    for (int i = 0; i < kFieldsBetweenStateAndStartTime; ++i)
         if (!(fields >> skipped)) return std::nullopt;
-    uint64_t start_time = 0;
-    if (!(fields >> start_time)) return std::nullopt;
-    return start_time;
+    if (!(fields >> result.start_time_ticks)) return std::nullopt;
+    return result;
+}
+
+}  // namespace
+
+std::optional<uint64_t> process_start_time_ticks(pid_t pid) {
+    const auto stat = read_proc_stat(pid);
+    return stat ? std::optional(stat->start_time_ticks) : std::nullopt;
 }
 
 std::string current_boot_id() {
@@ -53,8 +68,11 @@ std::string current_boot_id() {
 OwnerState owner_state(const Snapshot& snapshot) {
     if (snapshot.process_state == layout::kProcessExited) return OwnerState::exited;
     if (!process_exists(snapshot.pid)) return OwnerState::dead;
+    const auto stat = read_proc_stat(snapshot.pid);
+    // A zombie still answers kill(pid, 0) but will never allocate again: its data is final.
+    if (stat && (stat->state == 'Z' || stat->state == 'X')) return OwnerState::dead;
     const bool same_boot = current_boot_id() == without_trailing_space(snapshot.boot_id);
-    const bool same_start = process_start_time_ticks(snapshot.pid) == snapshot.start_time_ticks;
+    const bool same_start = stat && stat->start_time_ticks == snapshot.start_time_ticks;
     return same_boot && same_start ? OwnerState::alive : OwnerState::stale;
 }
 

@@ -20,11 +20,14 @@ const Dwfl_Callbacks kOfflineCallbacks = {
     .debuginfo_path = nullptr,
 };
 
-std::string demangle(const char* name) {
+// "_ZN3fooEv" -> "foo()", "__libc_start_main@@GLIBC_2.34" -> "__libc_start_main": the symbol
+// version says which ABI was linked, not which code ran, and would split one function in two.
+std::string readable_function_name(const char* symbol) {
+    const std::string name(symbol, std::strcspn(symbol, "@"));
     int status = 0;
     std::unique_ptr<char, decltype(&std::free)> demangled(
-        abi::__cxa_demangle(name, nullptr, nullptr, &status), &std::free);
-    return status == 0 && demangled ? std::string(demangled.get()) : std::string(name);
+        abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+    return status == 0 && demangled ? std::string(demangled.get()) : name;
 }
 
 // Pseudo-modules such as [vdso] have no file to read symbols from.
@@ -132,7 +135,7 @@ ResolvedFrame Symbolizer::symbolize(uint64_t address, std::size_t module_index) 
     GElf_Sym symbol{};
     if (const char* name = dwfl_module_addrinfo(info.module, call_address, &symbol_offset, &symbol,
                                                 nullptr, nullptr, nullptr))
-        frame.function = demangle(name);
+        frame.function = readable_function_name(name);
     if (Dwfl_Line* line = dwfl_module_getsrc(info.module, call_address)) {
         Dwarf_Addr line_address = 0;
         int line_number = 0;

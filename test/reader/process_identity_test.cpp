@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace leakwrap {
@@ -36,6 +37,23 @@ TEST(ProcessIdentity, CallsAMissingProcessDead) {
     auto snapshot = snapshot_of_this_process();
     snapshot.pid = testing::kAbsentPid;
     EXPECT_EQ(owner_state(snapshot), OwnerState::dead);
+}
+
+TEST(ProcessIdentity, CallsAZombieDead) {
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ASSERT_GT(child, 0);
+    // Not reaped yet, so the pid still answers kill(pid, 0).
+    Snapshot snapshot;
+    snapshot.pid = child;
+    snapshot.boot_id = current_boot_id();
+    for (int attempt = 0; attempt < 1000 && owner_state(snapshot) != OwnerState::dead; ++attempt) {
+        snapshot.start_time_ticks = process_start_time_ticks(child).value_or(0);
+        ::usleep(1000);
+    }
+    EXPECT_TRUE(process_exists(child));
+    EXPECT_EQ(owner_state(snapshot), OwnerState::dead);
+    ::waitpid(child, nullptr, 0);
 }
 
 TEST(ProcessIdentity, TrustsTheExitMarkOverARunningPid) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <unistd.h>
@@ -95,6 +96,14 @@ TEST_F(SymbolizerTest, ResolvesAReturnAddressToItsCallingFunctionAndLine) {
     EXPECT_EQ(frame.line, kMarkerCallLine);
     EXPECT_EQ(frame.module, test_binary_.path);
     EXPECT_EQ(frame.note, "");
+}
+
+TEST_F(SymbolizerTest, DropsSymbolVersions) {
+    // In libc's symbol table this is __libc_start_main@@GLIBC_2.34.
+    const auto entry = reinterpret_cast<uint64_t>(::dlsym(RTLD_DEFAULT, "__libc_start_main"));
+    ASSERT_NE(entry, 0u);
+    Symbolizer symbolizer({module_holding(entry)});
+    EXPECT_EQ(symbolizer.resolve(entry + 1, 1).function, "__libc_start_main");
 }
 
 TEST_F(SymbolizerTest, CachesResultsPerAddress) {
