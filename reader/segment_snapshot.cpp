@@ -180,9 +180,10 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         site.live_bytes = live(record.alloc_bytes, record.free_bytes);
         site.module_generation = record.module_generation;
         // site_record_size was checked to hold max_depth frames after the record.
-        site.frames.resize(record.depth);
-        std::memcpy(site.frames.data(), bytes.data() + at + layout::kFramesOffsetInSite,
-                    record.depth * sizeof(uint64_t));
+        site.frames.reserve(record.depth);
+        for (uint32_t i = 0; i < record.depth; ++i)
+            site.frames.push_back(
+                load<uint64_t>(bytes, at + layout::kFramesOffsetInSite + i * sizeof(uint64_t)));
         sites.push_back(std::move(site));
     }
     return sites;

@@ -86,8 +86,10 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.module_generation = site.module_generation;
         const uint64_t at = header.sites_offset + uint64_t{slot} * site_record_size;
         std::memcpy(segment.data() + at, &record, sizeof(record));
-        std::memcpy(segment.data() + at + layout::kFramesOffsetInSite, site.frames.data(),
-                    std::min<size_t>(site.frames.size(), max_depth) * sizeof(uint64_t));
+        const size_t frames_kept = std::min<size_t>(site.frames.size(), max_depth);
+        if (frames_kept > 0)
+            std::memcpy(segment.data() + at + layout::kFramesOffsetInSite, site.frames.data(),
+                        frames_kept * sizeof(uint64_t));
     }
     for (uint32_t slot = 0; slot < modules.size(); ++slot) {
         const BuiltModule& module = modules[slot];
