@@ -30,6 +30,9 @@ const std::string git = LEAKWRAP_GIT;
 std::string program(std::string_view name) {
     return std::string(LEAKWRAP_TEST_PROGRAM_DIR) + "/" + std::string(name);
 }
+std::string example(std::string_view name) {
+    return std::string(LEAKWRAP_EXAMPLE_DIR) + "/" + std::string(name);
+}
 }  // namespace paths
 
 namespace {
@@ -204,7 +207,7 @@ Target::~Target() {
     close_fd(stdout_fd_);
 }
 
-std::vector<std::string> Target::wait_ready(std::chrono::seconds timeout) {
+std::vector<std::string> Target::wait_ready(std::string_view marker, std::chrono::seconds timeout) {
     const auto deadline = Clock::now() + timeout;
     std::vector<std::string> lines;
     while (true) {
@@ -212,18 +215,19 @@ std::vector<std::string> Target::wait_ready(std::chrono::seconds timeout) {
         while ((newline = unread_output_.find('\n')) != std::string::npos) {
             std::string line = unread_output_.substr(0, newline);
             unread_output_.erase(0, newline + 1);
-            if (line == "READY") return lines;
+            if (line.find(marker) != std::string::npos) return lines;
             lines.push_back(std::move(line));
         }
         if (Clock::now() >= deadline) {
             kill_and_reap();
-            throw std::runtime_error("target did not say READY in time; killed");
+            throw std::runtime_error("target did not print " + std::string(marker) + " in time; killed");
         }
         pollfd fd{stdout_fd_, POLLIN, 0};
         if (poll(&fd, 1, milliseconds_until(deadline)) < 0 && errno != EINTR) throw_errno("poll");
         if (fd.revents != 0 && !read_available(stdout_fd_, unread_output_)) {
             const int code = wait_for_exit(deadline);
-            throw std::runtime_error("target exited with " + std::to_string(code) + " before READY");
+            throw std::runtime_error("target exited with " + std::to_string(code) + " before printing " +
+                                     std::string(marker));
         }
     }
 }
@@ -285,8 +289,10 @@ Completed run_report(const std::vector<std::string>& arguments) {
     return run(argv, Environment::bare());
 }
 
-nlohmann::json report_json(pid_t pid) {
-    const Completed report = run_report({std::to_string(pid), "--format", "json", "--top", "0"});
+nlohmann::json report_json(pid_t pid, const std::vector<std::string>& more_arguments) {
+    std::vector<std::string> arguments{std::to_string(pid), "--format", "json", "--top", "0"};
+    arguments.insert(arguments.end(), more_arguments.begin(), more_arguments.end());
+    const Completed report = run_report(arguments);
     if (report.exit_code != 0)
         throw std::runtime_error("leakwrap-report " + std::to_string(pid) + " exited " +
                                  std::to_string(report.exit_code) + ": " + report.err);

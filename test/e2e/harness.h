@@ -26,6 +26,7 @@ extern const std::string python3;
 extern const std::string perl;
 extern const std::string git;
 std::string program(std::string_view name);  // a target program from test/programs
+std::string example(std::string_view name);  // an example program from examples/
 }  // namespace paths
 
 // The environment a child runs with: ours without LD_PRELOAD and LEAKWRAP_* (so the caller's
@@ -64,8 +65,9 @@ public:
     Target& operator=(const Target&) = delete;
 
     pid_t pid() const { return pid_; }
-    // Waits for READY; returns the lines printed before it.
-    std::vector<std::string> wait_ready(std::chrono::seconds timeout = 30s);
+    // Waits for a line containing `marker` (READY for the test programs); returns the lines
+    // printed before it.
+    std::vector<std::string> wait_ready(std::string_view marker = "READY", std::chrono::seconds timeout = 30s);
     // Sends the release line and waits for the exit; returns the exit code.
     int release_and_wait(std::chrono::seconds timeout = 30s);
     // SIGKILL and reap; returns the exit code (137).
@@ -87,8 +89,8 @@ pid_t unused_pid();
 
 // leakwrap-report, run bare with the given arguments.
 Completed run_report(const std::vector<std::string>& arguments);
-// `leakwrap-report <pid> --format json --top 0`, parsed; throws unless it exits 0.
-nlohmann::json report_json(pid_t pid);
+// `leakwrap-report <pid> --format json --top 0 [more_arguments]`, parsed; throws unless it exits 0.
+nlohmann::json report_json(pid_t pid, const std::vector<std::string>& more_arguments = {});
 
 struct Counters {
     long long live_blocks = 0;

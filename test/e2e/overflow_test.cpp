@@ -55,6 +55,8 @@ TEST(ManySites, FullTableFoldsNewStacksIntoTheOverflowSiteWithExactTotals) {
     EXPECT_EQ(placed.counters, (Counters{static_cast<long long>(placed.sites),
                                          static_cast<long long>(placed.sites * kBlockSize),
                                          static_cast<long long>(placed.sites), 0}));
+    // Every distinct stack that had a site of its own in the roomy run but not here was folded.
+    EXPECT_EQ(full.at("totals").at("lost_sites").get<std::size_t>(), ordinary_sites(roomy) - ordinary_sites(full));
     const auto folded = static_cast<long long>(kSites - placed.sites);
     EXPECT_GE(full.at("totals").at("lost_sites").get<long long>(), folded);
     const nlohmann::json* overflow = overflow_site(full);
