@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -140,31 +141,49 @@ void copy_in_publication_order(std::byte* destination, const std::byte* source, 
                                                    __ATOMIC_ACQUIRE)};
 }
 
-void copy_segment_bytes(std::byte* destination, const std::byte* source, size_t size) {
-    // The header's state word is the header's last field, so it is loaded first: a header
-    // copied as ready is then a complete one.
+// A corrupt header must not steer the copy outside the mapping.
+void copy_range(std::byte* destination, const std::byte* source, uint64_t size, uint64_t offset,
+                uint64_t length) {
+    if (offset >= size) return;
+    length = std::min(length, size - offset);
+    copy_in_publication_order(destination + offset, source + offset, length);
+}
+
+// Copies only what the writer has handed out. The rest of the segment is a sparse tmpfs file,
+// and reading its holes through a shared mapping would allocate them, inflating the segment
+// to its full size in /dev/shm.
+void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_t size) {
+    if (size < sizeof(layout::Header)) {
+        copy_in_publication_order(destination, source, size);
+        return;
+    }
+    // The header's state word is its last field and is published last, so it is loaded first:
+    // a header copied as ready is then a complete one.
     constexpr size_t kStateOffset = offsetof(layout::Header, state);
-    const bool has_header = size >= sizeof(layout::Header);
-    uint32_t header_state = 0;
-    if (has_header)
-        header_state = __atomic_load_n(
-            reinterpret_cast<const uint32_t*>(source + kStateOffset), __ATOMIC_ACQUIRE);
-
-    copy_in_publication_order(destination, source, size);
-    if (!has_header) return;
-    std::memcpy(destination + kStateOffset, &header_state, sizeof(header_state));
-
-    // Strings are written before the records that name them; copying the pool again, after
-    // every record, keeps it complete whatever its position in the segment.
+    const uint32_t header_state = __atomic_load_n(
+        reinterpret_cast<const uint32_t*>(source + kStateOffset), __ATOMIC_ACQUIRE);
+    copy_in_publication_order(destination, source, sizeof(layout::Header));
     layout::Header header;
     std::memcpy(&header, destination, sizeof(header));
-    if (header.strings_offset <= size && header.strings_capacity <= size - header.strings_offset)
-        copy_in_publication_order(destination + header.strings_offset,
-                                  source + header.strings_offset, header.strings_capacity);
+
+    copy_range(destination, source, size, header.sites_offset,
+               uint64_t{std::min(header.sites_claimed, header.site_capacity)} *
+                   header.site_record_size);
+    copy_range(destination, source, size, header.modules_offset,
+               uint64_t{std::min(header.modules_claimed, header.module_capacity)} *
+                   header.module_record_size);
+    // A string is handed out (strings_used) before it is written, and written before the record
+    // naming it is published; so strings_used loaded after the records covers all they name.
+    const uint32_t strings_used = __atomic_load_n(
+        reinterpret_cast<const uint32_t*>(source + offsetof(layout::Header, strings_used)),
+        __ATOMIC_ACQUIRE);
+    copy_range(destination, source, size, header.strings_offset,
+               std::min(strings_used, header.strings_capacity));
+    std::memcpy(destination + kStateOffset, &header_state, sizeof(header_state));
 }
 
 // A concurrent truncate turns reads past the new end into SIGBUS; catch it instead of dying.
-bool copy_surviving_truncation(std::byte* destination, const std::byte* source, size_t size) {
+bool copy_surviving_truncation(std::byte* destination, const std::byte* source, uint64_t size) {
     SigbusHandlerScope handler;
     sigjmp_buf escape;
     if (sigsetjmp(escape, 1) != 0) return false;
@@ -174,16 +193,43 @@ bool copy_surviving_truncation(std::byte* destination, const std::byte* source, 
     return true;
 }
 
-std::vector<std::byte> copy_once(const FileDescriptor& fd, const std::filesystem::path& path) {
+// Zero-filled private memory the size of the segment: the parts left uncopied read as zero
+// (never-written slots) and cost nothing.
+class PrivateCopy {
+public:
+    PrivateCopy(uint64_t size, const std::filesystem::path& path) : size_(size) {
+        if (size == 0) return;
+        void* address = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (address == MAP_FAILED) fail_errno("allocate memory for", path);
+        data_ = static_cast<std::byte*>(address);
+    }
+    PrivateCopy(const PrivateCopy&) = delete;
+    PrivateCopy& operator=(const PrivateCopy&) = delete;
+    ~PrivateCopy() {
+        if (data_ != nullptr) ::munmap(data_, size_);
+    }
+    std::byte* data() { return data_; }
+    std::span<const std::byte> bytes() const { return {data_, size_}; }
+
+private:
+    std::byte* data_ = nullptr;
+    uint64_t size_;
+};
+
+void copy_file(const FileDescriptor& fd, const std::filesystem::path& path, PrivateCopy& copy) {
+    const auto size = copy.bytes().size();
+    if (size == 0) return;
+    const ReadOnlyMapping mapping(fd.get(), size, path);
+    if (!copy_surviving_truncation(copy.data(), mapping.data(), size))
+        throw SegmentFileError(quoted(path) + " shrank while it was being read", EFAULT);
+}
+
+uint64_t file_size(const FileDescriptor& fd, const std::filesystem::path& path) {
     const auto size = static_cast<uint64_t>(status_of(fd, path).st_size);
     if (size > kMaxSegmentBytes)
         refuse(path, "is " + std::to_string(size) + " bytes, too large for a segment");
-    std::vector<std::byte> bytes(size);
-    if (size == 0) return bytes;
-    const ReadOnlyMapping mapping(fd.get(), size, path);
-    if (!copy_surviving_truncation(bytes.data(), mapping.data(), size))
-        throw SegmentFileError(quoted(path) + " shrank while it was being read", EFAULT);
-    return bytes;
+    return size;
 }
 
 // The writer creates the file empty, sizes it, fills the header and sets its state last.
@@ -200,22 +246,18 @@ bool writer_still_initializing(std::span<const std::byte> bytes) {
 
 }  // namespace
 
-std::vector<std::byte> copy_segment_file(const std::filesystem::path& path,
-                                         const ReadOptions& options) {
+Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions& options) {
     const FileDescriptor fd = open_segment(path);
     require_trustworthy(status_of(fd, path), path);
 
     const auto deadline = std::chrono::steady_clock::now() + options.ready_timeout;
     for (;;) {
-        auto bytes = copy_once(fd, path);
-        if (!writer_still_initializing(bytes) || std::chrono::steady_clock::now() >= deadline)
-            return bytes;
+        PrivateCopy copy(file_size(fd, path), path);
+        copy_file(fd, path, copy);
+        if (!writer_still_initializing(copy.bytes()) || std::chrono::steady_clock::now() >= deadline)
+            return parse_segment(copy.bytes());
         std::this_thread::sleep_for(kReadyPollInterval);
     }
-}
-
-Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions& options) {
-    return parse_segment(copy_segment_file(path, options));
 }
 
 }  // namespace leakwrap

@@ -5,11 +5,9 @@
 #include "segment_snapshot.h"
 
 #include <chrono>
-#include <cstddef>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 namespace leakwrap {
 
@@ -30,11 +28,10 @@ struct ReadOptions {
     std::chrono::milliseconds ready_timeout{1000};
 };
 
-// A private copy of the file's bytes, taken after the header reads as ready (or the timeout).
-std::vector<std::byte> copy_segment_file(const std::filesystem::path& path,
-                                         const ReadOptions& options = {});
-
-// copy_segment_file + parse_segment; throws SegmentFileError or SegmentError.
+// Opens the file without following links, refuses it unless it is a regular file of this user
+// that nobody else may write, waits while a writer is still initializing it (up to
+// ready_timeout), copies what the writer has published and parses the copy. Throws
+// SegmentFileError or SegmentError.
 Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions& options = {});
 
 }  // namespace leakwrap

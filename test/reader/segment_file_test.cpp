@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -120,7 +121,8 @@ TEST_F(SegmentFileTest, DoesNotWaitForGarbage) {
 // error (or a clean read of whatever size the file had), never a crash.
 TEST_F(SegmentFileTest, SurvivesTruncationDuringTheCopy) {
     SegmentBuilder builder;
-    builder.site_capacity = 20000;  // a few MiB, so the copy takes long enough to be interrupted
+    builder.site_capacity = 20001;  // a few MiB in use, so the copy takes long enough to be cut
+    builder.sites.resize(20000, {.allocs = 1});
     const auto bytes = builder.build();
     const auto path = directory_.path() / "shrinking";
     write_file(path, bytes);
@@ -143,6 +145,46 @@ TEST_F(SegmentFileTest, SurvivesTruncationDuringTheCopy) {
     }
     done = true;
     truncator.join();
+}
+
+// Like the writer's segment: the file has its full size, but only the blocks holding data exist.
+void write_sparse_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
+    constexpr size_t kBlock = 4096;
+    for (size_t at = 0; at < bytes.size(); at += kBlock) {
+        const size_t length = std::min(kBlock, bytes.size() - at);
+        if (std::all_of(bytes.begin() + at, bytes.begin() + at + length,
+                        [](std::byte b) { return b == std::byte{0}; }))
+            continue;
+        ASSERT_EQ(::pwrite(fd, bytes.data() + at, length, static_cast<off_t>(at)),
+                  static_cast<ssize_t>(length));
+    }
+    ::close(fd);
+}
+
+blkcnt_t allocated_blocks(const std::filesystem::path& path) {
+    struct stat status {};
+    EXPECT_EQ(::stat(path.c_str(), &status), 0);
+    return status.st_blocks;
+}
+
+// Reading a hole of a tmpfs file through a shared mapping allocates it: the reader must touch
+// only the parts in use, or every report would blow a segment up to its full size.
+TEST_F(SegmentFileTest, LeavesTheUnusedPartOfASparseSegmentUnallocated) {
+    SegmentBuilder builder;
+    builder.site_capacity = 100000;  // 12.8 MB of site table, one slot in use
+    builder.sites = {{.allocs = 1, .frames = {0x1234}}};
+    const auto path = std::filesystem::path("/dev/shm") /
+                      ("leakwrap-reader-test." + std::to_string(::getpid()));
+    write_sparse_file(path, builder.build());
+    const blkcnt_t before = allocated_blocks(path);
+
+    const auto snapshot = read_segment_file(path);
+    EXPECT_EQ(snapshot.sites.size(), 2u);
+    EXPECT_EQ(allocated_blocks(path), before);
+    std::filesystem::remove(path);
 }
 
 }  // namespace
