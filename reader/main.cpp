@@ -61,9 +61,8 @@ int run(const CommandLine& command) {
     }
     if (command.clean) return clean_segments(std::cout).failed == 0 ? 0 : kExitRuntimeError;
 
-    const Snapshot snapshot = command.segment.empty()
-                                  ? read_by_pid(static_cast<pid_t>(command.pid))
-                                  : read_segment_file(command.segment);
+    const Snapshot snapshot = command.segment.empty() ? read_by_pid(static_cast<pid_t>(command.pid))
+                                                      : read_segment_file(command.segment);
     Symbolizer symbolizer(snapshot.modules);
     write_report(std::cout, {snapshot, owner_state(snapshot), symbolizer, command.report});
     return 0;
@@ -77,11 +76,12 @@ int main(int argc, char** argv) {
     std::string sort = "live";
     std::string format = "text";
 
-    CLI::App app("Show where the still-live heap memory of a process running under "
-                 "LD_PRELOAD=libleakwrap.so was allocated.",
-                 "leakwrap-report");
-    auto* pid = app.add_option("pid", command.pid,
-                               "Process to report on; reads /dev/shm/leakwrap.<pid>");
+    CLI::App app(
+        "Show where the still-live heap memory of a process running under "
+        "LD_PRELOAD=libleakwrap.so was allocated.",
+        "leakwrap-report");
+    auto* pid =
+        app.add_option("pid", command.pid, "Process to report on; reads /dev/shm/leakwrap.<pid>");
     auto* segment = app.add_option("--segment", command.segment,
                                    "Read this segment file instead of a pid's "
                                    "(post-mortem copies, tests)");

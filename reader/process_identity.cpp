@@ -78,10 +78,14 @@ OwnerState owner_state(const Snapshot& snapshot) {
 
 std::string_view owner_state_name(OwnerState state) {
     switch (state) {
-        case OwnerState::alive: return "alive";
-        case OwnerState::dead: return "dead";
-        case OwnerState::exited: return "exited";
-        case OwnerState::stale: return "stale";
+        case OwnerState::alive:
+            return "alive";
+        case OwnerState::dead:
+            return "dead";
+        case OwnerState::exited:
+            return "exited";
+        case OwnerState::stale:
+            return "stale";
     }
     return "unknown";
 }

@@ -28,9 +28,12 @@ std::vector<const Site*> ranked_sites(const Snapshot& snapshot, const ReportOpti
 
     const auto primary = [&](const Site& site) {
         switch (options.sort) {
-            case SortKey::allocs: return site.allocs;
-            case SortKey::bytes: return site.alloc_bytes;
-            case SortKey::live: break;
+            case SortKey::allocs:
+                return site.allocs;
+            case SortKey::bytes:
+                return site.alloc_bytes;
+            case SortKey::live:
+                break;
         }
         return site.live_bytes;
     };
@@ -74,9 +77,12 @@ std::string source_location(const ResolvedFrame& frame) {
 
 void write_report(std::ostream& out, const ReportInput& input) {
     switch (input.options.format) {
-        case ReportFormat::text: return write_text_report(out, input);
-        case ReportFormat::json: return write_json_report(out, input);
-        case ReportFormat::csv: return write_csv_report(out, input);
+        case ReportFormat::text:
+            return write_text_report(out, input);
+        case ReportFormat::json:
+            return write_json_report(out, input);
+        case ReportFormat::csv:
+            return write_csv_report(out, input);
     }
 }
 

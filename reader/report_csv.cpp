@@ -39,8 +39,8 @@ void write_csv_report(std::ostream& out, const ReportInput& input) {
             stack += function_name(frame);
         }
         if (site.overflow) function = "[overflow site]";
-        out << rank + 1 << ',' << site.id << ',' << site.live_bytes << ',' << site.live_blocks << ','
-            << site.allocs << ',' << site.frees << ',' << site.alloc_bytes << ','
+        out << rank + 1 << ',' << site.id << ',' << site.live_bytes << ',' << site.live_blocks
+            << ',' << site.allocs << ',' << site.frees << ',' << site.alloc_bytes << ','
             << site.free_bytes << ',' << csv_field(function) << ',' << csv_field(location) << ','
             << csv_field(module) << ',' << csv_field(stack) << '\n';
     }

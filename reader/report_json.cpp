@@ -14,10 +14,8 @@ json or_null(const std::optional<T>& value) {
 
 json frame_json(const ResolvedFrame& frame) {
     json result = {
-        {"addr", hex_address(frame.address)},
-        {"function", or_null(frame.function)},
-        {"file", or_null(frame.file)},
-        {"line", or_null(frame.line)},
+        {"addr", hex_address(frame.address)}, {"function", or_null(frame.function)},
+        {"file", or_null(frame.file)},        {"line", or_null(frame.line)},
         {"module", or_null(frame.module)},
     };
     if (frame.module_offset) result["module_offset"] = hex_address(*frame.module_offset);

@@ -1,17 +1,20 @@
 #include "report.h"
 
 #include <filesystem>
-#include <ios>
 
 namespace leakwrap {
 namespace {
 
 std::string_view state_label(OwnerState state) {
     switch (state) {
-        case OwnerState::alive: return "alive";
-        case OwnerState::dead: return "dead (post-mortem)";
-        case OwnerState::exited: return "exited";
-        case OwnerState::stale: return "stale (pid reused)";
+        case OwnerState::alive:
+            return "alive";
+        case OwnerState::dead:
+            return "dead (post-mortem)";
+        case OwnerState::exited:
+            return "exited";
+        case OwnerState::stale:
+            return "stale (pid reused)";
     }
     return "unknown";
 }
@@ -22,7 +25,8 @@ std::string bytes_with_human(uint64_t bytes) {
 }
 
 void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& frame) {
-    out << "    #" << index << ' ' << hex_address(frame.address) << ' ' << frame.function.value_or("??");
+    out << "    #" << index << ' ' << hex_address(frame.address) << ' '
+        << frame.function.value_or("??");
     if (const auto location = source_location(frame); !location.empty()) out << " at " << location;
     if (frame.module) {
         out << " (" << std::filesystem::path(*frame.module).filename().string();
@@ -55,8 +59,8 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
         << "  command: " << snapshot.command_line << '\n';
     out << "live: " << bytes_with_human(totals.live_bytes) << " in " << totals.live_blocks
         << " blocks; " << totals.allocs << " allocs, " << totals.frees << " frees, "
-        << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
-        << snapshot.sites.size() << " sites\n";
+        << bytes_with_human(totals.alloc_bytes) << " allocated in total; " << snapshot.sites.size()
+        << " sites\n";
     if (snapshot.lost_sites > 0)
         out << "warning: the site table overflowed: " << snapshot.lost_sites
             << " distinct stacks were counted in the overflow site "

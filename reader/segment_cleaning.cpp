@@ -50,7 +50,8 @@ CleanResult clean_segments(std::ostream& out, const std::filesystem::path& direc
             continue;
         }
         if (::unlink(entry.path.c_str()) != 0) {
-            out << "could not remove " << entry.path.string() << ": " << std::strerror(errno) << '\n';
+            out << "could not remove " << entry.path.string() << ": " << std::strerror(errno)
+                << '\n';
             ++result.failed;
             continue;
         }

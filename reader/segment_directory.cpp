@@ -34,8 +34,7 @@ std::vector<SegmentEntry> find_segments(const std::filesystem::path& directory) 
         if (const auto pid = pid_from_segment_name(it->path().filename().string()))
             entries.push_back({*pid, it->path()});
     }
-    if (error)
-        throw std::filesystem::filesystem_error("cannot list segments", directory, error);
+    if (error) throw std::filesystem::filesystem_error("cannot list segments", directory, error);
     std::sort(entries.begin(), entries.end(),
               [](const SegmentEntry& a, const SegmentEntry& b) { return a.pid < b.pid; });
     return entries;

@@ -71,7 +71,8 @@ FileDescriptor open_segment(const std::filesystem::path& path) {
     // O_NONBLOCK so that a FIFO planted under a segment name cannot make open() wait forever.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        if (errno == ELOOP) throw SegmentFileError(quoted(path) + " is a symbolic link; refusing", ELOOP);
+        if (errno == ELOOP)
+            throw SegmentFileError(quoted(path) + " is a symbolic link; refusing", ELOOP);
         fail_errno("open", path);
     }
     return FileDescriptor(fd);
@@ -137,8 +138,8 @@ void copy_in_publication_order(std::byte* destination, const std::byte* source, 
         std::memcpy(destination + i * sizeof(uint64_t), &word, sizeof(word));
     }
     for (size_t i = whole_words * sizeof(uint64_t); i < size; ++i)
-        destination[i] = std::byte{__atomic_load_n(reinterpret_cast<const uint8_t*>(source) + i,
-                                                   __ATOMIC_ACQUIRE)};
+        destination[i] = std::byte{
+            __atomic_load_n(reinterpret_cast<const uint8_t*>(source) + i, __ATOMIC_ACQUIRE)};
 }
 
 // A corrupt header must not steer the copy outside the mapping.
@@ -160,15 +161,15 @@ void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_
     // The header's state word is its last field and is published last, so it is loaded first:
     // a header copied as ready is then a complete one.
     constexpr size_t kStateOffset = offsetof(layout::Header, state);
-    const uint32_t header_state = __atomic_load_n(
-        reinterpret_cast<const uint32_t*>(source + kStateOffset), __ATOMIC_ACQUIRE);
+    const uint32_t header_state =
+        __atomic_load_n(reinterpret_cast<const uint32_t*>(source + kStateOffset), __ATOMIC_ACQUIRE);
     copy_in_publication_order(destination, source, sizeof(layout::Header));
     layout::Header header;
     std::memcpy(&header, destination, sizeof(header));
 
-    copy_range(destination, source, size, header.sites_offset,
-               uint64_t{std::min(header.sites_claimed, header.site_capacity)} *
-                   header.site_record_size);
+    copy_range(
+        destination, source, size, header.sites_offset,
+        uint64_t{std::min(header.sites_claimed, header.site_capacity)} * header.site_record_size);
     copy_range(destination, source, size, header.modules_offset,
                uint64_t{std::min(header.modules_claimed, header.module_capacity)} *
                    header.module_record_size);
@@ -254,7 +255,8 @@ Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions&
     for (;;) {
         PrivateCopy copy(file_size(fd, path), path);
         copy_file(fd, path, copy);
-        if (!writer_still_initializing(copy.bytes()) || std::chrono::steady_clock::now() >= deadline)
+        if (!writer_still_initializing(copy.bytes()) ||
+            std::chrono::steady_clock::now() >= deadline)
             return parse_segment(copy.bytes());
         std::this_thread::sleep_for(kReadyPollInterval);
     }

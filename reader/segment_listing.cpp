@@ -11,9 +11,9 @@ namespace {
 void write_row(std::ostream& out, const std::string& pid, std::string_view state,
                const std::string& live_bytes, const std::string& live_blocks,
                const std::string& sites, const std::string& exe) {
-    out << std::left << std::setw(10) << pid << ' ' << std::setw(10) << state << ' '
-        << std::right << std::setw(16) << live_bytes << ' ' << std::setw(12) << live_blocks << ' '
-        << std::setw(8) << sites << "  " << exe << '\n';
+    out << std::left << std::setw(10) << pid << ' ' << std::setw(10) << state << ' ' << std::right
+        << std::setw(16) << live_bytes << ' ' << std::setw(12) << live_blocks << ' ' << std::setw(8)
+        << sites << "  " << exe << '\n';
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ void check_disjoint(const Region& a, const Region& b) {
 
 uint64_t checked_sum(uint64_t a, uint64_t b, const char* what) {
     uint64_t sum;
-    if (__builtin_add_overflow(a, b, &sum)) fail(std::string("total ") + what + " overflows 64 bits");
+    if (__builtin_add_overflow(a, b, &sum))
+        fail(std::string("total ") + what + " overflows 64 bits");
     return sum;
 }
 

@@ -139,8 +139,8 @@ ResolvedFrame Symbolizer::symbolize(uint64_t address, std::size_t module_index) 
     if (Dwfl_Line* line = dwfl_module_getsrc(info.module, call_address)) {
         Dwarf_Addr line_address = 0;
         int line_number = 0;
-        if (const char* file = dwfl_lineinfo(line, &line_address, &line_number, nullptr, nullptr,
-                                             nullptr)) {
+        if (const char* file =
+                dwfl_lineinfo(line, &line_address, &line_number, nullptr, nullptr, nullptr)) {
             frame.file = file;
             if (line_number > 0) frame.line = static_cast<uint32_t>(line_number);
         }
@@ -154,8 +154,10 @@ const ResolvedFrame& Symbolizer::resolve(uint64_t address, uint32_t module_gener
 
     ResolvedFrame frame;
     frame.address = address;
-    // address - 1 for the same reason as in symbolize(): a call ending a module still belongs to it.
-    if (const auto module_index = address == 0 ? std::nullopt : module_at(address - 1, module_generation))
+    // address - 1 for the same reason as in symbolize(): a call ending a module still belongs to
+    // it.
+    if (const auto module_index =
+            address == 0 ? std::nullopt : module_at(address - 1, module_generation))
         frame = symbolize(address, *module_index);
     else
         frame.note = "no recorded module maps this address";

@@ -15,9 +15,9 @@
 namespace leakwrap {
 
 struct ResolvedFrame {
-    uint64_t address = 0;                   // as recorded: a return address
-    std::optional<std::string> function;    // demangled
-    std::optional<std::string> file;        // as DWARF gives it, possibly absolute
+    uint64_t address = 0;                 // as recorded: a return address
+    std::optional<std::string> function;  // demangled
+    std::optional<std::string> file;      // as DWARF gives it, possibly absolute
     std::optional<uint32_t> line;
     std::optional<std::string> module;      // path, or the name of a pathless module like [vdso]
     std::optional<uint64_t> module_offset;  // address - load_bias

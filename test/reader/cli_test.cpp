@@ -68,10 +68,10 @@ TEST_F(CliTest, RejectsACorruptSegmentWithOneErrorLine) {
 
 TEST_F(CliTest, ReportsAValidSegmentAsJson) {
     SegmentBuilder builder;
-    builder.sites = {{.allocs = 4, .frees = 1, .alloc_bytes = 4096, .free_bytes = 1024,
-                      .frames = {0x401000}}};
-    const auto result = run_report("--segment " + file_with(builder.build()).string() +
-                                   " --format json --top 0");
+    builder.sites = {
+        {.allocs = 4, .frees = 1, .alloc_bytes = 4096, .free_bytes = 1024, .frames = {0x401000}}};
+    const auto result =
+        run_report("--segment " + file_with(builder.build()).string() + " --format json --top 0");
     ASSERT_EQ(result.exit_code, 0) << result.err;
     const auto report = nlohmann::json::parse(result.out);
     EXPECT_EQ(report["pid"], testing::kAbsentPid);
@@ -99,9 +99,9 @@ TEST_F(CliTest, ExplainsAMissingSegment) {
 }
 
 TEST_F(CliTest, RejectsBadUsageWithExitCodeTwo) {
-    for (const char* arguments : {"", "--format yaml 1", "--sort nowhere 1", "--top many 1",
-                                  "--top -1 1", "0", "1 --list", "--segment a --clean",
-                                  "--no-such-option"})
+    for (const char* arguments :
+         {"", "--format yaml 1", "--sort nowhere 1", "--top many 1", "--top -1 1", "0", "1 --list",
+          "--segment a --clean", "--no-such-option"})
         expect_one_line_error(run_report(arguments), 2);
 }
 

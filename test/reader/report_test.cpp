@@ -85,7 +85,8 @@ TEST(TextReport, LabelsTheOverflowSite) {
 }
 
 TEST(JsonReport, HasTheDocumentedShape) {
-    const auto report = nlohmann::json::parse(render(three_sites(), {.top = 2, .format = ReportFormat::json}));
+    const auto report =
+        nlohmann::json::parse(render(three_sites(), {.top = 2, .format = ReportFormat::json}));
     EXPECT_EQ(report["pid"], 2147483000);
     EXPECT_EQ(report["exe"], "/usr/bin/leaky");
     EXPECT_EQ(report["command_line"], "leaky \"quoted\", with comma");
@@ -129,7 +130,9 @@ TEST(JsonReport, MarksTheOverflowSite) {
 TEST(CsvReport, HasAHeaderAndOneQuotedRowPerSite) {
     SegmentBuilder builder;
     builder.sites = {{.allocs = 2, .alloc_bytes = 20, .frames = {0x10, 0x20}}};
-    builder.modules = {{.path = "/odd, \"name\".so", .start = 0x0, .end = 0x100,
+    builder.modules = {{.path = "/odd, \"name\".so",
+                        .start = 0x0,
+                        .end = 0x100,
                         .unload_generation = layout::kStillLoaded}};
     const std::string csv = render(parse_segment(builder.build()), {.format = ReportFormat::csv});
     EXPECT_EQ(csv,

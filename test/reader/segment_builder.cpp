@@ -102,10 +102,10 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.load_bias = module.load_bias;
         record.start = module.start;
         record.end = module.end;
-        std::copy_n(module.build_id.begin(), std::min<size_t>(module.build_id.size(), layout::kBuildIdMax),
-                    record.build_id);
-        std::memcpy(segment.data() + header.modules_offset + uint64_t{slot} * sizeof(record), &record,
-                    sizeof(record));
+        std::copy_n(module.build_id.begin(),
+                    std::min<size_t>(module.build_id.size(), layout::kBuildIdMax), record.build_id);
+        std::memcpy(segment.data() + header.modules_offset + uint64_t{slot} * sizeof(record),
+                    &record, sizeof(record));
     }
     header.strings_used = static_cast<uint32_t>(strings.bytes().size());
     std::memcpy(segment.data() + header.strings_offset, strings.bytes().data(),
@@ -137,7 +137,8 @@ void write_file(const std::filesystem::path& path, const std::vector<std::byte>&
 }
 
 TempDirectory::TempDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "leakwrap-test.XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "leakwrap-test.XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     path_ = pattern;
 }

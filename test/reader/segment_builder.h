@@ -51,8 +51,8 @@ struct SegmentBuilder {
     uint32_t strings_capacity = 1024;
     uint64_t lost_sites = 0;
     uint32_t process_state = layout::kProcessRunning;
-    BuiltSite overflow_site;          // slot 0
-    std::vector<BuiltSite> sites;     // slots 1, 2, ...
+    BuiltSite overflow_site;       // slot 0
+    std::vector<BuiltSite> sites;  // slots 1, 2, ...
     std::vector<BuiltModule> modules;
 
     std::vector<std::byte> build() const;

@@ -1,7 +1,7 @@
+#include "segment_directory.h"
 #include "process_identity.h"
 #include "segment_builder.h"
 #include "segment_cleaning.h"
-#include "segment_directory.h"
 #include "segment_listing.h"
 
 #include <gtest/gtest.h>
@@ -21,16 +21,14 @@ using testing::write_file;
 TEST(SegmentName, AcceptsOnlyTheExactPattern) {
     EXPECT_EQ(pid_from_segment_name("leakwrap.123"), 123);
     EXPECT_EQ(pid_from_segment_name("leakwrap.2147483647"), 2147483647);
-    for (const char* name : {"leakwrap.", "leakwrap.0", "leakwrap.0123", "leakwrap.12a",
-                             "leakwrap.123.tmp", "leakwrap.-5", "leakwrap.+5", "leakwrap. 5",
-                             "leakwrap.2147483648", "leakwrap.99999999999999999999",
-                             "xleakwrap.1", "leakwrap_1", ""})
+    for (const char* name :
+         {"leakwrap.", "leakwrap.0", "leakwrap.0123", "leakwrap.12a", "leakwrap.123.tmp",
+          "leakwrap.-5", "leakwrap.+5", "leakwrap. 5", "leakwrap.2147483648",
+          "leakwrap.99999999999999999999", "xleakwrap.1", "leakwrap_1", ""})
         EXPECT_FALSE(pid_from_segment_name(name).has_value()) << name;
 }
 
-TEST(SegmentName, BuildsThePathOfAPid) {
-    EXPECT_EQ(segment_path(42), "/dev/shm/leakwrap.42");
-}
+TEST(SegmentName, BuildsThePathOfAPid) { EXPECT_EQ(segment_path(42), "/dev/shm/leakwrap.42"); }
 
 // A segment directory holding one segment of every kind --list and --clean must tell apart.
 class SegmentDirectoryTest : public ::testing::Test {
@@ -42,9 +40,8 @@ protected:
             b.sites = {{.allocs = 3, .alloc_bytes = 3000}};
         });
         add_segment(kAbsentPid, [](SegmentBuilder&) {});
-        add_segment(exited_pid_, [](SegmentBuilder& b) {
-            b.process_state = layout::kProcessExited;
-        });
+        add_segment(exited_pid_,
+                    [](SegmentBuilder& b) { b.process_state = layout::kProcessExited; });
         add_segment(stale_pid_, [](SegmentBuilder& b) { b.start_time_ticks = 1; });
         write_file(path_of(corrupt_dead_pid_), garbage());
         write_file(path_of(corrupt_running_pid_), garbage());
@@ -77,7 +74,7 @@ protected:
 TEST_F(SegmentDirectoryTest, FindsOnlyExactSegmentNamesInPidOrder) {
     std::vector<pid_t> pids;
     for (const auto& entry : find_segments(directory_.path())) pids.push_back(entry.pid);
-    std::vector<pid_t> expected = {alive_pid_,        kAbsentPid,          exited_pid_, stale_pid_,
+    std::vector<pid_t> expected = {alive_pid_,        kAbsentPid,           exited_pid_, stale_pid_,
                                    corrupt_dead_pid_, corrupt_running_pid_, symlink_pid_};
     std::sort(expected.begin(), expected.end());
     EXPECT_EQ(pids, expected);

@@ -1,5 +1,5 @@
-#include "segment_builder.h"
 #include "segment_file.h"
+#include "segment_builder.h"
 
 #include <gtest/gtest.h>
 
@@ -176,8 +176,8 @@ TEST_F(SegmentFileTest, LeavesTheUnusedPartOfASparseSegmentUnallocated) {
     SegmentBuilder builder;
     builder.site_capacity = 100000;  // 12.8 MB of site table, one slot in use
     builder.sites = {{.allocs = 1, .frames = {0x1234}}};
-    const auto path = std::filesystem::path("/dev/shm") /
-                      ("leakwrap-reader-test." + std::to_string(::getpid()));
+    const auto path =
+        std::filesystem::path("/dev/shm") / ("leakwrap-reader-test." + std::to_string(::getpid()));
     write_sparse_file(path, builder.build());
     const blkcnt_t before = allocated_blocks(path);
 

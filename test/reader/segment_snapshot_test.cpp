@@ -1,5 +1,5 @@
-#include "segment_builder.h"
 #include "segment_snapshot.h"
+#include "segment_builder.h"
 
 #include <gtest/gtest.h>
 
@@ -19,15 +19,26 @@ SegmentBuilder typical_builder() {
     SegmentBuilder builder;
     builder.overflow_site = {.allocs = 3, .frees = 1, .alloc_bytes = 300, .free_bytes = 100};
     builder.sites = {
-        {.allocs = 10, .frees = 4, .alloc_bytes = 1000, .free_bytes = 400,
-         .frames = {0x401234, 0x401500, 0x7f0000001000}, .module_generation = 1},
+        {.allocs = 10,
+         .frees = 4,
+         .alloc_bytes = 1000,
+         .free_bytes = 400,
+         .frames = {0x401234, 0x401500, 0x7f0000001000},
+         .module_generation = 1},
         {.allocs = 5, .frees = 5, .alloc_bytes = 50, .free_bytes = 50, .frames = {0x401300}},
     };
     builder.modules = {
-        {.path = "/usr/bin/leaky", .load_bias = 0, .start = 0x400000, .end = 0x402000,
+        {.path = "/usr/bin/leaky",
+         .load_bias = 0,
+         .start = 0x400000,
+         .end = 0x402000,
          .build_id = {0xde, 0xad, 0xbe, 0xef}},
-        {.path = "/lib/libc.so.6", .load_bias = 0x7f0000000000, .start = 0x7f0000000000,
-         .end = 0x7f0000100000, .load_generation = 1, .unload_generation = 3},
+        {.path = "/lib/libc.so.6",
+         .load_bias = 0x7f0000000000,
+         .start = 0x7f0000000000,
+         .end = 0x7f0000100000,
+         .load_generation = 1,
+         .unload_generation = 3},
     };
     return builder;
 }
@@ -192,8 +203,8 @@ TEST_P(ParseSegmentCorruptHeader, IsRejectedWithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(
     EveryGeometryField, ParseSegmentCorruptHeader,
     ::testing::Values(
-        HeaderCorruption{"SitesBeyondEnd", [](layout::Header& h) { h.sites_offset = h.segment_size; },
-                         "site table"},
+        HeaderCorruption{"SitesBeyondEnd",
+                         [](layout::Header& h) { h.sites_offset = h.segment_size; }, "site table"},
         HeaderCorruption{"SitesOffsetHuge", [](layout::Header& h) { h.sites_offset = ~0ull - 8; },
                          "site table"},
         HeaderCorruption{"SitesOverlapHeader", [](layout::Header& h) { h.sites_offset = 64; },
@@ -236,10 +247,14 @@ INSTANTIATE_TEST_SUITE_P(
         HeaderCorruption{"DepthAboveRecordSize", [](layout::Header& h) { h.max_depth = 64; },
                          "site_record_size"},
         HeaderCorruption{"ExeOutsidePool",
-                         [](layout::Header& h) { h.exe_path = {h.strings_capacity - 2, 3}; },
+                         [](layout::Header& h) {
+                             h.exe_path = {h.strings_capacity - 2, 3};
+                         },
                          "exe path string"},
         HeaderCorruption{"CommandLineWraps",
-                         [](layout::Header& h) { h.command_line = {8, 0xfffffffcu}; },
+                         [](layout::Header& h) {
+                             h.command_line = {8, 0xfffffffcu};
+                         },
                          "command line string"}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -260,7 +275,9 @@ TEST(ParseSegment, IgnoresTheDepthOfSlotsThatAreNotReady) {
 TEST(ParseSegment, RejectsAModulePathOutsideThePool) {
     auto bytes = typical_builder().build();
     patch<layout::ModuleRecord>(bytes, testing::module_offset(bytes, 1),
-                                [](layout::ModuleRecord& m) { m.path = {1020, 5}; });
+                                [](layout::ModuleRecord& m) {
+                                    m.path = {1020, 5};
+                                });
     EXPECT_PRED2(contains, parse_error(bytes), "module 1 path string");
 }
 

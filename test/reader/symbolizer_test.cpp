@@ -135,7 +135,9 @@ TEST_F(SymbolizerTest, KeepsModuleAndOffsetWhenTheFileIsGone) {
 }
 
 TEST_F(SymbolizerTest, NamesPathlessModulesWithoutOpeningThem) {
-    Symbolizer symbolizer({{.path = "linux-vdso.so.1", .start = 0x1000, .end = 0x2000,
+    Symbolizer symbolizer({{.path = "linux-vdso.so.1",
+                            .start = 0x1000,
+                            .end = 0x2000,
                             .unload_generation = layout::kStillLoaded}});
     const ResolvedFrame& frame = symbolizer.resolve(0x1800, 0);
     EXPECT_EQ(frame.module, "linux-vdso.so.1");
@@ -144,10 +146,18 @@ TEST_F(SymbolizerTest, NamesPathlessModulesWithoutOpeningThem) {
 
 TEST_F(SymbolizerTest, PicksTheModuleMappedWhenTheStackWasCaptured) {
     // Same range, two lifetimes: generations [1, 3) and [3, still loaded).
-    Module earlier = {.path = "/old/libplugin.so", .load_bias = 0x10000, .start = 0x10000,
-                      .end = 0x20000, .load_generation = 1, .unload_generation = 3};
-    Module later = {.path = "/new/libplugin.so", .load_bias = 0x10000, .start = 0x10000,
-                    .end = 0x20000, .load_generation = 3, .unload_generation = layout::kStillLoaded};
+    Module earlier = {.path = "/old/libplugin.so",
+                      .load_bias = 0x10000,
+                      .start = 0x10000,
+                      .end = 0x20000,
+                      .load_generation = 1,
+                      .unload_generation = 3};
+    Module later = {.path = "/new/libplugin.so",
+                    .load_bias = 0x10000,
+                    .start = 0x10000,
+                    .end = 0x20000,
+                    .load_generation = 3,
+                    .unload_generation = layout::kStillLoaded};
     Symbolizer symbolizer({earlier, later});
     EXPECT_EQ(symbolizer.resolve(0x10100, 2).module, "/old/libplugin.so");
     EXPECT_EQ(symbolizer.resolve(0x10100, 3).module, "/new/libplugin.so");
@@ -157,7 +167,9 @@ TEST_F(SymbolizerTest, PicksTheModuleMappedWhenTheStackWasCaptured) {
 
 TEST_F(SymbolizerTest, LooksUpTheCallNotTheInstructionAfterIt) {
     // A return address equal to a module's end still belongs to the call at its last byte.
-    Symbolizer symbolizer({{.path = "[tail]", .start = 0x1000, .end = 0x2000,
+    Symbolizer symbolizer({{.path = "[tail]",
+                            .start = 0x1000,
+                            .end = 0x2000,
                             .unload_generation = layout::kStillLoaded}});
     EXPECT_EQ(symbolizer.resolve(0x2000, 0).module, "[tail]");
     EXPECT_FALSE(symbolizer.resolve(0x1000, 0).module.has_value());
