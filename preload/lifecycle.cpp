@@ -69,10 +69,6 @@ bool start_tracking() {
     return true;
 }
 
-__attribute__((constructor)) void initialize_at_load() {
-    if (!inside_leakwrap()) tracking_enabled();
-}
-
 // A normal exit: the segment goes away, or with LEAKWRAP_KEEP=1 stays marked as exited.
 // Async-signal-safe (no allocation), since _exit() may be called from a signal handler.
 void finish_normal_exit() {
@@ -97,22 +93,24 @@ constinit ExitFunction g_real_exit = nullptr;
     for (;;) syscall(SYS_exit_group, status);
 }
 
+__attribute__((constructor)) void initialize_at_load() {
+    int expected = kUninitialized;
+    if (!g_mode.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel))
+        return;
+    bool tracking;
+    {
+        GuardScope guard;
+        resolve_real_allocator();
+        g_real_exit = reinterpret_cast<ExitFunction>(dlsym(RTLD_NEXT, "_exit"));
+        g_tag_secret = random_secret();
+        tracking = start_tracking();
+    }
+    g_mode.store(tracking ? kTracking : kPassThrough, std::memory_order_release);
+}
+
 }  // namespace
 
-bool initialize_slow() {
-    int expected = kUninitialized;
-    if (g_mode.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel)) {
-        bool tracking;
-        {
-            GuardScope guard;
-            resolve_real_allocator();
-            g_real_exit = reinterpret_cast<ExitFunction>(dlsym(RTLD_NEXT, "_exit"));
-            g_tag_secret = random_secret();
-            tracking = start_tracking();
-        }
-        g_mode.store(tracking ? kTracking : kPassThrough, std::memory_order_release);
-        return tracking;
-    }
+bool wait_for_initialization() {
     while (g_mode.load(std::memory_order_acquire) == kInitializing) sched_yield();
     return g_mode.load(std::memory_order_acquire) == kTracking;
 }

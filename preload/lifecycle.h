@@ -1,6 +1,7 @@
-// Start-up, shutdown and fork of the profiler. Initialisation happens on the first allocation
-// (or in the library constructor, whichever comes first), so that allocations made by other
-// libraries' constructors are already tracked.
+// Start-up, shutdown and fork of the profiler. Tracking starts in libleakwrap's constructor.
+// Blocks allocated before it (by the dynamic loader and the constructors of the libraries
+// leakwrap itself depends on, such as libstdc++'s exception pool) stay untracked: they are never
+// the program's leaks, and starting later keeps initialisation out of the loader's own calls.
 #pragma once
 
 #include <atomic>
@@ -16,14 +17,15 @@ extern constinit std::atomic<int> g_mode;
 extern constinit uint64_t g_tag_secret;
 extern constinit Config g_config;
 
-bool initialize_slow();
+// Waits for a concurrent initialisation to finish; true if it enabled tracking.
+bool wait_for_initialization();
 
-// True when this allocation should be tracked. One relaxed load once running.
+// True when this allocation should be tracked. One load once running.
 inline bool tracking_enabled() {
     int mode = g_mode.load(std::memory_order_acquire);
     if (__builtin_expect(mode == kTracking, 1)) return true;
-    if (mode == kPassThrough) return false;
-    return initialize_slow();
+    if (mode != kInitializing) return false;
+    return wait_for_initialization();
 }
 
 }  // namespace leakwrap
