@@ -4,8 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+build=${LEAKWRAP_BUILD_DIR:-build}
 
-step "Installing missing dependencies and building into build/"
+step "Installing missing dependencies and building into $build/"
 scripts/build.sh
 
 example_output=$(mktemp)
@@ -16,8 +17,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "Starting examples/c/leaky_cache under LD_PRELOAD=build/lib/libleakwrap.so"
-LD_PRELOAD=$PWD/build/lib/libleakwrap.so build/bin/leaky_cache 1000 > "$example_output" &
+step "Starting examples/c/leaky_cache under LD_PRELOAD=$build/lib/libleakwrap.so"
+LD_PRELOAD=$(realpath "$build/lib/libleakwrap.so") "$build/bin/leaky_cache" 1000 > "$example_output" &
 example_pid=$!
 for _ in $(seq 100); do
   grep -q ' ready' "$example_output" && break
@@ -27,9 +28,9 @@ done
 grep -q ' ready' "$example_output" || { echo "the example did not get ready in 10 s" >&2; exit 1; }
 cat "$example_output"
 
-step "Its live allocations, biggest first: build/bin/leakwrap-report $example_pid --top 5"
-echo "(expected top site: read_request_body, 100 live blocks, 51200 bytes)"
-build/bin/leakwrap-report "$example_pid" --top 5
+step "Its live allocations, biggest first: $build/bin/leakwrap-report $example_pid --top 5"
+echo "(the leak: read_request_body, 100 live blocks, 51200 bytes)"
+"$build/bin/leakwrap-report" "$example_pid" --top 5
 
 step "Stopping the example with SIGTERM (it exits normally, which removes its segment)"
 kill -TERM "$example_pid"
