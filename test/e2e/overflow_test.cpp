@@ -37,7 +37,9 @@ TEST(ManySites, EachDistinctStackGetsItsOwnSiteWhenThereIsRoom) {
                                           static_cast<long long>(kSites), 0}));
     EXPECT_EQ(report.at("totals").at("lost_sites").get<long long>(), 0);
     const nlohmann::json* overflow = overflow_site(report);
-    if (overflow != nullptr) EXPECT_EQ(overflow->at("allocs").get<long long>(), 0);
+    if (overflow != nullptr) {
+        EXPECT_EQ(overflow->at("allocs").get<long long>(), 0);
+    }
     expect_consistent_totals(report);
 }
 
