@@ -2,15 +2,19 @@
 // says READY, and stays alive (so its segment can be read) until the harness sends one line.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 
 inline void announce_ready_and_wait_for_release() {
     std::fputs("READY\n", stdout);
     std::fflush(stdout);
-    char line[64];
+    // read(2), not stdio: stdio would allocate stdin's buffer after READY, racing the snapshot.
     // EOF counts as a release too: a harness that closes our stdin wants us gone.
-    (void)std::fgets(line, sizeof line, stdin);
+    char byte;
+    while (read(STDIN_FILENO, &byte, 1) == 1 && byte != '\n') {
+    }
 }
 
 [[noreturn]] inline void fail(const char* what) {
