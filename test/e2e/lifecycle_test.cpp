@@ -96,8 +96,10 @@ TEST(Lifecycle, ProgramExecedInPlaceOfAProfiledShellIsProfiledAtThatPid) {
 }
 
 TEST(Lifecycle, ChildForkedAndExecedByAProfiledShellIsProfiledInItsOwnSegment) {
-    // A background job's stdin is /dev/null unless redirected, so hand it ours through fd 3.
-    const std::string script = "exec 3<&0; \"$0\" <&3 3<&- & echo \"CHILD $!\"; wait $!";
+    // The child announces its own pid before it execs the program, so CHILD precedes READY. A
+    // background job's stdin is /dev/null unless redirected, so it gets ours through fd 3.
+    const std::string script =
+        "exec 3<&0; /bin/sh -c 'echo \"CHILD $$\"; exec \"$0\"' \"$0\" <&3 3<&- & wait $!";
     Target shell({"/bin/sh", "-c", script, paths::program("alloc_kinds")}, Environment::profiled());
     const std::vector<std::string> lines = shell.wait_ready();
     ASSERT_FALSE(lines.empty());
