@@ -3,6 +3,7 @@
 // removes every segment of a gone process, so CTest runs them one at a time (RESOURCE_LOCK).
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <sstream>
 
 #include "ground_truth.h"
