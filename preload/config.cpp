@@ -39,7 +39,8 @@ Config read_config() {
     Config config;
     config.depth = read_number("LEAKWRAP_DEPTH", config.depth, 1, layout::kMaxDepth);
     config.max_sites =
-        read_number("LEAKWRAP_MAX_SITES", config.max_sites, 2, layout::kMaxSiteCapacity);
+        read_number("LEAKWRAP_MAX_SITES", config.max_sites, layout::kMinSiteCapacity,
+                    layout::kMaxSiteCapacity);
     config.keep = read_flag("LEAKWRAP_KEEP");
     config.disable = read_flag("LEAKWRAP_DISABLE");
     return config;

@@ -13,6 +13,7 @@
 #include "guard.h"
 #include "modules.h"
 #include "real_allocator.h"
+#include "ruby_location.h"
 #include "segment.h"
 #include "site_table.h"
 #include "stack_capture.h"
@@ -64,6 +65,7 @@ bool start_tracking() {
         return false;
     }
     init_stack_capture();
+    init_ruby_location();
     scan_modules();
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     return true;

@@ -63,7 +63,7 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed) {
         if (raw != nullptr && zeroed) std::memset(static_cast<char*>(raw) + offset, 0, size);
     }
     if (raw == nullptr) return nullptr;  // errno set by the real allocator
-    uint32_t site = site_for_current_stack();
+    uint32_t site = site_for_allocation(size);
     count_allocation(site, size);
     errno = saved_errno;
     return stamp_block(raw, offset, size, site, g_tag_secret);
@@ -134,7 +134,7 @@ void* reallocate(void* p, std::size_t size) {
     void* raw = g_real.realloc(raw_of(p), size + kNaturalAlignment);
     if (raw == nullptr) return nullptr;  // the old block is untouched and still counted
     if (old_site < g_segment.site_capacity) count_free(old_site, old_size);
-    uint32_t site = site_for_current_stack();
+    uint32_t site = site_for_allocation(size);
     count_allocation(site, size);
     errno = saved_errno;
     return stamp_block(raw, kNaturalAlignment, size, site, g_tag_secret);

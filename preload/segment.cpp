@@ -182,9 +182,9 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     auto* base = static_cast<std::byte*>(stored_region().get_address());
     g_segment = SegmentView{base, reinterpret_cast<Header*>(base), config.max_sites,
                             g.site_record_size, config.depth};
-    // The header and the overflow site are written at once; later slots are backed on claim.
+    // The header and the overflow sites are written at once; later slots are backed on claim.
     if (posix_fallocate(g_segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
-        !reserve_segment_bytes(g.sites_offset, g.site_record_size)) {
+        !reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * g.site_record_size)) {
         warn("no space in /dev/shm for a leakwrap segment; this process is not profiled");
         bip::shared_memory_object::remove(name);
         return nullptr;
@@ -220,11 +220,14 @@ bool intern_string(const char* text, std::size_t length, layout::StringRef* out)
     Header* h = g_segment.header;
     std::atomic_ref<uint32_t> used(h->strings_used);
     uint32_t offset = used.load(std::memory_order_relaxed);
+    std::size_t with_nul = length + 1;
     do {
-        if (length > h->strings_capacity - offset) return false;
-    } while (!used.compare_exchange_weak(offset, offset + static_cast<uint32_t>(length)));
-    if (!reserve_segment_bytes(h->strings_offset + offset, length)) return false;
-    std::memcpy(g_segment.base + h->strings_offset + offset, text, length);
+        if (with_nul > h->strings_capacity - offset) return false;
+    } while (!used.compare_exchange_weak(offset, offset + static_cast<uint32_t>(with_nul)));
+    if (!reserve_segment_bytes(h->strings_offset + offset, with_nul)) return false;
+    std::byte* target = g_segment.base + h->strings_offset + offset;
+    std::memcpy(target, text, length);
+    target[length] = std::byte{0};
     *out = layout::StringRef{offset, static_cast<uint32_t>(length)};
     return true;
 }
@@ -251,9 +254,14 @@ bool create_segment(const Config& config) {
     h->modules_offset = g.modules_offset;
     h->strings_offset = g.strings_offset;
     set_exe_and_command_line(h);
-    // Slot 0 is the overflow site: empty stack, always visible.
-    h->sites_claimed = 1;
-    site_record(layout::kOverflowSite)->state = layout::kReady;
+    // The overflow sites, one per size class: empty stack, always visible.
+    for (uint32_t size_class = 0; size_class < layout::kOverflowSites; ++size_class) {
+        layout::SiteRecord* overflow = site_record(size_class);
+        overflow->size_class = size_class;
+        overflow->ruby_file = layout::kNoString;
+        overflow->state = layout::kReady;
+    }
+    h->sites_claimed = layout::kOverflowSites;
     publish(h);
     return true;
 }

@@ -33,6 +33,10 @@ inline uint64_t* site_frames(layout::SiteRecord* record) {
                                        layout::kFramesOffsetInSite);
 }
 
+inline const char* pool_string(uint32_t offset) {
+    return reinterpret_cast<const char*>(g_segment.base + g_segment.header->strings_offset + offset);
+}
+
 inline layout::ModuleRecord* module_record(uint32_t index) {
     const layout::Header* h = g_segment.header;
     return reinterpret_cast<layout::ModuleRecord*>(g_segment.base + h->modules_offset +
@@ -46,7 +50,7 @@ bool create_segment(const Config& config);
 // fault with SIGBUS when /dev/shm is full. False if the space cannot be had.
 bool reserve_segment_bytes(uint64_t offset, uint64_t length);
 
-// Copies `length` bytes into the string pool; false when the pool is full.
+// Copies `length` bytes and a NUL into the string pool; false when the pool is full.
 bool intern_string(const char* text, std::size_t length, layout::StringRef* out);
 
 // Removes the name (the mapping stays valid: late frees during exit still land somewhere).

@@ -8,6 +8,7 @@
 
 #include "diagnostics.h"
 #include "modules.h"
+#include "ruby_location.h"
 #include "stack_capture.h"
 
 namespace leakwrap {
@@ -26,48 +27,58 @@ constinit cds_lfht* g_table = nullptr;
 constinit SiteNode* g_nodes = nullptr;
 constinit std::atomic<bool> g_full_reported{false};
 
-struct StackKey {
+struct SiteKey {
     const uint64_t* frames;
     uint32_t depth;
+    uint32_t size_class;
+    RubyLocation ruby;
 };
 
-int matches_stack(cds_lfht_node* node, const void* key) {
-    const auto* stack = static_cast<const StackKey*>(key);
-    const SiteRecord* record = site_record(caa_container_of(node, SiteNode, node)->index);
-    return record->depth == stack->depth &&
-           std::memcmp(site_frames(const_cast<SiteRecord*>(record)), stack->frames,
-                       sizeof(uint64_t) * stack->depth) == 0;
+uint64_t hash_key(const SiteKey& key) {
+    uint64_t extra = (uint64_t{key.size_class} << 56) ^ (uint64_t{key.ruby.file} << 24) ^ key.ruby.line;
+    return hash_stack(key.frames, key.depth) ^ (extra * 0x9E3779B97F4A7C15ull);
 }
 
-uint32_t overflow(layout::Header* h) {
+int matches_key(cds_lfht_node* node, const void* key_pointer) {
+    const auto* key = static_cast<const SiteKey*>(key_pointer);
+    SiteRecord* record = site_record(caa_container_of(node, SiteNode, node)->index);
+    return record->depth == key->depth && record->size_class == key->size_class &&
+           record->ruby_file == key->ruby.file && record->ruby_line == key->ruby.line &&
+           std::memcmp(site_frames(record), key->frames, sizeof(uint64_t) * key->depth) == 0;
+}
+
+uint32_t overflow(layout::Header* h, uint32_t size_class) {
     std::atomic_ref<uint64_t>(h->lost_sites).fetch_add(1, std::memory_order_relaxed);
     if (!g_full_reported.exchange(true, std::memory_order_relaxed))
         warn("site table full (%u sites): allocations from further new call sites are counted "
              "in the overflow site (raise LEAKWRAP_MAX_SITES)",
              h->site_capacity);
-    return layout::kOverflowSite;
+    return size_class;  // the overflow site of this size class
 }
 
 // Called inside an RCU read-side critical section.
-uint32_t insert_site(const StackKey& key, uint64_t hash) {
+uint32_t insert_site(const SiteKey& key, uint64_t hash) {
     layout::Header* h = g_segment.header;
     std::atomic_ref<uint32_t> claimed(h->sites_claimed);
     uint32_t slot = claimed.load(std::memory_order_relaxed);
     do {
-        if (slot >= g_segment.site_capacity) return overflow(h);
+        if (slot >= g_segment.site_capacity) return overflow(h, key.size_class);
     } while (!claimed.compare_exchange_weak(slot, slot + 1, std::memory_order_relaxed));
     uint64_t offset = h->sites_offset + uint64_t{slot} * g_segment.site_record_size;
-    if (!reserve_segment_bytes(offset, g_segment.site_record_size)) return overflow(h);
+    if (!reserve_segment_bytes(offset, g_segment.site_record_size)) return overflow(h, key.size_class);
 
     SiteRecord* record = site_record(slot);
     record->depth = key.depth;
+    record->size_class = key.size_class;
+    record->ruby_file = key.ruby.file;
+    record->ruby_line = key.ruby.line;
     record->stack_hash = hash;
     std::memcpy(site_frames(record), key.frames, sizeof(uint64_t) * key.depth);
     record->module_generation = current_module_generation();
 
     SiteNode* node = &g_nodes[slot];
     node->index = slot;
-    cds_lfht_node* winner = cds_lfht_add_unique(g_table, hash, matches_stack, &key, &node->node);
+    cds_lfht_node* winner = cds_lfht_add_unique(g_table, hash, matches_key, &key, &node->node);
     std::atomic_ref<uint32_t> state(record->state);
     if (winner != &node->node) {
         // Another thread inserted the same stack first: use its site, retire this slot.
@@ -94,13 +105,14 @@ bool init_site_table() {
     return g_table != nullptr;
 }
 
-uint32_t site_for_current_stack() {
+uint32_t site_for_allocation(uint64_t size) {
     uint64_t frames[layout::kMaxDepth];
-    StackKey key{frames, capture_stack(frames, g_segment.max_depth)};
-    uint64_t hash = hash_stack(frames, key.depth);
+    SiteKey key{frames, capture_stack(frames, g_segment.max_depth), layout::size_class_of(size),
+                current_ruby_location()};
+    uint64_t hash = hash_key(key);
     urcu_bp_read_lock();
     cds_lfht_iter iter;
-    cds_lfht_lookup(g_table, hash, matches_stack, &key, &iter);
+    cds_lfht_lookup(g_table, hash, matches_key, &key, &iter);
     cds_lfht_node* found = cds_lfht_iter_get_node(&iter);
     uint32_t site = found != nullptr ? caa_container_of(found, SiteNode, node)->index
                                      : insert_site(key, hash);

@@ -1,4 +1,5 @@
-// Call sites: the native stack of an allocation, looked up in a liburcu lock-free hash table
+// Call sites: the native stack of an allocation (with its Ruby file:line, if any, and the size
+// class of the block), looked up in a liburcu lock-free hash table
 // (cds_lfht, urcu-bp flavor: no thread registration needed) whose nodes point at site records
 // in the shared segment, where the counters live.
 #pragma once
@@ -13,9 +14,9 @@ namespace leakwrap {
 // Creates the (process-private) hash table for the current segment's capacity.
 bool init_site_table();
 
-// Site index of the calling thread's current stack; inserts a new site when first seen, or
-// returns the overflow site once the table is full.
-uint32_t site_for_current_stack();
+// Site index for a block of `size` bytes allocated from the calling thread's current stack;
+// inserts a new site when first seen, or returns the overflow site once the table is full.
+uint32_t site_for_allocation(uint64_t size);
 
 // Counter updates: one relaxed atomic add per field, on the site's own cache line. The frees
 // side uses release so that a reader loading frees before allocs (acquire) never sees more
