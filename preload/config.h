@@ -8,7 +8,7 @@ namespace leakwrap {
 
 struct Config {
     uint32_t depth = 16;          // LEAKWRAP_DEPTH: frames kept per call site (1..64)
-    uint32_t max_sites = 65536;   // LEAKWRAP_MAX_SITES: site table capacity, overflow sites included
+    uint32_t max_sites = 262144;  // LEAKWRAP_MAX_SITES: site table capacity, overflow sites included
     bool keep = false;            // LEAKWRAP_KEEP=1: keep the segment after a normal exit
     bool disable = false;         // LEAKWRAP_DISABLE=1: pass-through, no segment
 };

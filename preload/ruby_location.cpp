@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "guard.h"
 #include "segment.h"
 
 namespace leakwrap {
@@ -25,6 +26,12 @@ struct RubyApi {
     const char* (*source_location)(int*);
 };
 constinit RubyApi g_ruby{};
+
+// Set when ruby_init()/ruby_setup() has returned: while the VM boots, ruby_current_vm_ptr is
+// already set but the main thread has no control frame yet, and rb_source_location_cstr()
+// would crash. Teardown needs no flag: it clears the execution context first, after which
+// ruby_thread_has_gvl_p() is false.
+constinit std::atomic<bool> g_vm_ready{false};
 
 // File names are interned into the segment's string pool once; this process-private cache
 // maps Ruby's string pointer to the pool offset (the content is compared too, since Ruby may
@@ -92,8 +99,8 @@ void init_ruby_location() {
 }
 
 RubyLocation current_ruby_location() {
-    if (g_ruby.source_location == nullptr || *g_ruby.vm == nullptr || !g_ruby.has_gvl() ||
-        g_ruby.during_gc())
+    if (g_ruby.source_location == nullptr || !g_vm_ready.load(std::memory_order_acquire) ||
+        *g_ruby.vm == nullptr || !g_ruby.has_gvl() || g_ruby.during_gc())
         return {};
     int line = 0;
     const char* file = g_ruby.source_location(&line);
@@ -104,3 +111,30 @@ RubyLocation current_ruby_location() {
 }
 
 }  // namespace leakwrap
+
+// The interpreter's start-up calls, wrapped to learn when the VM is ready. Both exist in every
+// libruby; in other programs they are never called.
+extern "C" {
+
+__attribute__((visibility("default"))) int ruby_setup(void) {
+    int (*real_setup)();
+    {
+        leakwrap::GuardScope guard;
+        real_setup = reinterpret_cast<int (*)()>(dlsym(RTLD_NEXT, "ruby_setup"));
+    }
+    int status = real_setup != nullptr ? real_setup() : -1;
+    if (status == 0) leakwrap::g_vm_ready.store(true, std::memory_order_release);
+    return status;
+}
+
+__attribute__((visibility("default"))) void ruby_init(void) {
+    void (*real_init)();
+    {
+        leakwrap::GuardScope guard;
+        real_init = reinterpret_cast<void (*)()>(dlsym(RTLD_NEXT, "ruby_init"));
+    }
+    if (real_init != nullptr) real_init();
+    leakwrap::g_vm_ready.store(true, std::memory_order_release);
+}
+
+}  // extern "C"

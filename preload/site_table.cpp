@@ -99,8 +99,10 @@ bool init_site_table() {
     g_nodes = static_cast<SiteNode*>(nodes);
     // Fixed size, no auto-resize: resizing needs call_rcu worker threads, which do not
     // survive fork() and would run leakwrap code outside any allocation.
+    // A quarter bucket per slot: chains stay short (the lfht compares stored hashes before it
+    // touches a record) and the buckets of the default table cost 1 MiB.
     unsigned long buckets = 256;
-    while (buckets < capacity / 2) buckets <<= 1;
+    while (buckets < capacity / 4) buckets <<= 1;
     g_table = cds_lfht_new(buckets, buckets, buckets, 0, nullptr);
     return g_table != nullptr;
 }
