@@ -9,6 +9,7 @@ packages=(
   libcli11-dev                                         # leakwrap-report's command line
   libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
   python3 perl git                                     # workloads of the smoke tests
+  ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
 )
 
 missing=()
