@@ -24,6 +24,8 @@ struct BlockHeader {
 static_assert(sizeof(BlockHeader) == 16);
 
 inline constexpr std::size_t kHeaderSize = sizeof(BlockHeader);
+// Site of a block that sampling mode did not attribute: it counts in the bins only.
+inline constexpr uint32_t kUnsampledSite = 0xffffffffu;
 // What malloc guarantees on x86_64 glibc (alignof(max_align_t)); blocks asking for no more than
 // this take the plain path: raw from the real malloc, user = raw + 16, still 16-aligned.
 inline constexpr std::size_t kNaturalAlignment = 16;

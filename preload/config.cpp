@@ -11,18 +11,19 @@ namespace leakwrap {
 namespace {
 
 // Parses a decimal integer in [low, high]; anything else keeps `fallback` and says so.
-uint32_t read_number(const char* name, uint32_t fallback, uint32_t low, uint32_t high) {
+uint64_t read_number(const char* name, uint64_t fallback, uint64_t low, uint64_t high) {
     const char* text = std::getenv(name);
     if (text == nullptr || *text == '\0') return fallback;
     char* end = nullptr;
     errno = 0;
     unsigned long long value = std::strtoull(text, &end, 10);
     if (errno != 0 || *end != '\0' || *text == '-' || value < low || value > high) {
-        warn("ignoring %s=%s (expected a whole number from %u to %u); using %u", name, text, low,
-             high, fallback);
+        warn("ignoring %s=%s (expected a whole number from %llu to %llu); using %llu", name, text,
+             static_cast<unsigned long long>(low), static_cast<unsigned long long>(high),
+             static_cast<unsigned long long>(fallback));
         return fallback;
     }
-    return static_cast<uint32_t>(value);
+    return value;
 }
 
 bool read_flag(const char* name) {
@@ -37,10 +38,11 @@ bool read_flag(const char* name) {
 
 Config read_config() {
     Config config;
-    config.depth = read_number("LEAKWRAP_DEPTH", config.depth, 1, layout::kMaxDepth);
-    config.max_sites =
-        read_number("LEAKWRAP_MAX_SITES", config.max_sites, layout::kMinSiteCapacity,
-                    layout::kMaxSiteCapacity);
+    config.depth = static_cast<uint32_t>(read_number("LEAKWRAP_DEPTH", config.depth, 1, layout::kMaxDepth));
+    config.max_sites = static_cast<uint32_t>(read_number(
+        "LEAKWRAP_MAX_SITES", config.max_sites, layout::kMinSiteCapacity, layout::kMaxSiteCapacity));
+    config.sample_interval =
+        read_number("LEAKWRAP_SAMPLE", config.sample_interval, 0, uint64_t{1} << 40);
     config.keep = read_flag("LEAKWRAP_KEEP");
     config.disable = read_flag("LEAKWRAP_DISABLE");
     return config;

@@ -9,6 +9,7 @@ namespace leakwrap {
 struct Config {
     uint32_t depth = 16;          // LEAKWRAP_DEPTH: frames kept per call site (1..64)
     uint32_t max_sites = 262144;  // LEAKWRAP_MAX_SITES: site table capacity, overflow sites included
+    uint64_t sample_interval = 0; // LEAKWRAP_SAMPLE: mean bytes between sampled allocations, 0 = exact
     bool keep = false;            // LEAKWRAP_KEEP=1: keep the segment after a normal exit
     bool disable = false;         // LEAKWRAP_DISABLE=1: pass-through, no segment
 };

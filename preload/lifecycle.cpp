@@ -10,10 +10,12 @@
 
 #include <cstring>
 
+#include "bins.h"
 #include "guard.h"
 #include "modules.h"
 #include "real_allocator.h"
 #include "ruby_location.h"
+#include "sampler.h"
 #include "segment.h"
 #include "site_table.h"
 #include "stack_capture.h"
@@ -52,6 +54,7 @@ void after_fork_in_parent() {
 
 void after_fork_in_child() {
     urcu_bp_after_fork_child();
+    reset_bin_shards_after_fork();
     if (!adopt_fork_snapshot_in_child(g_config)) g_mode.store(kPassThrough, std::memory_order_release);
     --t_inside_leakwrap;
 }
@@ -59,11 +62,13 @@ void after_fork_in_child() {
 bool start_tracking() {
     g_config = read_config();
     if (g_config.disable) return false;
+    g_sample_interval = g_config.sample_interval;
     if (!create_segment(g_config)) return false;
     if (!init_site_table()) {
         unlink_segment();
         return false;
     }
+    init_bin_shards();
     init_stack_capture();
     init_ruby_location();
     scan_modules();

@@ -16,10 +16,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bins.h"
 #include "block_header.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "real_allocator.h"
+#include "sampler.h"
 #include "site_table.h"
 
 using namespace leakwrap;
@@ -47,6 +49,22 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
     return block;
 }
 
+// Counts a new block in its bin and, if it is sampled (always, in exact mode), at its site.
+// Called with the guard held: the unwinder and the site table may allocate.
+uint32_t account_allocation(uint64_t size) {
+    count_bin_allocation(layout::size_class_of(size), size);
+    if (!should_sample(size)) return kUnsampledSite;
+    uint32_t site = site_for_allocation(size);
+    count_allocation(site, size);
+    return site;
+}
+
+void account_free(const BlockHeader* header) {
+    uint64_t size = requested_size(header);
+    count_bin_free(layout::size_class_of(size), size);
+    if (header->site < g_segment.site_capacity) count_free(header->site, size);
+}
+
 void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed) {
     std::size_t offset = raw_offset_for(alignment);
     if (size > kMaxRequest - offset) {
@@ -63,8 +81,7 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed) {
         if (raw != nullptr && zeroed) std::memset(static_cast<char*>(raw) + offset, 0, size);
     }
     if (raw == nullptr) return nullptr;  // errno set by the real allocator
-    uint32_t site = site_for_allocation(size);
-    count_allocation(site, size);
+    uint32_t site = account_allocation(size);
     errno = saved_errno;
     return stamp_block(raw, offset, size, site, g_tag_secret);
 }
@@ -81,9 +98,7 @@ bool is_tracked_block(void* p) { return tag_matches(p, g_tag_secret); }
 // thread is forking or in a signal handler, and the segment may not be this process's) and
 // returns the real block.
 void* release_tracked(void* user) {
-    BlockHeader* header = header_of(user);
-    if (!inside_leakwrap() && g_segment.base != nullptr && header->site < g_segment.site_capacity)
-        count_free(header->site, requested_size(header));
+    if (!inside_leakwrap() && g_segment.base != nullptr) account_free(header_of(user));
     return raw_of(user);
 }
 
@@ -120,7 +135,7 @@ void* reallocate(void* p, std::size_t size) {
         deallocate(p);
         return nullptr;
     }
-    BlockHeader* header = header_of(p);
+    const BlockHeader* header = header_of(p);
     std::size_t old_size = requested_size(header);
     if (raw_offset(header) != kNaturalAlignment || inside_leakwrap() || !tracking_enabled())
         return move_to_new_block(p, old_size, size);
@@ -129,13 +144,12 @@ void* reallocate(void* p, std::size_t size) {
         return nullptr;
     }
     int saved_errno = errno;
-    uint32_t old_site = header->site;
+    BlockHeader old_header = *header;
     GuardScope guard;
     void* raw = g_real.realloc(raw_of(p), size + kNaturalAlignment);
     if (raw == nullptr) return nullptr;  // the old block is untouched and still counted
-    if (old_site < g_segment.site_capacity) count_free(old_site, old_size);
-    uint32_t site = site_for_allocation(size);
-    count_allocation(site, size);
+    account_free(&old_header);
+    uint32_t site = account_allocation(size);
     errno = saved_errno;
     return stamp_block(raw, kNaturalAlignment, size, site, g_tag_secret);
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "bins.h"
 #include "diagnostics.h"
 #include "proc_self.h"
 
@@ -57,7 +58,7 @@ uint64_t align_up(uint64_t value, uint64_t alignment) {
 }
 
 struct Geometry {
-    uint64_t sites_offset, modules_offset, strings_offset, size;
+    uint64_t bins_offset, sites_offset, modules_offset, strings_offset, size;
     uint32_t site_record_size;
 };
 
@@ -66,7 +67,10 @@ constinit Geometry g_geometry{};
 Geometry geometry_for(const Config& config) {
     Geometry g{};
     g.site_record_size = layout::site_record_size_for(config.depth);
-    g.sites_offset = align_up(sizeof(Header), 4096);
+    g.bins_offset = align_up(sizeof(Header), 4096);
+    g.sites_offset = align_up(
+        g.bins_offset + uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters),
+        4096);
     g.modules_offset =
         align_up(g.sites_offset + uint64_t{config.max_sites} * g.site_record_size, 4096);
     g.strings_offset =
@@ -180,9 +184,11 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     g_reserved_until[2].store(g.strings_offset, std::memory_order_relaxed);
 
     auto* base = static_cast<std::byte*>(stored_region().get_address());
-    g_segment = SegmentView{base, reinterpret_cast<Header*>(base), config.max_sites,
-                            g.site_record_size, config.depth};
-    // The header and the overflow sites are written at once; later slots are backed on claim.
+    g_segment = SegmentView{base, reinterpret_cast<Header*>(base),
+                            reinterpret_cast<layout::BinCounters*>(base + g.bins_offset),
+                            config.max_sites, g.site_record_size, config.depth};
+    // The header, the bins and the overflow sites are written at once; later slots are backed
+    // on claim.
     if (posix_fallocate(g_segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
         !reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * g.site_record_size)) {
         warn("no space in /dev/shm for a leakwrap segment; this process is not profiled");
@@ -253,6 +259,9 @@ bool create_segment(const Config& config) {
     h->sites_offset = g.sites_offset;
     h->modules_offset = g.modules_offset;
     h->strings_offset = g.strings_offset;
+    h->bins_offset = g.bins_offset;
+    h->bin_shards = kBinShards;
+    h->sample_interval = config.sample_interval;
     set_exe_and_command_line(h);
     // The overflow sites, one per size class: empty stack, always visible.
     for (uint32_t size_class = 0; size_class < layout::kOverflowSites; ++size_class) {
@@ -287,7 +296,7 @@ void snapshot_segment_for_fork() {
     };
     uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
     uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
-    copy_range(0, sizeof(Header));
+    copy_range(0, h->sites_offset);  // header and bins
     copy_range(h->sites_offset, sites * h->site_record_size);
     copy_range(h->modules_offset, modules * h->module_record_size);
     copy_range(h->strings_offset, std::min(h->strings_used, h->strings_capacity));
@@ -323,7 +332,7 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
         discard_fork_snapshot();
         return false;
     }
-    std::memcpy(g_segment.base, g_fork_snapshot, sizeof(Header));
+    std::memcpy(g_segment.base, g_fork_snapshot, g.sites_offset);  // header and bins
     std::memcpy(g_segment.base + g.sites_offset, g_fork_snapshot + g.sites_offset,
                 sites * g.site_record_size);
     std::memcpy(g_segment.base + g.modules_offset, g_fork_snapshot + g.modules_offset,

@@ -17,6 +17,7 @@ namespace leakwrap {
 struct SegmentView {
     std::byte* base;
     layout::Header* header;
+    layout::BinCounters* bins;
     uint32_t site_capacity;
     uint32_t site_record_size;
     uint32_t max_depth;

@@ -84,6 +84,15 @@ struct alignas(64) Header {
     uint64_t sites_offset;
     uint64_t modules_offset;
     uint64_t strings_offset;
+    uint64_t bins_offset;         // kSizeClassCount x bin_shards BinCounters, class-major
+    uint32_t bin_shards;
+    uint32_t reserved;
+    // 0: every allocation is attributed to its site (exact mode). Otherwise LEAKWRAP_SAMPLE:
+    // the mean number of bytes between sampled allocations (Poisson sampling by bytes); site
+    // counters then count sampled blocks only, and a reader estimates the true numbers by
+    // dividing by the sampling probability 1 - exp(-size / sample_interval). Bins and totals
+    // are exact in both modes.
+    uint64_t sample_interval;
 
     // Growing parts (atomic). Claimed counts may exceed capacities; readers clamp.
     uint32_t sites_claimed;      // slots handed out, overflow site included
@@ -114,6 +123,16 @@ struct alignas(64) SiteRecord {
     uint32_t ruby_file;          // string pool offset of the Ruby source file, or kNoString
     uint32_t ruby_line;          // Ruby source line (0 when ruby_file is kNoString)
     // followed by uint64_t frames[max_depth]: return addresses, innermost (malloc's caller) first
+};
+
+// Exact per-size-class counters, summed over all blocks whatever their site. Kept in shards so
+// that threads do not contend on one cache line; a reader sums the shards of each class.
+// Totals are the sums over all classes.
+struct alignas(64) BinCounters {
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t alloc_bytes;
+    uint64_t free_bytes;
 };
 
 // One loaded module (executable, shared library). Append-only: a module that is unloaded keeps

@@ -1,0 +1,62 @@
+#include "bins.h"
+
+#include <pthread.h>
+
+#include "guard.h"
+
+namespace leakwrap {
+
+__thread uint32_t t_bin_shard = 0;
+
+namespace {
+
+constinit std::atomic<bool> g_shard_owned[kSharedBinShard]{};
+constinit pthread_key_t g_shard_key{};
+constinit bool g_shard_key_ready = false;
+
+// Thread exit: give the shard back (its counts stay). Frees made later in this thread's exit
+// use the shared shard.
+void release_bin_shard(void* shard_plus_one) {
+    auto shard = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(shard_plus_one)) - 1;
+    t_bin_shard = kSharedBinShard + 1;
+    if (shard < kSharedBinShard) g_shard_owned[shard].store(false, std::memory_order_release);
+}
+
+}  // namespace
+
+void init_bin_shards() {
+    g_shard_key_ready = pthread_key_create(&g_shard_key, release_bin_shard) == 0;
+}
+
+uint32_t claim_bin_shard() {
+    uint32_t shard = kSharedBinShard;
+    if (g_shard_key_ready) {
+        for (uint32_t candidate = 0; candidate < kSharedBinShard; ++candidate) {
+            bool expected = false;
+            if (!g_shard_owned[candidate].load(std::memory_order_relaxed) &&
+                g_shard_owned[candidate].compare_exchange_strong(expected, true,
+                                                                 std::memory_order_acquire)) {
+                shard = candidate;
+                break;
+            }
+        }
+    }
+    t_bin_shard = shard + 1;
+    if (shard != kSharedBinShard) {
+        GuardScope guard;  // pthread_setspecific may allocate its second-level array
+        if (pthread_setspecific(g_shard_key, reinterpret_cast<void*>(uintptr_t{shard} + 1)) != 0) {
+            g_shard_owned[shard].store(false, std::memory_order_release);
+            t_bin_shard = kSharedBinShard + 1;
+        }
+    }
+    return t_bin_shard;
+}
+
+void reset_bin_shards_after_fork() {
+    // Only the forking thread exists in the child: every other shard is free again.
+    uint32_t mine = t_bin_shard;
+    for (uint32_t shard = 0; shard < kSharedBinShard; ++shard)
+        g_shard_owned[shard].store(shard + 1 == mine, std::memory_order_relaxed);
+}
+
+}  // namespace leakwrap

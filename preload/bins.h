@@ -1,0 +1,55 @@
+// Exact per-size-class counters of every block (the jemalloc-style bins), whatever its site and
+// whether or not it was sampled. Every thread owns a shard while it runs, so it updates its
+// counters with plain stores instead of locked instructions and never shares a cache line with
+// another thread; threads beyond the number of shards share the last one, atomically.
+// The reader sums the shards.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "segment.h"
+
+namespace leakwrap {
+
+inline constexpr uint32_t kBinShards = 64;
+inline constexpr uint32_t kSharedBinShard = kBinShards - 1;
+
+extern __thread uint32_t t_bin_shard __attribute__((tls_model("initial-exec")));  // shard + 1
+
+void init_bin_shards();
+uint32_t claim_bin_shard();  // shard + 1
+void reset_bin_shards_after_fork();
+
+// Adds to a counter of the calling thread's shard. Only its owner writes an owned shard, so a
+// relaxed load and store suffice (an aligned 64-bit store is never torn for the reader).
+inline void add_to_counter(uint64_t& counter, uint64_t amount, bool owned) {
+    std::atomic_ref<uint64_t> value(counter);
+    if (__builtin_expect(owned, 1))
+        value.store(value.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+    else
+        value.fetch_add(amount, std::memory_order_relaxed);
+}
+
+inline void count_in_bin(uint32_t size_class, uint64_t bytes, bool allocation) {
+    uint32_t shard = t_bin_shard;
+    if (__builtin_expect(shard == 0, 0)) shard = claim_bin_shard();
+    bool owned = shard - 1 != kSharedBinShard;
+    layout::BinCounters* bin = g_segment.bins + size_class * kBinShards + (shard - 1);
+    if (allocation) {
+        add_to_counter(bin->alloc_bytes, bytes, owned);
+        add_to_counter(bin->allocs, 1, owned);
+    } else {
+        add_to_counter(bin->free_bytes, bytes, owned);
+        add_to_counter(bin->frees, 1, owned);
+    }
+}
+
+inline void count_bin_allocation(uint32_t size_class, uint64_t bytes) {
+    count_in_bin(size_class, bytes, true);
+}
+inline void count_bin_free(uint32_t size_class, uint64_t bytes) {
+    count_in_bin(size_class, bytes, false);
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,32 @@
+// Sampling mode (LEAKWRAP_SAMPLE=<bytes>): Poisson sampling by bytes, as tcmalloc and jemalloc
+// do. Each thread counts down a random number of bytes drawn from an exponential distribution
+// with the configured mean; the allocation that crosses zero is sampled (unwound and attributed
+// to its site). A block of n bytes is thus sampled with probability 1 - exp(-n / mean), which
+// the reader divides by to estimate the true counts. Unsampled blocks cost no unwinding.
+#pragma once
+
+#include <cstdint>
+
+namespace leakwrap {
+
+extern uint64_t g_sample_interval;  // 0: exact mode, every allocation is attributed
+
+struct SamplerState {
+    int64_t bytes_until_sample;
+    uint64_t random_state;  // 0 until the thread's first draw
+};
+extern __thread SamplerState t_sampler __attribute__((tls_model("initial-exec")));
+
+int64_t draw_bytes_until_sample();
+
+inline bool should_sample(uint64_t size) {
+    if (g_sample_interval == 0) return true;
+    SamplerState& state = t_sampler;
+    if (__builtin_expect(state.random_state == 0, 0)) state.bytes_until_sample = draw_bytes_until_sample();
+    state.bytes_until_sample -= static_cast<int64_t>(size);
+    if (__builtin_expect(state.bytes_until_sample > 0, 1)) return false;
+    state.bytes_until_sample = draw_bytes_until_sample();
+    return true;
+}
+
+}  // namespace leakwrap
