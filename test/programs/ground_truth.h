@@ -55,10 +55,10 @@ inline constexpr std::size_t kSites = 256, kBlockSize = 24;
 
 }  // namespace ground_truth
 
-namespace sampling {
+namespace ground_truth::sampling {
 // Enough bytes that a 16 KiB mean interval draws thousands of samples: the estimate's standard
 // error is then under 2%, and the tests allow 10%.
 inline constexpr std::size_t kBlocks = 60000, kBlockSize = 1000, kFreed = 30000;
 inline constexpr std::size_t kSampleInterval = 16384;
 inline constexpr double kTolerance = 0.10;
-}  // namespace sampling
+}  // namespace ground_truth::sampling
