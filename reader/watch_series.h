@@ -1,0 +1,62 @@
+// A series is what `watch` writes: one JSON line per sample of a process, each a snapshot reduced
+// to what time analysis needs (totals, size-class bins, and the sites' counters with a readable
+// label). `suspects` and `plot` read series; `diff` reads full reports into the same shape.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace leakwrap {
+
+struct SampleCounters {
+    uint64_t live_bytes = 0;
+    uint64_t live_blocks = 0;
+    uint64_t allocs = 0;
+    uint64_t frees = 0;
+};
+
+struct SampleSite {
+    uint64_t id = 0;     // the report's row id: stable for the lifetime of one process
+    std::string label;   // "function (file:line)", "ruby file:line", "[overflow]"
+    // Names the same call stack in another process, where ids and addresses differ: every frame's
+    // function and source line, and the Ruby location, when the sample came from a full report;
+    // the label for a series line, which keeps no frames.
+    std::string stack_key;
+    SampleCounters counters;
+};
+
+struct SampleBin {
+    uint32_t size_class = 0;
+    SampleCounters counters;
+};
+
+struct Sample {
+    double t = 0;  // unix seconds; 0 for a report, which does not say when it was taken
+    int64_t pid = 0;
+    SampleCounters totals;
+    std::vector<SampleBin> bins;    // the classes that ever had an allocation, ascending
+    std::vector<SampleSite> sites;  // a series line keeps only sites at or above --min-bytes
+};
+
+// Reduces a `--format json` report; sites with fewer than min_live_bytes live bytes are left out.
+Sample sample_from_report(const nlohmann::json& report, double t, uint64_t min_live_bytes);
+
+// The series line: {"t", "pid", "totals", "bins", "sites": [{"id", "live_bytes", "live_blocks",
+// "allocs", "frees", "label"}], "labels": {id: label}}, keys in that order for people reading it.
+nlohmann::ordered_json sample_to_json(const Sample& sample);
+
+// A series line, or a full report (told apart by the "t" that only series lines have).
+Sample sample_from_json(const nlohmann::json& object);
+
+// Every line of a series file, in order. Throws std::runtime_error naming the file and line.
+std::vector<Sample> read_series(const std::filesystem::path& path);
+
+// A file holding one JSON object: a report or one line of a series.
+Sample read_sample_file(const std::filesystem::path& path);
+
+}  // namespace leakwrap

@@ -1,0 +1,25 @@
+// The time-analysis subcommands of leakwrap-report: watch a process, rank the suspects of a
+// series, diff snapshots, plot a series. Each registers its options on the main parser and runs
+// once CLI11 has chosen it.
+#pragma once
+
+#include "watch.h"
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace leakwrap {
+
+struct Subcommand {
+    CLI::App* parser;          // parsed() once it was chosen on the command line
+    std::function<int()> run;  // the exit status; throws std::exception on a runtime error
+};
+
+// read_process reads a pid's segment the way `leakwrap-report <pid>` does, with its messages.
+Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process);
+Subcommand add_suspects_subcommand(CLI::App& app);
+Subcommand add_diff_subcommand(CLI::App& app);
+Subcommand add_plot_subcommand(CLI::App& app);
+
+}  // namespace leakwrap
