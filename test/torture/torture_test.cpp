@@ -1,0 +1,124 @@
+// The torture program's own ground truth, kept per call site while eight threads mix every kind
+// of allocation with cross-thread frees, must be exactly what the real report says about each
+// site, in a plain run, in both halves of a run that forks midway, and post mortem.
+//
+// LEAKWRAP_TORTURE_SECONDS (default 3) sets how long each run tortures; raise it for soak runs.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "harness.h"
+
+namespace leakwrap::e2e {
+namespace {
+
+std::string torture_seconds() {
+    const char* seconds = std::getenv("LEAKWRAP_TORTURE_SECONDS");
+    return seconds != nullptr && *seconds != '\0' ? seconds : "3";
+}
+
+// What the program says it holds at each site function, per process.
+using Truth = std::map<pid_t, std::map<std::string, Counters>>;
+
+Truth truth_from(const std::vector<std::string>& lines) {
+    Truth truth;
+    for (const std::string& line : lines) {
+        if (!line.starts_with("{")) continue;
+        const nlohmann::json site = nlohmann::json::parse(line);
+        truth[site.at("pid").get<pid_t>()][site.at("function").get<std::string>()] = Counters{
+            site.at("live_blocks").get<long long>(), site.at("live_bytes").get<long long>(),
+            site.at("allocs").get<long long>(), site.at("frees").get<long long>()};
+    }
+    return truth;
+}
+
+void expect_report_matches(pid_t pid, const std::map<std::string, Counters>& truth_of_sites) {
+    const nlohmann::json report = report_json(pid);
+    EXPECT_EQ(report.at("pid").get<pid_t>(), pid);
+    Counters sum_of_truth;
+    for (const auto& [function, truth] : truth_of_sites) {
+        // The site functions call the allocator themselves: theirs is the innermost frame.
+        const SiteMatch match = sites_calling(report, function, 1);
+        EXPECT_GT(match.sites, 0u) << function << " in process " << pid;
+        EXPECT_EQ(match.counters, truth) << function << " in process " << pid;
+        sum_of_truth.live_blocks += truth.live_blocks;
+        sum_of_truth.live_bytes += truth.live_bytes;
+        sum_of_truth.allocs += truth.allocs;
+        sum_of_truth.frees += truth.frees;
+    }
+    // The totals also count what the runtime allocated for itself (threads, stdio, the queue).
+    const auto& totals = report.at("totals");
+    EXPECT_GE(totals.at("live_blocks").get<long long>(), sum_of_truth.live_blocks);
+    EXPECT_GE(totals.at("live_bytes").get<long long>(), sum_of_truth.live_bytes);
+    EXPECT_GE(totals.at("allocs").get<long long>(), sum_of_truth.allocs);
+    EXPECT_GE(totals.at("frees").get<long long>(), sum_of_truth.frees);
+    EXPECT_EQ(totals.at("lost_sites").get<long long>(), 0);
+    expect_consistent_totals(report);
+}
+
+// A SIGKILL can land between the exact totals and the site counters of one operation, and each
+// of the torture's threads (eight workers, the churn thread, main) has at most one in flight.
+void expect_totals_within_operations_in_flight(const nlohmann::json& report) {
+    constexpr long long kThreads = 10, kLargestBlock = 300 * 1024;
+    const auto& totals = report.at("totals");
+    for (const auto& [field, most_in_flight] :
+         {std::pair{"allocs", kThreads}, std::pair{"frees", kThreads},
+          std::pair{"alloc_bytes", kThreads * kLargestBlock},
+          std::pair{"free_bytes", kThreads * kLargestBlock}}) {
+        long long sum_over_sites = 0;
+        for (const auto& site : report.at("sites")) sum_over_sites += site.at(field).get<long long>();
+        EXPECT_LE(std::abs(totals.at(field).get<long long>() - sum_over_sites), most_in_flight)
+            << "totals." << field << " vs the sum over sites";
+    }
+    for (const auto& site : report.at("sites"))
+        EXPECT_EQ(site.at("live_blocks").get<long long>(),
+                  site.at("allocs").get<long long>() - site.at("frees").get<long long>());
+}
+
+TEST(Torture, EverySiteIsExactAfterEightThreadsMixAllocationsAndFreeEachOthersBlocks) {
+    Target target({paths::program("torture"), torture_seconds()}, Environment::profiled());
+    const Truth truth = truth_from(target.wait_ready("READY", 120s));
+    ASSERT_EQ(truth.size(), 1u) << "one process";
+    ASSERT_EQ(truth.begin()->first, target.pid());
+    ASSERT_EQ(truth.begin()->second.size(), 6u) << "every site function reports its truth";
+    expect_report_matches(target.pid(), truth.begin()->second);
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
+TEST(Torture, ParentAndChildForkedMidRunAreEachExact) {
+    Target parent({paths::program("torture"), torture_seconds(), "fork"}, Environment::profiled());
+    const Truth truth = truth_from(parent.wait_ready("READY", 120s));
+    ASSERT_EQ(truth.size(), 2u) << "the parent and the child";
+    ASSERT_TRUE(truth.contains(parent.pid()));
+    for (const auto& [pid, truth_of_sites] : truth) expect_report_matches(pid, truth_of_sites);
+    EXPECT_EQ(parent.release_and_wait(), 0) << "the parent exits 0 only if the child did";
+}
+
+// Leaves the kill to land among allocations in flight, then reads what the segment kept.
+TEST(Torture, KilledMidRunLeavesAConsistentSegmentReportedDead) {
+    Target target({paths::program("torture"), "600"}, Environment::profiled());
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    long long churned = 0;
+    while (churned < 20000 && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(50ms);
+        if (segment_exists(target.pid()))
+            churned = sites_calling(report_json(target.pid()), "torture_churn", 1).counters.allocs;
+    }
+    ASSERT_GE(churned, 20000) << "the torture never got going";
+    const pid_t pid = target.pid();
+    EXPECT_EQ(target.kill_and_reap(), 128 + SIGKILL);
+
+    const nlohmann::json report = report_json(pid);
+    std::filesystem::remove(segment_path(pid));
+    EXPECT_EQ(report.at("state"), "dead");
+    EXPECT_GE(sites_calling(report, "torture_churn", 1).counters.allocs, churned);
+    EXPECT_GT(sites_calling(report, "torture_realloc", 1).counters.allocs, 0);
+    expect_totals_within_operations_in_flight(report);
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e
