@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "bins.h"
+#include "call_site_cache.h"
 #include "guard.h"
 #include "modules.h"
 #include "real_allocator.h"
@@ -19,6 +20,7 @@
 #include "segment.h"
 #include "site_table.h"
 #include "stack_capture.h"
+#include "thread_stacks.h"
 
 namespace leakwrap {
 
@@ -70,6 +72,8 @@ bool start_tracking() {
     }
     init_bin_shards();
     init_stack_capture();
+    init_call_site_cache();
+    record_thread_stack_bounds();
     init_ruby_location();
     scan_modules();
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);

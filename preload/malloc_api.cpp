@@ -18,6 +18,7 @@
 
 #include "bins.h"
 #include "block_header.h"
+#include "caller.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "real_allocator.h"
@@ -51,10 +52,10 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
 
 // Counts a new block in its bin and, if it is sampled (always, in exact mode), at its site.
 // Called with the guard held: the unwinder and the site table may allocate.
-uint32_t account_allocation(uint64_t size) {
+uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
     count_bin_allocation(layout::size_class_of(size), size);
     if (!should_sample(size)) return kUnsampledSite;
-    uint32_t site = site_for_allocation(size);
+    uint32_t site = site_for_allocation(size, caller);
     count_allocation(site, size);
     return site;
 }
@@ -65,7 +66,8 @@ void account_free(const BlockHeader* header) {
     if (header->site < g_segment.site_capacity) count_free(header->site, size);
 }
 
-void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed) {
+void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
+                       const CallerContext& caller) {
     std::size_t offset = raw_offset_for(alignment);
     if (size > kMaxRequest - offset) {
         errno = ENOMEM;
@@ -81,15 +83,15 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed) {
         if (raw != nullptr && zeroed) std::memset(static_cast<char*>(raw) + offset, 0, size);
     }
     if (raw == nullptr) return nullptr;  // errno set by the real allocator
-    uint32_t site = account_allocation(size);
+    uint32_t site = account_allocation(size, caller);
     errno = saved_errno;
     return stamp_block(raw, offset, size, site, g_tag_secret);
 }
 
-void* allocate(std::size_t size, std::size_t alignment, bool zeroed) {
+void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) {
     if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled())
         return allocate_untracked(size, alignment, zeroed);
-    return allocate_tracked(size, alignment, zeroed);
+    return allocate_tracked(size, alignment, zeroed, caller);
 }
 
 bool is_tracked_block(void* p) { return tag_matches(p, g_tag_secret); }
@@ -116,19 +118,20 @@ std::size_t usable_size(void* p) {
 }
 
 // realloc of a block we cannot resize in place: move it into a fresh block.
-void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size) {
-    void* fresh = allocate(new_size, kNaturalAlignment, false);
+void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size,
+                        const CallerContext& caller) {
+    void* fresh = allocate(new_size, kNaturalAlignment, false, caller);
     if (fresh == nullptr) return nullptr;
     std::memcpy(fresh, old_block, old_size < new_size ? old_size : new_size);
     deallocate(old_block);
     return fresh;
 }
 
-void* reallocate(void* p, std::size_t size) {
-    if (p == nullptr) return allocate(size, kNaturalAlignment, false);
+void* reallocate(void* p, std::size_t size, const CallerContext& caller) {
+    if (p == nullptr) return allocate(size, kNaturalAlignment, false, caller);
     if (is_bootstrap_block(p)) {
         if (size == 0) return nullptr;
-        return move_to_new_block(p, bootstrap_block_size(p), size);
+        return move_to_new_block(p, bootstrap_block_size(p), size, caller);
     }
     if (!is_tracked_block(p)) return real().realloc(p, size);  // foreign blocks stay foreign
     if (size == 0) {
@@ -138,7 +141,7 @@ void* reallocate(void* p, std::size_t size) {
     const BlockHeader* header = header_of(p);
     std::size_t old_size = requested_size(header);
     if (raw_offset(header) != kNaturalAlignment || inside_leakwrap() || !tracking_enabled())
-        return move_to_new_block(p, old_size, size);
+        return move_to_new_block(p, old_size, size, caller);
     if (size > kMaxRequest - kNaturalAlignment) {
         errno = ENOMEM;
         return nullptr;
@@ -149,19 +152,19 @@ void* reallocate(void* p, std::size_t size) {
     void* raw = g_real.realloc(raw_of(p), size + kNaturalAlignment);
     if (raw == nullptr) return nullptr;  // the old block is untouched and still counted
     account_free(&old_header);
-    uint32_t site = account_allocation(size);
+    uint32_t site = account_allocation(size, caller);
     errno = saved_errno;
     return stamp_block(raw, kNaturalAlignment, size, site, g_tag_secret);
 }
 
 // memalign's rules: small alignments are plain malloc, others are rounded up to a power of two.
-void* allocate_aligned(std::size_t alignment, std::size_t size) {
+void* allocate_aligned(std::size_t alignment, std::size_t size, const CallerContext& caller) {
     if (alignment > kMaxAlignment) {
         errno = EINVAL;
         return nullptr;
     }
     if (!is_power_of_two(alignment)) alignment = round_up_to_power_of_two(alignment);
-    return allocate(size, alignment, false);
+    return allocate(size, alignment, false, caller);
 }
 
 }  // namespace
@@ -169,7 +172,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t size) {
 extern "C" {
 
 __attribute__((visibility("default"))) void* malloc(std::size_t size) noexcept {
-    return allocate(size, kNaturalAlignment, false);
+    return allocate(size, kNaturalAlignment, false, LEAKWRAP_CALLER());
 }
 
 __attribute__((visibility("default"))) void free(void* p) noexcept { deallocate(p); }
@@ -183,11 +186,11 @@ __attribute__((visibility("default"))) void* calloc(std::size_t count, std::size
         errno = ENOMEM;
         return nullptr;
     }
-    return allocate(bytes, kNaturalAlignment, true);
+    return allocate(bytes, kNaturalAlignment, true, LEAKWRAP_CALLER());
 }
 
 __attribute__((visibility("default"))) void* realloc(void* p, std::size_t size) noexcept {
-    return reallocate(p, size);
+    return reallocate(p, size, LEAKWRAP_CALLER());
 }
 
 __attribute__((visibility("default"))) void* reallocarray(void* p, std::size_t count,
@@ -197,7 +200,7 @@ __attribute__((visibility("default"))) void* reallocarray(void* p, std::size_t c
         errno = ENOMEM;
         return nullptr;
     }
-    return reallocate(p, bytes);
+    return reallocate(p, bytes, LEAKWRAP_CALLER());
 }
 
 __attribute__((visibility("default"))) int posix_memalign(void** out, std::size_t alignment,
@@ -205,7 +208,7 @@ __attribute__((visibility("default"))) int posix_memalign(void** out, std::size_
     if (alignment % sizeof(void*) != 0 || !is_power_of_two(alignment / sizeof(void*)))
         return EINVAL;
     int saved_errno = errno;
-    void* block = allocate(size, alignment, false);
+    void* block = allocate(size, alignment, false, LEAKWRAP_CALLER());
     if (block == nullptr) return ENOMEM;
     errno = saved_errno;
     *out = block;
@@ -215,16 +218,16 @@ __attribute__((visibility("default"))) int posix_memalign(void** out, std::size_
 // In glibc 2.36 aligned_alloc is memalign (no extra checks of the alignment).
 __attribute__((visibility("default"))) void* aligned_alloc(std::size_t alignment,
                                                            std::size_t size) noexcept {
-    return allocate_aligned(alignment, size);
+    return allocate_aligned(alignment, size, LEAKWRAP_CALLER());
 }
 
 __attribute__((visibility("default"))) void* memalign(std::size_t alignment,
                                                       std::size_t size) noexcept {
-    return allocate_aligned(alignment, size);
+    return allocate_aligned(alignment, size, LEAKWRAP_CALLER());
 }
 
 __attribute__((visibility("default"))) void* valloc(std::size_t size) noexcept {
-    return allocate(size, page_size(), false);
+    return allocate(size, page_size(), false, LEAKWRAP_CALLER());
 }
 
 __attribute__((visibility("default"))) void* pvalloc(std::size_t size) noexcept {
@@ -235,7 +238,7 @@ __attribute__((visibility("default"))) void* pvalloc(std::size_t size) noexcept 
         return nullptr;
     }
     rounded &= ~(page - 1);
-    return allocate(rounded == 0 ? page : rounded, page, false);
+    return allocate(rounded == 0 ? page : rounded, page, false, LEAKWRAP_CALLER());
 }
 
 __attribute__((visibility("default"))) std::size_t malloc_usable_size(void* p) noexcept {

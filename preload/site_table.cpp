@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "diagnostics.h"
+#include "call_site_cache.h"
 #include "modules.h"
 #include "ruby_location.h"
 #include "stack_capture.h"
@@ -107,18 +108,23 @@ bool init_site_table() {
     return g_table != nullptr;
 }
 
-uint32_t site_for_allocation(uint64_t size) {
-    uint64_t frames[layout::kMaxDepth];
-    SiteKey key{frames, capture_stack(frames, g_segment.max_depth), layout::size_class_of(size),
-                current_ruby_location()};
+uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
+    uint32_t size_class = layout::size_class_of(size);
+    RubyLocation ruby = current_ruby_location();
+    uint32_t site = cached_site(caller, size_class, ruby);
+    if (site != UINT32_MAX) return site;
+
+    CapturedStack stack;
+    capture_stack(caller, g_segment.max_depth, &stack);
+    SiteKey key{stack.frames, stack.depth, size_class, ruby};
     uint64_t hash = hash_key(key);
     urcu_bp_read_lock();
     cds_lfht_iter iter;
     cds_lfht_lookup(g_table, hash, matches_key, &key, &iter);
     cds_lfht_node* found = cds_lfht_iter_get_node(&iter);
-    uint32_t site = found != nullptr ? caa_container_of(found, SiteNode, node)->index
-                                     : insert_site(key, hash);
+    site = found != nullptr ? caa_container_of(found, SiteNode, node)->index : insert_site(key, hash);
     urcu_bp_read_unlock();
+    remember_site(caller, size_class, ruby, stack, site);
     return site;
 }
 

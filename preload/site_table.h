@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "caller.h"
 #include "segment.h"
 
 namespace leakwrap {
@@ -14,9 +15,9 @@ namespace leakwrap {
 // Creates the (process-private) hash table for the current segment's capacity.
 bool init_site_table();
 
-// Site index for a block of `size` bytes allocated from the calling thread's current stack;
+// Site index for a block of `size` bytes allocated by `caller` on the calling thread's stack;
 // inserts a new site when first seen, or returns the overflow site once the table is full.
-uint32_t site_for_allocation(uint64_t size);
+uint32_t site_for_allocation(uint64_t size, const CallerContext& caller);
 
 // Counter updates: one relaxed atomic add per field, on the site's own cache line. The frees
 // side uses release so that a reader loading frees before allocs (acquire) never sees more

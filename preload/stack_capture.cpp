@@ -6,16 +6,14 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "leakwrap/segment_layout.h"
-
 namespace leakwrap {
 namespace {
 
 constinit uintptr_t g_own_begin = 0;
 constinit uintptr_t g_own_end = 0;
 
-// Frames of libleakwrap.so (the capture function, the malloc wrapper) that precede the caller.
-constexpr int kOwnFramesSlack = 4;
+// Frames of leakwrap between the unwinder and the program's caller.
+constexpr int kMaxOwnFrames = 16;
 
 int find_own_range(dl_phdr_info* info, size_t, void* own_base) {
     if (info->dlpi_addr != reinterpret_cast<uintptr_t>(own_base)) return 0;
@@ -29,6 +27,14 @@ int find_own_range(dl_phdr_info* info, size_t, void* own_base) {
     return 1;
 }
 
+bool is_own_frame(uintptr_t address) { return address >= g_own_begin && address < g_own_end; }
+
+uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
+    unw_word_t value = 0;
+    unw_get_reg(cursor, reg, &value);
+    return value;
+}
+
 }  // namespace
 
 void init_stack_capture() {
@@ -38,19 +44,32 @@ void init_stack_capture() {
         dl_iterate_phdr(find_own_range, info.dli_fbase);
 }
 
-uint32_t capture_stack(uint64_t* frames, uint32_t max_depth) {
-    void* raw[layout::kMaxDepth + kOwnFramesSlack];
-    int captured = unw_backtrace(raw, static_cast<int>(max_depth) + kOwnFramesSlack);
-    int first = 0;
-    while (first < captured) {
-        auto address = reinterpret_cast<uintptr_t>(raw[first]);
-        if (address < g_own_begin || address >= g_own_end) break;
-        ++first;
+// The cursor API (rather than unw_backtrace) gives each frame's stack pointer, from which the
+// slot of every return address follows: on x86_64 a return address sits just below the stack
+// pointer of the frame it returns to. The call-site cache validates hits against those slots.
+void capture_stack(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
+    out->depth = 0;
+    out->slots_known = false;
+    unw_context_t context;
+    unw_cursor_t cursor;
+    if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) return;
+    // Walk out of leakwrap's own frames to the caller's frame.
+    for (int skipped = 0;; ++skipped) {
+        if (unw_step(&cursor) <= 0 || skipped > kMaxOwnFrames) return;
+        uintptr_t ip = register_value(&cursor, UNW_REG_IP);
+        if (!is_own_frame(ip)) break;
     }
-    uint32_t kept = 0;
-    for (int i = first; i < captured && kept < max_depth; ++i)
-        frames[kept++] = reinterpret_cast<uintptr_t>(raw[i]);
-    return kept;
+    bool slots_known = register_value(&cursor, UNW_REG_IP) == caller.return_address &&
+                       register_value(&cursor, UNW_REG_SP) == caller.stack_pointer;
+    uint32_t depth = 0;
+    for (;;) {
+        out->frames[depth] = register_value(&cursor, UNW_REG_IP);
+        out->slots[depth] = register_value(&cursor, UNW_REG_SP) - sizeof(uint64_t);
+        if (unw_is_signal_frame(&cursor) > 0) slots_known = false;
+        if (++depth == max_depth || unw_step(&cursor) <= 0) break;
+    }
+    out->depth = depth;
+    out->slots_known = slots_known;
 }
 
 }  // namespace leakwrap

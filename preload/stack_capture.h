@@ -3,15 +3,26 @@
 
 #include <cstdint>
 
+#include "caller.h"
+#include "leakwrap/segment_layout.h"
+
 namespace leakwrap {
 
 // Once, during initialisation: libunwind's per-thread caches, and the address range of
 // libleakwrap.so itself, whose frames are left out of every stack.
 void init_stack_capture();
 
-// Fills `frames` with up to max_depth return addresses, innermost first, starting at the
-// function that called malloc (leakwrap's own frames skipped). Returns the number kept.
-uint32_t capture_stack(uint64_t* frames, uint32_t max_depth);
+// A captured stack: return addresses innermost first (frames[0] is the function that called
+// malloc), and, where known, the stack address each one was read from (its slot).
+struct CapturedStack {
+    uint64_t frames[layout::kMaxDepth];
+    uintptr_t slots[layout::kMaxDepth];
+    uint32_t depth;
+    bool slots_known;  // false when the unwind went through a signal frame or lost the caller
+};
+
+// Unwinds from the caller of the interposed function, up to max_depth frames.
+void capture_stack(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
 // The hash the site table is keyed by.
 inline uint64_t hash_stack(const uint64_t* frames, uint32_t depth) {

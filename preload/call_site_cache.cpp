@@ -1,0 +1,150 @@
+#include "call_site_cache.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <cstddef>
+
+#include "guard.h"
+#include "segment.h"
+#include "thread_stacks.h"
+
+namespace leakwrap {
+namespace {
+
+constexpr uint32_t kEntries = 64;  // per thread, direct-mapped
+constexpr uint32_t kMiss = UINT32_MAX;
+
+struct Entry {
+    uintptr_t return_address;
+    uintptr_t stack_pointer;
+    uint32_t size_class;
+    uint32_t ruby_file;
+    uint32_t ruby_line;
+    uint32_t site;
+    uint32_t depth;
+    uint32_t valid;
+    // followed by uint64_t frames[max_depth] and uint32_t slot_offsets[max_depth]
+};
+
+struct ThreadCache {
+    uintptr_t stack_low;
+    uintptr_t stack_high;
+    std::size_t mapping_size;
+};
+
+constinit pthread_key_t g_cache_key{};
+constinit bool g_cache_key_ready = false;
+ThreadCache* const kNoCache = reinterpret_cast<ThreadCache*>(1);
+__thread ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+
+std::size_t entry_size() {
+    return (sizeof(Entry) + g_segment.max_depth * (sizeof(uint64_t) + sizeof(uint32_t)) + 15) & ~std::size_t{15};
+}
+
+Entry* entry_at(ThreadCache* cache, uint32_t index) {
+    return reinterpret_cast<Entry*>(reinterpret_cast<std::byte*>(cache + 1) + index * entry_size());
+}
+uint64_t* entry_frames(Entry* entry) { return reinterpret_cast<uint64_t*>(entry + 1); }
+uint32_t* entry_slot_offsets(Entry* entry) {
+    return reinterpret_cast<uint32_t*>(entry_frames(entry) + g_segment.max_depth);
+}
+
+void release_cache(void* cache) {
+    auto* thread_cache = static_cast<ThreadCache*>(cache);
+    t_cache = kNoCache;  // frees during the rest of this thread's exit just unwind
+    munmap(thread_cache, thread_cache->mapping_size);
+}
+
+ThreadCache* create_cache() {
+    t_cache = kNoCache;  // until it exists; also what stays if anything below fails
+    const StackBounds bounds = t_stack_bounds;
+    if (!g_cache_key_ready || bounds.high == 0) return nullptr;
+    GuardScope guard;  // pthread_setspecific may allocate
+    std::size_t size = sizeof(ThreadCache) + kEntries * entry_size();
+    void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return nullptr;
+    auto* cache = static_cast<ThreadCache*>(memory);
+    cache->stack_low = bounds.low;
+    cache->stack_high = bounds.high;
+    cache->mapping_size = size;
+    if (pthread_setspecific(g_cache_key, cache) != 0) {
+        munmap(memory, size);
+        return nullptr;
+    }
+    t_cache = cache;
+    return cache;
+}
+
+// The calling thread's cache, if its stack is the one the cache knows.
+ThreadCache* usable_cache(uintptr_t stack_pointer) {
+    ThreadCache* cache = t_cache;
+    if (__builtin_expect(cache == nullptr, 0)) cache = create_cache();
+    if (cache == nullptr || cache == kNoCache) return nullptr;
+    if (stack_pointer < cache->stack_low || stack_pointer >= cache->stack_high) return nullptr;
+    return cache;
+}
+
+// The innermost slot: the caller's return address, just below its stack pointer.
+uintptr_t slot_base(const CallerContext& caller) { return caller.stack_pointer - sizeof(uint64_t); }
+
+uint32_t slot_index(const CallerContext& caller, uint32_t size_class) {
+    uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7) ^ size_class) *
+                     0x9E3779B97F4A7C15ull;
+    return static_cast<uint32_t>(mixed >> 58) % kEntries;
+}
+
+}  // namespace
+
+void init_call_site_cache() {
+    g_cache_key_ready = pthread_key_create(&g_cache_key, release_cache) == 0;
+}
+
+uint32_t cached_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby) {
+    ThreadCache* cache = usable_cache(caller.stack_pointer);
+    if (cache == nullptr) return kMiss;
+    Entry* entry = entry_at(cache, slot_index(caller, size_class));
+    if (!entry->valid || entry->return_address != caller.return_address ||
+        entry->stack_pointer != caller.stack_pointer || entry->size_class != size_class ||
+        entry->ruby_file != ruby.file || entry->ruby_line != ruby.line)
+        return kMiss;
+    const uint64_t* frames = entry_frames(entry);
+    const uint32_t* offsets = entry_slot_offsets(entry);
+    uintptr_t base = slot_base(caller);
+    for (uint32_t i = 0; i < entry->depth; ++i) {
+        auto* slot = reinterpret_cast<const uint64_t*>(base + offsets[i]);
+        if (*slot != frames[i]) return kMiss;
+    }
+    return entry->site;
+}
+
+void remember_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby,
+                   const CapturedStack& stack, uint32_t site) {
+    if (!stack.slots_known) return;
+    ThreadCache* cache = usable_cache(caller.stack_pointer);
+    if (cache == nullptr) return;
+    uintptr_t base = slot_base(caller);
+    for (uint32_t i = 0; i < stack.depth; ++i) {
+        uintptr_t slot = stack.slots[i];
+        if (slot < base || slot + sizeof(uint64_t) > cache->stack_high || slot - base > UINT32_MAX)
+            return;
+    }
+    Entry* entry = entry_at(cache, slot_index(caller, size_class));
+    entry->valid = 0;
+    entry->return_address = caller.return_address;
+    entry->stack_pointer = caller.stack_pointer;
+    entry->size_class = size_class;
+    entry->ruby_file = ruby.file;
+    entry->ruby_line = ruby.line;
+    entry->site = site;
+    entry->depth = stack.depth;
+    uint64_t* frames = entry_frames(entry);
+    uint32_t* offsets = entry_slot_offsets(entry);
+    for (uint32_t i = 0; i < stack.depth; ++i) {
+        frames[i] = stack.frames[i];
+        offsets[i] = static_cast<uint32_t>(stack.slots[i] - base);
+    }
+    entry->valid = 1;
+}
+
+}  // namespace leakwrap

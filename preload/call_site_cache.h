@@ -1,0 +1,30 @@
+// Per-thread cache of recent call sites, so that a repeated allocation skips the unwind.
+//
+// An entry remembers, for a (return address, caller stack pointer, size class, Ruby location),
+// the frames of the stack and the stack slot each return address was read from. A hit requires
+// the same caller address and stack pointer, and every remembered slot to hold the same return
+// address now: frames whose canonical frame address follows from the stack pointer (all but
+// those that allocate on the stack dynamically) then unwind to exactly the same chain, so the
+// cached site is the one the unwind would find. Slots are only read inside the thread's own
+// stack, above the current stack pointer: memory that is mapped. Unwinds through signal frames,
+// threads running on other stacks (fibers, sigaltstack) and threads whose stack bounds are
+// unknown are never cached.
+#pragma once
+
+#include <cstdint>
+
+#include "caller.h"
+#include "ruby_location.h"
+#include "stack_capture.h"
+
+namespace leakwrap {
+
+void init_call_site_cache();
+
+// The cached site for this call, or UINT32_MAX.
+uint32_t cached_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby);
+
+void remember_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby,
+                   const CapturedStack& stack, uint32_t site);
+
+}  // namespace leakwrap

@@ -1,0 +1,21 @@
+// The bounds of each thread's own stack, which the call-site cache needs to know it may read
+// there. They are asked for (pthread_getattr_np) only where it is safe: at start-up for the
+// main thread and at the start of each thread created with pthread_create — never from inside
+// malloc, where glibc may already hold the very lock pthread_getattr_np takes.
+#pragma once
+
+#include <cstdint>
+
+namespace leakwrap {
+
+struct StackBounds {
+    uintptr_t low;
+    uintptr_t high;  // 0: unknown
+};
+
+extern __thread StackBounds t_stack_bounds __attribute__((tls_model("initial-exec")));
+
+// Records the calling thread's stack bounds; call outside any allocation.
+void record_thread_stack_bounds();
+
+}  // namespace leakwrap
