@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     CommandLine command;
     std::string sort = "live";
     std::string format = "text";
+    std::string by = "native";
 
     CLI::App app(
         "Show where the still-live heap memory of a process running under "
@@ -86,17 +87,27 @@ int main(int argc, char** argv) {
                                    "Read this segment file instead of a pid's "
                                    "(post-mortem copies, tests)");
     int64_t top = 20;
-    app.add_option("--top", top, "Show the N sites ranked first; 0 shows all (default: 20)")
+    app.add_option("--top", top, "Show the N rows ranked first; 0 shows all (default: 20)")
         ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
     app.add_option("--sort", sort,
-                   "Rank sites by live (live bytes), allocs (allocation count) or bytes "
+                   "Rank rows by live (live bytes), allocs (allocation count) or bytes "
                    "(total bytes allocated) (default: live)")
         ->check(CLI::IsMember({"live", "allocs", "bytes"}));
     app.add_option("--format", format, "Output as text, json or csv (default: text)")
         ->check(CLI::IsMember({"text", "json", "csv"}));
+    app.add_option("--by", by,
+                   "One row per native call site, its size classes merged, with its Ruby "
+                   "file:line if any (native), or one row per Ruby file:line over all native "
+                   "stacks, plus one for allocations without a Ruby frame (ruby) "
+                   "(default: native)")
+        ->check(CLI::IsMember({"native", "ruby"}));
+    app.add_flag("--bins", command.report.bins,
+                 "Show the exact size-class table instead of the rows: allocations, frees and "
+                 "live blocks and bytes per class, each with its top 3 rows by live blocks; JSON "
+                 "always has it as \"bins\" (default: off)");
     auto* list = app.add_flag("--list", command.list,
                               "List every segment in /dev/shm: PID, STATE, LIVE_BYTES, "
-                              "LIVE_BLOCKS, SITES, EXE (default: off)");
+                              "LIVE_BLOCKS, SITES, EXE, COMMAND (default: off)");
     auto* clean = app.add_flag("--clean", command.clean,
                                "Remove the segments of dead, stale or exited processes, never a "
                                "live one's (default: off)");
@@ -123,6 +134,7 @@ int main(int argc, char** argv) {
     command.report.top = static_cast<std::size_t>(top);
     command.report.sort = *sort_key_from_name(sort);
     command.report.format = *report_format_from_name(format);
+    command.report.by = *grouping_from_name(by);
 
     try {
         const int status = run(command);

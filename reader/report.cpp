@@ -1,9 +1,12 @@
 #include "report.h"
 
+#include <leakwrap/segment_layout.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <tuple>
+#include <utility>
 
 namespace leakwrap {
 
@@ -21,25 +24,26 @@ std::optional<ReportFormat> report_format_from_name(std::string_view name) {
     return std::nullopt;
 }
 
-std::vector<const Site*> ranked_sites(const Snapshot& snapshot, const ReportOptions& options) {
-    std::vector<const Site*> ranked;
-    ranked.reserve(snapshot.sites.size());
-    for (const auto& site : snapshot.sites) ranked.push_back(&site);
+std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows,
+                                          const ReportOptions& options) {
+    std::vector<const ReportRow*> ranked;
+    ranked.reserve(rows.size());
+    for (const auto& row : rows) ranked.push_back(&row);
 
-    const auto primary = [&](const Site& site) {
+    const auto primary = [&](const ReportRow& row) {
         switch (options.sort) {
             case SortKey::allocs:
-                return site.allocs;
+                return row.counters.allocs;
             case SortKey::bytes:
-                return site.alloc_bytes;
+                return row.counters.alloc_bytes;
             case SortKey::live:
                 break;
         }
-        return site.live_bytes;
+        return row.counters.live_bytes();
     };
-    const auto ranks_before = [&](const Site* a, const Site* b) {
-        return std::make_tuple(primary(*a), a->live_blocks, b->id) >
-               std::make_tuple(primary(*b), b->live_blocks, a->id);
+    const auto ranks_before = [&](const ReportRow* a, const ReportRow* b) {
+        return std::make_tuple(primary(*a), a->counters.live_blocks(), b->id) >
+               std::make_tuple(primary(*b), b->counters.live_blocks(), a->id);
     };
     const std::size_t shown =
         options.top == 0 ? ranked.size() : std::min(options.top, ranked.size());
@@ -54,20 +58,68 @@ std::string hex_address(uint64_t address) {
     return text;
 }
 
-std::string human_bytes(uint64_t bytes) {
-    constexpr std::array kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+namespace {
+
+constexpr std::array kBinaryUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+
+// The value in the largest unit it reaches, e.g. {1.5, "KiB"} for 1536.
+std::pair<double, const char*> in_binary_units(uint64_t bytes) {
     double value = static_cast<double>(bytes);
     std::size_t unit = 0;
-    while (value >= 1024.0 && unit + 1 < kUnits.size()) {
+    while (value >= 1024.0 && unit + 1 < kBinaryUnits.size()) {
         value /= 1024.0;
         ++unit;
     }
+    return {value, kBinaryUnits[unit]};
+}
+
+}  // namespace
+
+std::string human_bytes(uint64_t bytes) {
+    const auto [value, unit] = in_binary_units(bytes);
     char text[32];
-    if (unit == 0)
+    if (bytes < 1024)
         std::snprintf(text, sizeof(text), "%llu B", static_cast<unsigned long long>(bytes));
     else
-        std::snprintf(text, sizeof(text), "%.1f %s", value, kUnits[unit]);
+        std::snprintf(text, sizeof(text), "%.1f %s", value, unit);
     return text;
+}
+
+std::optional<uint64_t> size_class_limit_bytes(uint32_t size_class) {
+    if (size_class + 1 >= layout::kSizeClassCount) return std::nullopt;
+    return layout::size_class_limit(size_class);
+}
+
+std::string size_class_label(uint32_t size_class) {
+    // Limits have at most two binary digits after the point in their unit (1.25 KiB, 1.5 MiB),
+    // so two decimals with trailing zeros dropped print them exactly.
+    const auto exact = [](uint64_t bytes) {
+        const auto [value, unit] = in_binary_units(bytes);
+        char number[32];
+        std::snprintf(number, sizeof(number), "%.2f", value);
+        std::string text = number;
+        text.erase(text.find_last_not_of('0') + 1);
+        if (text.back() == '.') text.pop_back();
+        return text + " " + unit;
+    };
+    if (const auto limit = size_class_limit_bytes(size_class)) return "≤" + exact(*limit);
+    return "> " + exact(layout::size_class_limit(layout::kSizeClassCount - 2));
+}
+
+std::string ruby_location_text(const RubyLocation& location) {
+    return location.file + ":" + std::to_string(location.line);
+}
+
+std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer) {
+    if (row.overflow) return "[overflow]";
+    if (grouping == Grouping::ruby)
+        return row.ruby ? "ruby: " + ruby_location_text(*row.ruby) : "(no Ruby frame)";
+    std::string summary =
+        row.frames.empty()
+            ? "(no stack)"
+            : symbolizer.resolve(row.frames[0], row.module_generation).function.value_or("??");
+    if (row.ruby) summary += "  ruby: " + ruby_location_text(*row.ruby);
+    return summary;
 }
 
 std::string source_location(const ResolvedFrame& frame) {

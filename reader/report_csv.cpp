@@ -1,4 +1,5 @@
 #include "report.h"
+#include "report_bins.h"
 
 namespace leakwrap {
 namespace {
@@ -16,19 +17,17 @@ std::string csv_field(std::string_view text) {
 
 std::string function_name(const ResolvedFrame& frame) { return frame.function.value_or("??"); }
 
-}  // namespace
-
-void write_csv_report(std::ostream& out, const ReportInput& input) {
+void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
     out << "rank,id,live_bytes,live_blocks,allocs,frees,alloc_bytes,free_bytes,"
-           "function,location,module,stack\n";
-    const auto ranked = ranked_sites(input.snapshot, input.options);
+           "function,location,module,stack,ruby,estimated\n";
+    const auto ranked = ranked_rows(rows, input.options);
     for (std::size_t rank = 0; rank < ranked.size(); ++rank) {
-        const Site& site = *ranked[rank];
+        const ReportRow& row = *ranked[rank];
         std::string stack;
-        // The innermost frame, malloc's caller, stands for the site in the single-value columns.
+        // The innermost frame, malloc's caller, stands for the row in the single-value columns.
         std::string function, location, module;
-        for (std::size_t i = 0; i < site.frames.size(); ++i) {
-            const auto& frame = input.symbolizer.resolve(site.frames[i], site.module_generation);
+        for (std::size_t i = 0; i < row.frames.size(); ++i) {
+            const auto& frame = input.symbolizer.resolve(row.frames[i], row.module_generation);
             if (i == 0) {
                 function = function_name(frame);
                 location = source_location(frame);
@@ -38,12 +37,44 @@ void write_csv_report(std::ostream& out, const ReportInput& input) {
             }
             stack += function_name(frame);
         }
-        if (site.overflow) function = "[overflow site]";
-        out << rank + 1 << ',' << site.id << ',' << site.live_bytes << ',' << site.live_blocks
-            << ',' << site.allocs << ',' << site.frees << ',' << site.alloc_bytes << ','
-            << site.free_bytes << ',' << csv_field(function) << ',' << csv_field(location) << ','
-            << csv_field(module) << ',' << csv_field(stack) << '\n';
+        if (row.overflow) function = "[overflow site]";
+        const Counters& counters = row.counters;
+        out << rank + 1 << ',' << row.id << ',' << counters.live_bytes() << ','
+            << counters.live_blocks() << ',' << counters.allocs << ',' << counters.frees << ','
+            << counters.alloc_bytes << ',' << counters.free_bytes << ',' << csv_field(function)
+            << ',' << csv_field(location) << ',' << csv_field(module) << ',' << csv_field(stack)
+            << ',' << csv_field(row.ruby ? ruby_location_text(*row.ruby) : "") << ','
+            << (row.estimated ? "true" : "false") << '\n';
     }
+}
+
+// Several rows per class go into one field each, separated by ';'.
+void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows,
+                            const ReportInput& input) {
+    out << "class,limit,allocs,frees,live_blocks,live_bytes,top_sites,top_sites_summary\n";
+    for (const auto& entry : size_class_table(input.snapshot, rows)) {
+        std::string ids, summaries;
+        for (const ReportRow* row : entry.top_rows) {
+            const char* separator = ids.empty() ? "" : ";";
+            ids += separator + std::to_string(row->id);
+            summaries += separator + row_summary(*row, input.options.by, input.symbolizer);
+        }
+        const auto limit = size_class_limit_bytes(entry.size_class);
+        out << entry.size_class << ',' << (limit ? std::to_string(*limit) : "") << ','
+            << entry.counters.allocs << ',' << entry.counters.frees << ','
+            << entry.counters.live_blocks() << ',' << entry.counters.live_bytes() << ','
+            << csv_field(ids) << ',' << csv_field(summaries) << '\n';
+    }
+}
+
+}  // namespace
+
+void write_csv_report(std::ostream& out, const ReportInput& input) {
+    const auto rows = report_rows(input.snapshot, input.options.by);
+    if (input.options.bins)
+        write_size_class_table(out, rows, input);
+    else
+        write_rows(out, rows, input);
 }
 
 }  // namespace leakwrap

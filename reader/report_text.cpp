@@ -1,6 +1,9 @@
 #include "report.h"
+#include "report_bins.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <iomanip>
 
 namespace leakwrap {
 namespace {
@@ -24,6 +27,15 @@ std::string bytes_with_human(uint64_t bytes) {
     return bytes < 1024 ? exact : exact + " (" + human_bytes(bytes) + ")";
 }
 
+// std::setw counts bytes; size-class labels carry a multi-byte "≤".
+std::string padded_left(const std::string& text, std::size_t width) {
+    const auto characters =
+        static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+            return (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+        }));
+    return text + std::string(width > characters ? width - characters : 0, ' ');
+}
+
 void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& frame) {
     out << "    #" << index << ' ' << hex_address(frame.address) << ' '
         << frame.function.value_or("??");
@@ -37,41 +49,92 @@ void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& fram
     out << '\n';
 }
 
-void write_site(std::ostream& out, std::size_t rank, const Site& site, const ReportInput& input) {
-    out << '\n' << '#' << rank << ' ';
-    if (site.overflow)
-        out << "overflow site (allocations from stacks that found the site table full)";
-    else
-        out << "site " << site.id;
-    out << ": " << bytes_with_human(site.live_bytes) << " live in " << site.live_blocks
-        << " blocks; " << site.allocs << " allocs, " << site.frees << " frees, "
-        << bytes_with_human(site.alloc_bytes) << " allocated\n";
-    for (std::size_t i = 0; i < site.frames.size(); ++i)
-        write_frame(out, i, input.symbolizer.resolve(site.frames[i], site.module_generation));
+std::string row_title(const ReportRow& row, Grouping grouping) {
+    if (row.overflow)
+        return "overflow site (allocations from stacks that found the site table full)";
+    if (grouping == Grouping::ruby)
+        return row.ruby ? "ruby " + ruby_location_text(*row.ruby) : "(no Ruby frame)";
+    return "site " + std::to_string(row.id);
+}
+
+// Only worth a line when the row's blocks fall in more than one class.
+void write_size_classes(std::ostream& out, const ReportRow& row) {
+    if (row.size_classes.size() < 2) return;
+    out << "    size classes:";
+    const char* separator = " ";
+    for (const auto& [size_class, counters] : row.size_classes) {
+        out << separator << size_class_label(size_class) << ' ' << counters.live_blocks()
+            << " live";
+        separator = ", ";
+    }
+    out << '\n';
+}
+
+void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
+               const ReportInput& input) {
+    const Counters& counters = row.counters;
+    out << '\n' << '#' << rank << ' ' << row_title(row, input.options.by);
+    if (row.estimated) out << " (estimated)";
+    out << ": " << bytes_with_human(counters.live_bytes()) << " live in " << counters.live_blocks()
+        << " blocks; " << counters.allocs << " allocs, " << counters.frees << " frees, "
+        << bytes_with_human(counters.alloc_bytes) << " allocated\n";
+    if (row.ruby && input.options.by == Grouping::native)
+        out << "    ruby: " << ruby_location_text(*row.ruby) << '\n';
+    write_size_classes(out, row);
+    for (std::size_t i = 0; i < row.frames.size(); ++i)
+        write_frame(out, i, input.symbolizer.resolve(row.frames[i], row.module_generation));
+}
+
+void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
+    const auto ranked = ranked_rows(rows, input.options);
+    for (std::size_t rank = 0; rank < ranked.size(); ++rank)
+        write_row(out, rank + 1, *ranked[rank], input);
+    if (ranked.size() < rows.size())
+        out << "\n(" << rows.size() - ranked.size() << " more rows not shown; --top 0 shows all)\n";
+}
+
+void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows,
+                            const ReportInput& input) {
+    out << "\nsize classes (exact, every block):\n";
+    out << "  " << padded_left("CLASS", 12) << std::right << std::setw(14) << "ALLOCS"
+        << std::setw(14) << "FREES" << std::setw(14) << "LIVE_BLOCKS" << std::setw(14)
+        << "LIVE_BYTES" << '\n';
+    for (const auto& entry : size_class_table(input.snapshot, rows)) {
+        out << "  " << padded_left(size_class_label(entry.size_class), 12) << std::setw(14)
+            << entry.counters.allocs << std::setw(14) << entry.counters.frees << std::setw(14)
+            << entry.counters.live_blocks() << std::setw(14)
+            << human_bytes(entry.counters.live_bytes()) << '\n';
+        for (const ReportRow* row : entry.top_rows)
+            out << "      " << std::setw(10) << row->in_size_class(entry.size_class).live_blocks()
+                << " live  site " << row->id << "  "
+                << row_summary(*row, input.options.by, input.symbolizer) << '\n';
+    }
 }
 
 }  // namespace
 
 void write_text_report(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
-    const Totals& totals = snapshot.totals;
+    const Counters& totals = snapshot.totals;
     out << "pid " << snapshot.pid << " (" << state_label(input.owner) << ")  " << snapshot.exe
         << "  command: " << snapshot.command_line << '\n';
-    out << "live: " << bytes_with_human(totals.live_bytes) << " in " << totals.live_blocks
+    out << "live: " << bytes_with_human(totals.live_bytes()) << " in " << totals.live_blocks()
         << " blocks; " << totals.allocs << " allocs, " << totals.frees << " frees, "
-        << bytes_with_human(totals.alloc_bytes) << " allocated in total; " << snapshot.sites.size()
-        << " sites\n";
+        << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
+        << snapshot.sites_in_use() << " sites\n";
+    if (snapshot.sampled())
+        out << "sampled (LEAKWRAP_SAMPLE=" << snapshot.sample_interval
+            << "): the totals are exact, the numbers per site are estimated\n";
     if (snapshot.lost_sites > 0)
         out << "warning: the site table overflowed: " << snapshot.lost_sites
             << " distinct stacks were counted in the overflow site "
                "(raise LEAKWRAP_MAX_SITES to see them separately)\n";
 
-    const auto ranked = ranked_sites(snapshot, input.options);
-    for (std::size_t rank = 0; rank < ranked.size(); ++rank)
-        write_site(out, rank + 1, *ranked[rank], input);
-    if (ranked.size() < snapshot.sites.size())
-        out << "\n(" << snapshot.sites.size() - ranked.size()
-            << " more sites not shown; --top 0 shows all)\n";
+    const auto rows = report_rows(snapshot, input.options.by);
+    if (input.options.bins)
+        write_size_class_table(out, rows, input);
+    else
+        write_rows(out, rows, input);
 }
 
 }  // namespace leakwrap

@@ -170,6 +170,10 @@ void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_
     copy_range(
         destination, source, size, header.sites_offset,
         uint64_t{std::min(header.sites_claimed, header.site_capacity)} * header.site_record_size);
+    // After the sites: the writer counts a block in its bin before its site, so the exact totals
+    // copied now cover every block the copied site counters show.
+    copy_range(destination, source, size, header.bins_offset,
+               uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters));
     copy_range(destination, source, size, header.modules_offset,
                uint64_t{std::min(header.modules_claimed, header.module_capacity)} *
                    header.module_record_size);

@@ -8,28 +8,31 @@
 namespace leakwrap {
 namespace {
 
+// COMMAND comes last, since it tells apart processes of one executable (puma workers, say) and
+// is the longest.
 void write_row(std::ostream& out, const std::string& pid, std::string_view state,
                const std::string& live_bytes, const std::string& live_blocks,
-               const std::string& sites, const std::string& exe) {
+               const std::string& sites, const std::string& exe, const std::string& command) {
     out << std::left << std::setw(10) << pid << ' ' << std::setw(10) << state << ' ' << std::right
         << std::setw(16) << live_bytes << ' ' << std::setw(12) << live_blocks << ' ' << std::setw(8)
-        << sites << "  " << exe << '\n';
+        << sites << "  " << std::left << std::setw(24) << exe << "  " << command << '\n';
 }
 
 }  // namespace
 
 void list_segments(std::ostream& out, const std::filesystem::path& directory) {
-    write_row(out, "PID", "STATE", "LIVE_BYTES", "LIVE_BLOCKS", "SITES", "EXE");
+    write_row(out, "PID", "STATE", "LIVE_BYTES", "LIVE_BLOCKS", "SITES", "EXE", "COMMAND");
     for (const auto& entry : find_segments(directory)) {
         const std::string pid = std::to_string(entry.pid);
         try {
             const auto snapshot = read_segment(entry);
             write_row(out, pid, owner_state_name(owner_state(snapshot)),
-                      std::to_string(snapshot.totals.live_bytes),
-                      std::to_string(snapshot.totals.live_blocks),
-                      std::to_string(snapshot.sites.size()), snapshot.exe);
+                      std::to_string(snapshot.totals.live_bytes()),
+                      std::to_string(snapshot.totals.live_blocks()),
+                      std::to_string(snapshot.sites_in_use()), snapshot.exe, snapshot.command_line);
         } catch (const std::exception& error) {
-            write_row(out, pid, "unreadable", "-", "-", "-", std::string("error: ") + error.what());
+            write_row(out, pid, "unreadable", "-", "-", "-", "-",
+                      std::string("error: ") + error.what());
         }
     }
 }

@@ -4,12 +4,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <optional>
 #include <string_view>
 
 namespace leakwrap {
 namespace {
 
 namespace layout = leakwrap::layout;
+
+// Bounds the work of summing the shards; the writer keeps far fewer (one per thread, up to 64).
+constexpr uint32_t kMaxBinShards = 256;
 
 [[noreturn]] void fail(const std::string& message) { throw SegmentError(message); }
 
@@ -53,10 +58,6 @@ uint64_t checked_sum(uint64_t a, uint64_t b, const char* what) {
     return sum;
 }
 
-// The frees of a site can only exceed its allocations in a corrupt segment; clamp rather than
-// report a wrapped-around, astronomically large leak.
-uint64_t live(uint64_t added, uint64_t removed) { return added > removed ? added - removed : 0; }
-
 class StringPool {
 public:
     StringPool(std::span<const std::byte> pool) : pool_(pool) {}
@@ -69,6 +70,16 @@ public:
                  ") lies outside the " + number(pool_.size()) + "-byte string pool");
         const auto* begin = reinterpret_cast<const char*>(pool_.data()) + ref.offset;
         return std::string(begin, ref.length);
+    }
+
+    // A string named by its offset alone: it must end with a NUL inside the pool.
+    std::string get_terminated(uint32_t offset, const std::string& owner) const {
+        const std::string_view pool(reinterpret_cast<const char*>(pool_.data()), pool_.size());
+        const auto end = offset < pool.size() ? pool.find('\0', offset) : std::string_view::npos;
+        if (end == std::string_view::npos)
+            fail(owner + " string at offset " + number(offset) + " has no NUL inside the " +
+                 number(pool_.size()) + "-byte string pool");
+        return std::string(pool.substr(offset, end - offset));
     }
 
 private:
@@ -84,7 +95,8 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     const auto version = load<uint32_t>(bytes, offsetof(layout::Header, layout_version));
     if (version != layout::kLayoutVersion)
         fail("segment layout version " + number(version) + ", this reader understands " +
-             number(layout::kLayoutVersion));
+             number(layout::kLayoutVersion) +
+             ": read it with the leakwrap-report of the libleakwrap.so that wrote it");
     if (bytes.size() < sizeof(layout::Header))
         fail("segment truncated: " + number(bytes.size()) + " bytes, the header alone needs " +
              number(sizeof(layout::Header)));
@@ -103,9 +115,11 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     if (header.max_depth > layout::kMaxDepth)
         fail("max_depth " + number(header.max_depth) + " exceeds the limit of " +
              number(layout::kMaxDepth));
-    if (header.site_capacity == 0 || header.site_capacity > layout::kMaxSiteCapacity)
-        fail("site_capacity " + number(header.site_capacity) + " is outside [1, " +
-             number(layout::kMaxSiteCapacity) + "]");
+    // The overflow sites of every size class come first; a table without them is no segment.
+    if (header.site_capacity < layout::kMinSiteCapacity ||
+        header.site_capacity > layout::kMaxSiteCapacity)
+        fail("site_capacity " + number(header.site_capacity) + " is outside [" +
+             number(layout::kMinSiteCapacity) + ", " + number(layout::kMaxSiteCapacity) + "]");
     const uint64_t min_site_record = layout::kFramesOffsetInSite + 8ull * header.max_depth;
     if (header.site_record_size < min_site_record)
         fail("site_record_size " + number(header.site_record_size) + " is below the " +
@@ -114,6 +128,9 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     if (header.module_record_size < sizeof(layout::ModuleRecord))
         fail("module_record_size " + number(header.module_record_size) + " is below " +
              number(sizeof(layout::ModuleRecord)));
+    if (header.bin_shards < 1 || header.bin_shards > kMaxBinShards)
+        fail("bin_shards " + number(header.bin_shards) + " is outside [1, " +
+             number(kMaxBinShards) + "]");
 
     // 32-bit counts times 32-bit sizes cannot overflow 64 bits.
     const Region sites{"site table", header.sites_offset,
@@ -121,11 +138,14 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     const Region modules{"module table", header.modules_offset,
                          uint64_t{header.module_capacity} * header.module_record_size};
     const Region strings{"string pool", header.strings_offset, header.strings_capacity};
-    for (const auto& region : {sites, modules, strings})
+    const Region bins{
+        "bin table", header.bins_offset,
+        uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters)};
+    const Region regions[] = {sites, modules, strings, bins};
+    for (const auto& region : regions)
         check_region(region, header.header_size, header.segment_size);
-    check_disjoint(sites, modules);
-    check_disjoint(sites, strings);
-    check_disjoint(modules, strings);
+    for (size_t i = 0; i < std::size(regions); ++i)
+        for (size_t j = i + 1; j < std::size(regions); ++j) check_disjoint(regions[i], regions[j]);
     return header;
 }
 
@@ -160,46 +180,73 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
     return modules;
 }
 
-std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header) {
+std::optional<RubyLocation> ruby_location(const layout::SiteRecord& record,
+                                          const StringPool& strings, const std::string& owner) {
+    if (record.ruby_file == layout::kNoString) return std::nullopt;
+    return RubyLocation{strings.get_terminated(record.ruby_file, owner + " Ruby file"),
+                        record.ruby_line};
+}
+
+std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
+                              const StringPool& strings) {
     std::vector<Site> sites;
     const uint32_t count = std::min(header.sites_claimed, header.site_capacity);
     for (uint32_t slot = 0; slot < count; ++slot) {
         const uint64_t at = header.sites_offset + uint64_t{slot} * header.site_record_size;
         const auto record = load<layout::SiteRecord>(bytes, at);
         if (record.state != layout::kReady) continue;
+        const std::string owner = "site " + number(slot);
         if (record.depth > header.max_depth)
-            fail("site " + number(slot) + " has depth " + number(record.depth) +
-                 ", more than max_depth " + number(header.max_depth));
+            fail(owner + " has depth " + number(record.depth) + ", more than max_depth " +
+                 number(header.max_depth));
+        if (record.size_class >= layout::kSizeClassCount)
+            fail(owner + " has size class " + number(record.size_class) + ", there are " +
+                 number(layout::kSizeClassCount));
+        const bool overflow = layout::is_overflow_site(slot);
+        if (overflow && (record.depth != 0 || record.size_class != slot))
+            fail("overflow " + owner + " must have depth 0 and size class " + number(slot) +
+                 ", has depth " + number(record.depth) + " and size class " +
+                 number(record.size_class));
         Site site;
         site.id = slot;
-        site.overflow = slot == layout::kOverflowSite;
-        site.allocs = record.allocs;
-        site.frees = record.frees;
-        site.alloc_bytes = record.alloc_bytes;
-        site.free_bytes = record.free_bytes;
-        site.live_blocks = live(record.allocs, record.frees);
-        site.live_bytes = live(record.alloc_bytes, record.free_bytes);
+        site.overflow = overflow;
+        site.size_class = record.size_class;
+        site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
         site.module_generation = record.module_generation;
         // site_record_size was checked to hold max_depth frames after the record.
         site.frames.reserve(record.depth);
         for (uint32_t i = 0; i < record.depth; ++i)
             site.frames.push_back(
                 load<uint64_t>(bytes, at + layout::kFramesOffsetInSite + i * sizeof(uint64_t)));
+        site.ruby = ruby_location(record, strings, owner);
         sites.push_back(std::move(site));
     }
     return sites;
 }
 
-Totals sum_sites(const std::vector<Site>& sites) {
-    Totals totals;
-    for (const auto& site : sites) {
-        totals.live_bytes = checked_sum(totals.live_bytes, site.live_bytes, "live bytes");
-        totals.live_blocks = checked_sum(totals.live_blocks, site.live_blocks, "live blocks");
-        totals.allocs = checked_sum(totals.allocs, site.allocs, "allocations");
-        totals.frees = checked_sum(totals.frees, site.frees, "frees");
-        totals.alloc_bytes = checked_sum(totals.alloc_bytes, site.alloc_bytes, "allocated bytes");
-        totals.free_bytes = checked_sum(totals.free_bytes, site.free_bytes, "freed bytes");
-    }
+Counters checked_sum(const Counters& a, const Counters& b) {
+    return {checked_sum(a.allocs, b.allocs, "allocations"), checked_sum(a.frees, b.frees, "frees"),
+            checked_sum(a.alloc_bytes, b.alloc_bytes, "allocated bytes"),
+            checked_sum(a.free_bytes, b.free_bytes, "freed bytes")};
+}
+
+// Shards exist only so that writer threads do not contend; a class's counts are their sum.
+std::vector<Counters> parse_bins(std::span<const std::byte> bytes, const layout::Header& header) {
+    std::vector<Counters> bins(layout::kSizeClassCount);
+    for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
+        for (uint32_t shard = 0; shard < header.bin_shards; ++shard) {
+            const auto bin = load<layout::BinCounters>(
+                bytes, header.bins_offset + (uint64_t{size_class} * header.bin_shards + shard) *
+                                                sizeof(layout::BinCounters));
+            bins[size_class] = checked_sum(
+                bins[size_class], {bin.allocs, bin.frees, bin.alloc_bytes, bin.free_bytes});
+        }
+    return bins;
+}
+
+Counters sum_bins(const std::vector<Counters>& bins) {
+    Counters totals;
+    for (const auto& bin : bins) totals = checked_sum(totals, bin);
     return totals;
 }
 
@@ -225,10 +272,29 @@ Snapshot parse_segment(std::span<const std::byte> bytes) {
     snapshot.sites_claimed = header.sites_claimed;
     snapshot.lost_sites = header.lost_sites;
     snapshot.process_state = header.process_state;
+    snapshot.sample_interval = header.sample_interval;
     snapshot.modules = parse_modules(bytes, header, strings);
-    snapshot.sites = parse_sites(bytes, header);
-    snapshot.totals = sum_sites(snapshot.sites);
+    snapshot.sites = parse_sites(bytes, header, strings);
+    snapshot.bins = parse_bins(bytes, header);
+    snapshot.totals = sum_bins(snapshot.bins);
     return snapshot;
+}
+
+Counters& Counters::operator+=(const Counters& other) {
+    const auto saturating_add = [](uint64_t& sum, uint64_t more) {
+        if (__builtin_add_overflow(sum, more, &sum)) sum = UINT64_MAX;
+    };
+    saturating_add(allocs, other.allocs);
+    saturating_add(frees, other.frees);
+    saturating_add(alloc_bytes, other.alloc_bytes);
+    saturating_add(free_bytes, other.free_bytes);
+    return *this;
+}
+
+std::size_t Snapshot::sites_in_use() const {
+    return std::count_if(sites.begin(), sites.end(), [](const Site& site) {
+        return !site.overflow || site.counters.allocs > 0;
+    });
 }
 
 }  // namespace leakwrap

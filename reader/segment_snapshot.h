@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -27,28 +28,39 @@ struct Module {
     std::vector<uint8_t> build_id;
 };
 
+// What was allocated and freed at a site, in a size class or in the whole process.
+struct Counters {
+    uint64_t allocs = 0;
+    uint64_t frees = 0;
+    uint64_t alloc_bytes = 0;
+    uint64_t free_bytes = 0;
+
+    // Frees can only exceed allocations in a corrupt segment or in a sampled estimate; clamp
+    // rather than report a wrapped-around, astronomically large leak.
+    uint64_t live_blocks() const { return allocs > frees ? allocs - frees : 0; }
+    uint64_t live_bytes() const { return alloc_bytes > free_bytes ? alloc_bytes - free_bytes : 0; }
+
+    // Saturates: sampled estimates from a corrupt segment may come near 2^64, and a pinned
+    // maximum reads as what it is where a wrapped sum would look plausible.
+    Counters& operator+=(const Counters& other);
+};
+
+struct RubyLocation {
+    std::string file;
+    uint32_t line = 0;
+    auto operator<=>(const RubyLocation&) const = default;
+};
+
+// One record of the site table, as the writer keeps it: the key is (native stack, Ruby location,
+// size class), and in sampling mode the counters count sampled blocks only.
 struct Site {
     uint32_t id = 0;  // slot index in the site table
     bool overflow = false;
-    uint64_t allocs = 0;
-    uint64_t frees = 0;
-    uint64_t alloc_bytes = 0;
-    uint64_t free_bytes = 0;
-    uint64_t live_blocks = 0;
-    uint64_t live_bytes = 0;
+    uint32_t size_class = 0;
+    Counters counters;
     uint32_t module_generation = 0;
     std::vector<uint64_t> frames;  // return addresses, innermost first
-};
-
-// Sums over every site, the overflow site included, so they are exact even when a report
-// prints only the top few sites.
-struct Totals {
-    uint64_t live_bytes = 0;
-    uint64_t live_blocks = 0;
-    uint64_t allocs = 0;
-    uint64_t frees = 0;
-    uint64_t alloc_bytes = 0;
-    uint64_t free_bytes = 0;
+    std::optional<RubyLocation> ruby;
 };
 
 struct Snapshot {
@@ -64,9 +76,16 @@ struct Snapshot {
     uint32_t sites_claimed = 0;  // as recorded; may exceed site_capacity
     uint64_t lost_sites = 0;
     uint32_t process_state = 0;
+    uint64_t sample_interval = 0;  // 0: exact mode
     std::vector<Module> modules;
-    std::vector<Site> sites;
-    Totals totals;
+    std::vector<Site> sites;     // the ready records, in slot order
+    std::vector<Counters> bins;  // per size class (index = class), summed over the shards; exact
+    Counters totals;             // the sum over the bins, so exact in both modes
+
+    bool sampled() const { return sample_interval != 0; }
+    // Site records that hold a call site: every ordinary record, and the overflow records that
+    // counted an allocation (the writer makes all of those at start, used or not).
+    std::size_t sites_in_use() const;
 };
 
 // Parses a private copy of a segment. Every offset, size and count is checked against the bytes

@@ -62,7 +62,7 @@ TEST_F(CliTest, RejectsACorruptSegmentWithOneErrorLine) {
     testing::patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
     const auto result = run_report("--segment " + file_with(bytes).string());
     expect_one_line_error(result, 1);
-    EXPECT_NE(result.err.find("segment layout version 7, this reader understands 1"),
+    EXPECT_NE(result.err.find("segment layout version 7, this reader understands 2"),
               std::string::npos);
 }
 
@@ -76,12 +76,33 @@ TEST_F(CliTest, ReportsAValidSegmentAsJson) {
     const auto report = nlohmann::json::parse(result.out);
     EXPECT_EQ(report["pid"], testing::kAbsentPid);
     EXPECT_EQ(report["state"], "dead");
+    EXPECT_EQ(report["by"], "native");
     EXPECT_EQ(report["totals"]["live_bytes"], 3072);
     EXPECT_EQ(report["totals"]["live_blocks"], 3);
-    EXPECT_EQ(report["totals"]["sites"], 2);
-    ASSERT_EQ(report["sites"].size(), 2u);
-    EXPECT_EQ(report["sites"][0]["id"], 1);
+    EXPECT_EQ(report["totals"]["sites"], 1);
+    ASSERT_EQ(report["sites"].size(), 1u);  // no overflow row: nothing overflowed
+    EXPECT_EQ(report["sites"][0]["id"], testing::kFirstSiteSlot);
     EXPECT_EQ(report["sites"][0]["frames"][0]["addr"], "0x401000");
+    EXPECT_EQ(report["bins"].size(), 1u);
+}
+
+TEST_F(CliTest, GroupsByRubyLocationAndShowsTheSizeClassTable) {
+    SegmentBuilder builder;
+    builder.sites = {
+        {.allocs = 2, .alloc_bytes = 64, .frames = {0x1}, .ruby_file = "a.rb", .ruby_line = 5},
+        {.allocs = 3, .alloc_bytes = 96, .frames = {0x2}, .ruby_file = "a.rb", .ruby_line = 5}};
+    const auto path = file_with(builder.build()).string();
+
+    const auto by_ruby = run_report("--segment " + path + " --by ruby");
+    ASSERT_EQ(by_ruby.exit_code, 0) << by_ruby.err;
+    EXPECT_NE(by_ruby.out.find("#1 ruby a.rb:5: 160 B live in 5 blocks"), std::string::npos)
+        << by_ruby.out;
+
+    const auto bins = run_report("--segment " + path + " --bins --format csv");
+    ASSERT_EQ(bins.exit_code, 0) << bins.err;
+    EXPECT_EQ(bins.out,
+              "class,limit,allocs,frees,live_blocks,live_bytes,top_sites,top_sites_summary\n"
+              "2,32,5,0,5,160,89;88,??  ruby: a.rb:5;??  ruby: a.rb:5\n");
 }
 
 TEST_F(CliTest, ExplainsAMissingSegment) {
@@ -100,7 +121,8 @@ TEST_F(CliTest, ExplainsAMissingSegment) {
 
 TEST_F(CliTest, RejectsBadUsageWithExitCodeTwo) {
     for (const char* arguments :
-         {"", "--format yaml 1", "--sort nowhere 1", "--top many 1", "--top -1 1", "0", "1 --list",
+         {"", "--format yaml 1", "--sort nowhere 1", "--by stack 1", "--top many 1", "--top -1 1",
+          "0", "1 --list",
           "--segment a --clean", "--no-such-option"})
         expect_one_line_error(run_report(arguments), 2);
 }
@@ -109,7 +131,8 @@ TEST_F(CliTest, DocumentsEveryOptionWithItsDefault) {
     const auto help = run_report("--help");
     EXPECT_EQ(help.exit_code, 0);
     for (const char* text : {"--segment", "--top", "(default: 20)", "--sort", "(default: live)",
-                             "--format", "(default: text)", "--list", "--clean", "--version"})
+                             "--format", "(default: text)", "--by", "(default: native)", "--bins",
+                             "(default: off)", "--list", "COMMAND", "--clean", "--version"})
         EXPECT_NE(help.out.find(text), std::string::npos) << text;
     EXPECT_EQ(run_report("--version").out, "leakwrap-report " LEAKWRAP_VERSION_FOR_TESTS "\n");
 }

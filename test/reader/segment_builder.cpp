@@ -12,15 +12,18 @@ namespace {
 
 uint64_t round_up_to_cache_line(uint64_t size) { return (size + 63) / 64 * 64; }
 
+// Strings are stored NUL-terminated, as the writer stores them. Equal strings are not shared,
+// so that tests see the reader compare Ruby files by content, not by offset.
 class StringPoolWriter {
 public:
     explicit StringPoolWriter(uint32_t capacity) : capacity_(capacity) {}
 
     layout::StringRef add(const std::string& text) {
-        if (bytes_.size() + text.size() > capacity_) throw std::length_error("string pool full");
+        if (bytes_.size() + text.size() + 1 > capacity_) throw std::length_error("string pool full");
         const layout::StringRef ref{static_cast<uint32_t>(bytes_.size()),
                                     static_cast<uint32_t>(text.size())};
-        bytes_.insert(bytes_.end(), text.begin(), text.end());
+        bytes_ += text;
+        bytes_ += '\0';
         return ref;
     }
     const std::string& bytes() const { return bytes_; }
@@ -36,10 +39,42 @@ layout::Header header_of(const std::vector<std::byte>& segment) {
     return header;
 }
 
+uint32_t size_class_of_site(const BuiltSite& site) {
+    if (site.size_class) return *site.size_class;
+    return layout::size_class_of(site.allocs == 0 ? 0 : site.alloc_bytes / site.allocs);
+}
+
+// Every slot of the site table up to the last one in use: the overflow sites (empty unless the
+// test says otherwise), then the ordinary sites.
+std::vector<BuiltSite> sites_by_slot(const SegmentBuilder& builder) {
+    std::vector<BuiltSite> slots(layout::kOverflowSites);
+    for (uint32_t size_class = 0; size_class < layout::kOverflowSites; ++size_class)
+        slots[size_class].size_class = size_class;
+    for (const auto& [size_class, site] : builder.overflow_sites) {
+        slots.at(size_class) = site;
+        slots[size_class].size_class = size_class;
+    }
+    slots.insert(slots.end(), builder.sites.begin(), builder.sites.end());
+    return slots;
+}
+
+std::vector<BuiltBin> bins_of_sites(const std::vector<BuiltSite>& slots, uint32_t bin_shards) {
+    std::vector<BuiltBin> bins;
+    for (uint32_t slot = 0; slot < slots.size(); ++slot) {
+        const BuiltSite& site = slots[slot];
+        if (site.state != layout::kReady) continue;
+        bins.push_back({size_class_of_site(site), slot % bin_shards, site.allocs, site.frees,
+                        site.alloc_bytes, site.free_bytes});
+    }
+    return bins;
+}
+
 }  // namespace
 
 std::vector<std::byte> SegmentBuilder::build() const {
     const uint32_t site_record_size = layout::site_record_size_for(max_depth);
+    const uint64_t bins_size =
+        uint64_t{layout::kSizeClassCount} * bin_shards * sizeof(layout::BinCounters);
     layout::Header header{};
     std::memcpy(header.magic, layout::kMagic, sizeof(header.magic));
     header.layout_version = layout::kLayoutVersion;
@@ -55,12 +90,16 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.module_capacity = module_capacity;
     header.module_record_size = sizeof(layout::ModuleRecord);
     header.strings_capacity = strings_capacity;
+    header.bin_shards = bin_shards;
+    header.sample_interval = sample_interval;
     header.sites_offset = sizeof(layout::Header);
     header.modules_offset = header.sites_offset + uint64_t{site_capacity} * site_record_size;
-    header.strings_offset = round_up_to_cache_line(
+    header.bins_offset = round_up_to_cache_line(
         header.modules_offset + uint64_t{module_capacity} * sizeof(layout::ModuleRecord));
+    header.strings_offset = header.bins_offset + bins_size;
     header.segment_size = round_up_to_cache_line(header.strings_offset + strings_capacity);
-    header.sites_claimed = static_cast<uint32_t>(1 + sites.size());
+    const std::vector<BuiltSite> slots = sites_by_slot(*this);
+    header.sites_claimed = static_cast<uint32_t>(slots.size());
     header.modules_claimed = static_cast<uint32_t>(modules.size());
     header.module_generation = 1;
     header.lost_sites = lost_sites;
@@ -72,10 +111,8 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.exe_path = strings.add(exe);
     header.command_line = strings.add(command_line);
 
-    std::vector<const BuiltSite*> slots{&overflow_site};
-    for (const auto& site : sites) slots.push_back(&site);
     for (uint32_t slot = 0; slot < slots.size(); ++slot) {
-        const BuiltSite& site = *slots[slot];
+        const BuiltSite& site = slots[slot];
         layout::SiteRecord record{};
         record.allocs = site.allocs;
         record.frees = site.frees;
@@ -84,12 +121,28 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.state = site.state;
         record.depth = static_cast<uint32_t>(site.frames.size());
         record.module_generation = site.module_generation;
+        record.size_class = size_class_of_site(site);
+        record.ruby_file =
+            site.ruby_file.empty() ? layout::kNoString : strings.add(site.ruby_file).offset;
+        record.ruby_line = site.ruby_line;
         const uint64_t at = header.sites_offset + uint64_t{slot} * site_record_size;
         std::memcpy(segment.data() + at, &record, sizeof(record));
         const size_t frames_kept = std::min<size_t>(site.frames.size(), max_depth);
         if (frames_kept > 0)
             std::memcpy(segment.data() + at + layout::kFramesOffsetInSite, site.frames.data(),
                         frames_kept * sizeof(uint64_t));
+    }
+    for (const BuiltBin& bin : bins.value_or(bins_of_sites(slots, bin_shards))) {
+        const uint64_t at =
+            header.bins_offset +
+            (uint64_t{bin.size_class} * bin_shards + bin.shard) * sizeof(layout::BinCounters);
+        layout::BinCounters counters;
+        std::memcpy(&counters, segment.data() + at, sizeof(counters));
+        counters.allocs += bin.allocs;
+        counters.frees += bin.frees;
+        counters.alloc_bytes += bin.alloc_bytes;
+        counters.free_bytes += bin.free_bytes;
+        std::memcpy(segment.data() + at, &counters, sizeof(counters));
     }
     for (uint32_t slot = 0; slot < modules.size(); ++slot) {
         const BuiltModule& module = modules[slot];
@@ -122,6 +175,12 @@ uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot) {
 uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot) {
     const auto header = header_of(segment);
     return header.modules_offset + uint64_t{slot} * header.module_record_size;
+}
+
+uint64_t bin_offset(const std::vector<std::byte>& segment, uint32_t size_class, uint32_t shard) {
+    const auto header = header_of(segment);
+    return header.bins_offset +
+           (uint64_t{size_class} * header.bin_shards + shard) * sizeof(layout::BinCounters);
 }
 
 void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes,

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,9 @@ namespace leakwrap::testing {
 // Far above any pid_max, so no process ever has it.
 inline constexpr int32_t kAbsentPid = 2147483000;
 
+// The slot of SegmentBuilder::sites[0]: the overflow sites come first.
+inline constexpr uint32_t kFirstSiteSlot = layout::kOverflowSites;
+
 struct BuiltSite {
     uint64_t allocs = 0;
     uint64_t frees = 0;
@@ -23,7 +28,20 @@ struct BuiltSite {
     uint64_t free_bytes = 0;
     std::vector<uint64_t> frames;
     uint32_t module_generation = 0;
+    std::optional<uint32_t> size_class;  // default: the class of the average allocated block
+    std::string ruby_file;               // "": no Ruby location
+    uint32_t ruby_line = 0;
     uint32_t state = layout::kReady;
+};
+
+// Counters added to one shard of one size class.
+struct BuiltBin {
+    uint32_t size_class = 0;
+    uint32_t shard = 0;
+    uint64_t allocs = 0;
+    uint64_t frees = 0;
+    uint64_t alloc_bytes = 0;
+    uint64_t free_bytes = 0;
 };
 
 struct BuiltModule {
@@ -46,14 +64,19 @@ struct SegmentBuilder {
     std::string exe = "/usr/bin/leaky";
     std::string command_line = "leaky --fast";
     uint32_t max_depth = 8;
-    uint32_t site_capacity = 16;
+    uint32_t site_capacity = layout::kMinSiteCapacity + 11;
     uint32_t module_capacity = 4;
     uint32_t strings_capacity = 1024;
+    uint32_t bin_shards = 3;
+    uint64_t sample_interval = 0;
     uint64_t lost_sites = 0;
     uint32_t process_state = layout::kProcessRunning;
-    BuiltSite overflow_site;       // slot 0
-    std::vector<BuiltSite> sites;  // slots 1, 2, ...
+    std::map<uint32_t, BuiltSite> overflow_sites;  // by size class, which is also the slot
+    std::vector<BuiltSite> sites;                  // slots kFirstSiteSlot, kFirstSiteSlot + 1, ...
     std::vector<BuiltModule> modules;
+    // Default: every site's counters in the bin of its class, in shard (slot % bin_shards), as an
+    // exact-mode writer would have counted them.
+    std::optional<std::vector<BuiltBin>> bins;
 
     std::vector<std::byte> build() const;
 };
@@ -61,6 +84,7 @@ struct SegmentBuilder {
 // Offsets of the parts of a segment made by SegmentBuilder::build().
 uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot);
 uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot);
+uint64_t bin_offset(const std::vector<std::byte>& segment, uint32_t size_class, uint32_t shard);
 
 // Copies a record out, lets the test change it, and writes it back.
 template <class Record, class Change>

@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 
 namespace leakwrap {
 namespace {
@@ -15,16 +17,25 @@ using testing::patch;
 using testing::patch_header;
 using testing::SegmentBuilder;
 
+constexpr uint32_t kFirst = testing::kFirstSiteSlot;
+
+// Size classes of the blocks below: 100-byte blocks are in class 7 (97..112), 10-byte ones in 1.
+constexpr uint32_t kClassOf100 = layout::size_class_of(100);
+constexpr uint32_t kClassOf10 = layout::size_class_of(10);
+
 SegmentBuilder typical_builder() {
     SegmentBuilder builder;
-    builder.overflow_site = {.allocs = 3, .frees = 1, .alloc_bytes = 300, .free_bytes = 100};
+    builder.overflow_sites[kClassOf100] = {
+        .allocs = 3, .frees = 1, .alloc_bytes = 300, .free_bytes = 100};
     builder.sites = {
         {.allocs = 10,
          .frees = 4,
          .alloc_bytes = 1000,
          .free_bytes = 400,
          .frames = {0x401234, 0x401500, 0x7f0000001000},
-         .module_generation = 1},
+         .module_generation = 1,
+         .ruby_file = "app/models/user.rb",
+         .ruby_line = 42},
         {.allocs = 5, .frees = 5, .alloc_bytes = 50, .free_bytes = 50, .frames = {0x401300}},
     };
     builder.modules = {
@@ -43,6 +54,12 @@ SegmentBuilder typical_builder() {
     return builder;
 }
 
+const Site& site_in_slot(const Snapshot& snapshot, uint32_t slot) {
+    for (const Site& site : snapshot.sites)
+        if (site.id == slot) return site;
+    throw std::out_of_range("no ready site in slot " + std::to_string(slot));
+}
+
 bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
@@ -58,7 +75,9 @@ std::string parse_error(const std::vector<std::byte>& bytes) {
 }
 
 TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
-    const auto snapshot = parse_segment(typical_builder().build());
+    auto builder = typical_builder();
+    builder.sample_interval = 0;
+    const auto snapshot = parse_segment(builder.build());
 
     EXPECT_EQ(snapshot.pid, testing::kAbsentPid);
     EXPECT_EQ(snapshot.parent_pid, 1);
@@ -68,8 +87,10 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
     EXPECT_EQ(snapshot.exe, "/usr/bin/leaky");
     EXPECT_EQ(snapshot.command_line, "leaky --fast");
     EXPECT_EQ(snapshot.max_depth, 8u);
-    EXPECT_EQ(snapshot.site_capacity, 16u);
-    EXPECT_EQ(snapshot.sites_claimed, 3u);
+    EXPECT_EQ(snapshot.site_capacity, layout::kMinSiteCapacity + 11);
+    EXPECT_EQ(snapshot.sites_claimed, kFirst + 2);
+    EXPECT_EQ(snapshot.sample_interval, 0u);
+    EXPECT_FALSE(snapshot.sampled());
 
     ASSERT_EQ(snapshot.modules.size(), 2u);
     EXPECT_EQ(snapshot.modules[0].path, "/usr/bin/leaky");
@@ -80,25 +101,76 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
     EXPECT_EQ(snapshot.modules[1].load_generation, 1u);
     EXPECT_EQ(snapshot.modules[1].unload_generation, 3u);
 
-    ASSERT_EQ(snapshot.sites.size(), 3u);
-    const Site& overflow = snapshot.sites[0];
-    EXPECT_TRUE(overflow.overflow);
-    EXPECT_EQ(overflow.id, 0u);
-    EXPECT_TRUE(overflow.frames.empty());
-    const Site& first = snapshot.sites[1];
+    // Every overflow site is ready from the start, one per size class.
+    ASSERT_EQ(snapshot.sites.size(), layout::kOverflowSites + 2);
+    for (uint32_t slot = 0; slot < layout::kOverflowSites; ++slot) {
+        const Site& overflow = snapshot.sites[slot];
+        EXPECT_TRUE(overflow.overflow);
+        EXPECT_EQ(overflow.id, slot);
+        EXPECT_EQ(overflow.size_class, slot);
+        EXPECT_TRUE(overflow.frames.empty());
+        EXPECT_FALSE(overflow.ruby.has_value());
+    }
+    EXPECT_EQ(snapshot.sites[kClassOf100].counters.live_blocks(), 2u);
+
+    const Site& first = site_in_slot(snapshot, kFirst);
     EXPECT_FALSE(first.overflow);
-    EXPECT_EQ(first.id, 1u);
-    EXPECT_EQ(first.live_blocks, 6u);
-    EXPECT_EQ(first.live_bytes, 600u);
+    EXPECT_EQ(first.size_class, kClassOf100);
+    EXPECT_EQ(first.counters.live_blocks(), 6u);
+    EXPECT_EQ(first.counters.live_bytes(), 600u);
     EXPECT_EQ(first.module_generation, 1u);
     EXPECT_EQ(first.frames, (std::vector<uint64_t>{0x401234, 0x401500, 0x7f0000001000}));
+    ASSERT_TRUE(first.ruby.has_value());
+    EXPECT_EQ(first.ruby->file, "app/models/user.rb");
+    EXPECT_EQ(first.ruby->line, 42u);
+    const Site& second = site_in_slot(snapshot, kFirst + 1);
+    EXPECT_EQ(second.size_class, kClassOf10);
+    EXPECT_FALSE(second.ruby.has_value());
 
-    EXPECT_EQ(snapshot.totals.live_bytes, 200u + 600u);
-    EXPECT_EQ(snapshot.totals.live_blocks, 2u + 6u);
+    ASSERT_EQ(snapshot.bins.size(), layout::kSizeClassCount);
+    EXPECT_EQ(snapshot.bins[kClassOf100].allocs, 13u);
+    EXPECT_EQ(snapshot.bins[kClassOf100].free_bytes, 500u);
+    EXPECT_EQ(snapshot.bins[kClassOf10].allocs, 5u);
+    EXPECT_EQ(snapshot.totals.live_bytes(), 200u + 600u);
+    EXPECT_EQ(snapshot.totals.live_blocks(), 2u + 6u);
     EXPECT_EQ(snapshot.totals.allocs, 18u);
     EXPECT_EQ(snapshot.totals.frees, 10u);
     EXPECT_EQ(snapshot.totals.alloc_bytes, 1350u);
     EXPECT_EQ(snapshot.totals.free_bytes, 550u);
+    // The ordinary sites, and the one overflow site that counted something.
+    EXPECT_EQ(snapshot.sites_in_use(), 3u);
+}
+
+TEST(ParseSegment, SumsEachSizeClassOverItsShards) {
+    SegmentBuilder builder;
+    builder.bin_shards = 4;
+    builder.bins = std::vector<testing::BuiltBin>{
+        {.size_class = 5, .shard = 0, .allocs = 1, .alloc_bytes = 80},
+        {.size_class = 5, .shard = 3, .allocs = 2, .frees = 1, .alloc_bytes = 160, .free_bytes = 80},
+        {.size_class = 87, .shard = 2, .allocs = 1, .alloc_bytes = uint64_t{1} << 41},
+    };
+    const auto snapshot = parse_segment(builder.build());
+    EXPECT_EQ(snapshot.bins[5].allocs, 3u);
+    EXPECT_EQ(snapshot.bins[5].frees, 1u);
+    EXPECT_EQ(snapshot.bins[5].live_bytes(), 160u);
+    EXPECT_EQ(snapshot.bins[87].alloc_bytes, uint64_t{1} << 41);
+    EXPECT_EQ(snapshot.totals.allocs, 4u);
+    EXPECT_EQ(snapshot.totals.live_bytes(), 160u + (uint64_t{1} << 41));
+}
+
+// In sampling mode the sites count only sampled blocks; the bins count them all.
+TEST(ParseSegment, TakesTheTotalsFromTheBinsNotTheSites) {
+    SegmentBuilder builder;
+    builder.sample_interval = 512 * 1024;
+    builder.sites = {{.allocs = 1, .alloc_bytes = 1000}};
+    builder.bins = std::vector<testing::BuiltBin>{
+        {.size_class = layout::size_class_of(1000), .allocs = 700, .alloc_bytes = 700000}};
+    const auto snapshot = parse_segment(builder.build());
+    EXPECT_TRUE(snapshot.sampled());
+    EXPECT_EQ(snapshot.sample_interval, 512u * 1024);
+    EXPECT_EQ(snapshot.totals.allocs, 700u);
+    EXPECT_EQ(snapshot.totals.live_bytes(), 700000u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.allocs, 1u);
 }
 
 TEST(ParseSegment, SkipsRecordsThatAreNotReady) {
@@ -107,10 +179,9 @@ TEST(ParseSegment, SkipsRecordsThatAreNotReady) {
     builder.sites[1].state = layout::kEmpty;
     builder.modules[1].state = layout::kEmpty;
     const auto snapshot = parse_segment(builder.build());
-    ASSERT_EQ(snapshot.sites.size(), 1u);
-    EXPECT_TRUE(snapshot.sites[0].overflow);
+    ASSERT_EQ(snapshot.sites.size(), layout::kOverflowSites);
     ASSERT_EQ(snapshot.modules.size(), 1u);
-    EXPECT_EQ(snapshot.totals.allocs, 3u);
+    EXPECT_EQ(snapshot.sites_in_use(), 1u);
 }
 
 TEST(ParseSegment, ClampsClaimedCountsToCapacities) {
@@ -121,7 +192,7 @@ TEST(ParseSegment, ClampsClaimedCountsToCapacities) {
         h.strings_used = 0xffffffffu;
     });
     const auto snapshot = parse_segment(bytes);
-    EXPECT_EQ(snapshot.sites.size(), 3u);  // the unwritten slots are kEmpty
+    EXPECT_EQ(snapshot.sites.size(), kFirst + 2);  // the unwritten slots are kEmpty
     EXPECT_EQ(snapshot.modules.size(), 2u);
     EXPECT_EQ(snapshot.sites_claimed, 0xffffffffu);
 }
@@ -130,16 +201,23 @@ TEST(ParseSegment, ClampsLiveToZeroWhenFreesExceedAllocations) {
     SegmentBuilder builder;
     builder.sites = {{.allocs = 1, .frees = 5, .alloc_bytes = 10, .free_bytes = 99}};
     const auto snapshot = parse_segment(builder.build());
-    EXPECT_EQ(snapshot.sites[1].live_blocks, 0u);
-    EXPECT_EQ(snapshot.sites[1].live_bytes, 0u);
-    EXPECT_EQ(snapshot.totals.live_bytes, 0u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.live_blocks(), 0u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.live_bytes(), 0u);
+    EXPECT_EQ(snapshot.totals.live_bytes(), 0u);
 }
 
-TEST(ParseSegment, RejectsCountersWhoseSumOverflows) {
-    SegmentBuilder builder;
+TEST(ParseSegment, RejectsBinsWhoseSumOverflows) {
     const uint64_t huge = std::numeric_limits<uint64_t>::max() - 1;
-    builder.sites = {{.allocs = 1, .alloc_bytes = huge}, {.allocs = 1, .alloc_bytes = huge}};
-    EXPECT_PRED2(contains, parse_error(builder.build()), "overflows 64 bits");
+    SegmentBuilder across_shards;
+    across_shards.bins = std::vector<testing::BuiltBin>{
+        {.size_class = 3, .shard = 0, .alloc_bytes = huge},
+        {.size_class = 3, .shard = 1, .alloc_bytes = huge}};
+    EXPECT_PRED2(contains, parse_error(across_shards.build()), "overflows 64 bits");
+
+    SegmentBuilder across_classes;
+    across_classes.bins = std::vector<testing::BuiltBin>{{.size_class = 3, .allocs = huge},
+                                                         {.size_class = 4, .allocs = huge}};
+    EXPECT_PRED2(contains, parse_error(across_classes.build()), "overflows 64 bits");
 }
 
 TEST(ParseSegment, RejectsEveryTruncation) {
@@ -157,11 +235,21 @@ TEST(ParseSegment, RejectsBadMagic) {
 }
 
 TEST(ParseSegment, RejectsOtherLayoutVersions) {
+    constexpr auto kAdvice = ": read it with the leakwrap-report of the libleakwrap.so that wrote it";
     auto bytes = typical_builder().build();
     patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
-    EXPECT_EQ(parse_error(bytes), "segment layout version 7, this reader understands 1");
-    patch_header(bytes, [](layout::Header& h) { h.layout_version = 2; });
-    EXPECT_EQ(parse_error(bytes), "segment layout version 2, this reader understands 1");
+    EXPECT_EQ(parse_error(bytes), std::string("segment layout version 7, this reader understands 2") +
+                                      kAdvice);
+}
+
+// A v1 writer's segment: its header is 64 bytes shorter and lays the fields out differently, so
+// nothing after the version may be read.
+TEST(ParseSegment, RejectsALayoutVersion1Segment) {
+    std::vector<std::byte> bytes(4096);
+    std::memcpy(bytes.data(), layout::kMagic, sizeof(layout::kMagic));
+    const uint32_t version = 1;
+    std::memcpy(bytes.data() + offsetof(layout::Header, layout_version), &version, sizeof(version));
+    EXPECT_PRED2(contains, parse_error(bytes), "segment layout version 1, this reader understands 2");
 }
 
 TEST(ParseSegment, RejectsAHeaderThatIsNotReady) {
@@ -230,8 +318,11 @@ INSTANTIATE_TEST_SUITE_P(
         HeaderCorruption{"SiteCapacityAboveLimit",
                          [](layout::Header& h) { h.site_capacity = layout::kMaxSiteCapacity + 1; },
                          "site_capacity"},
-        HeaderCorruption{"NoOverflowSlot", [](layout::Header& h) { h.site_capacity = 0; },
+        HeaderCorruption{"NoSiteTable", [](layout::Header& h) { h.site_capacity = 0; },
                          "site_capacity 0"},
+        HeaderCorruption{"OnlyOverflowSites",
+                         [](layout::Header& h) { h.site_capacity = layout::kOverflowSites; },
+                         "site_capacity 88 is outside [89, "},
         HeaderCorruption{"SiteRecordTooSmall", [](layout::Header& h) { h.site_record_size = 64; },
                          "site_record_size 64"},
         HeaderCorruption{"SiteRecordHuge",
@@ -251,6 +342,25 @@ INSTANTIATE_TEST_SUITE_P(
                              h.exe_path = {h.strings_capacity - 2, 3};
                          },
                          "exe path string"},
+        HeaderCorruption{"NoBinShards", [](layout::Header& h) { h.bin_shards = 0; },
+                         "bin_shards 0 is outside [1, 256]"},
+        HeaderCorruption{"TooManyBinShards", [](layout::Header& h) { h.bin_shards = 257; },
+                         "bin_shards 257"},
+        HeaderCorruption{"BinsBeyondEnd",
+                         [](layout::Header& h) { h.bins_offset = h.segment_size - 64; },
+                         "bin table"},
+        HeaderCorruption{"BinsOffsetHuge", [](layout::Header& h) { h.bins_offset = ~0ull - 8; },
+                         "bin table"},
+        HeaderCorruption{"BinsOverlapHeader", [](layout::Header& h) { h.bins_offset = 0; },
+                         "bin table at offset 0 overlaps the header"},
+        HeaderCorruption{"BinsOverlapSites",
+                         [](layout::Header& h) { h.bins_offset = h.sites_offset + 128; },
+                         "site table overlaps bin table"},
+        HeaderCorruption{"BinsOverlapModules",
+                         [](layout::Header& h) { h.bins_offset = h.modules_offset; },
+                         "module table overlaps bin table"},
+        HeaderCorruption{"BinsOverlapStrings", [](layout::Header& h) { h.strings_offset -= 64; },
+                         "string pool overlaps bin table"},
         HeaderCorruption{"CommandLineWraps",
                          [](layout::Header& h) {
                              h.command_line = {8, 0xfffffffcu};
@@ -260,16 +370,83 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ParseSegment, RejectsASiteDeeperThanMaxDepth) {
     auto bytes = typical_builder().build();
-    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, 1),
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst),
                               [](layout::SiteRecord& site) { site.depth = 9; });
-    EXPECT_PRED2(contains, parse_error(bytes), "site 1 has depth 9");
+    EXPECT_PRED2(contains, parse_error(bytes), "site 88 has depth 9");
 }
 
-TEST(ParseSegment, IgnoresTheDepthOfSlotsThatAreNotReady) {
+TEST(ParseSegment, IgnoresTheFieldsOfSlotsThatAreNotReady) {
     auto bytes = typical_builder().build();
-    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, 5),
-                              [](layout::SiteRecord& site) { site.depth = 0xffffffffu; });
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst + 5),
+                              [](layout::SiteRecord& site) {
+                                  site.depth = 0xffffffffu;
+                                  site.size_class = 0xffffffffu;
+                                  site.ruby_file = 0xfffffff0u;
+                              });
     EXPECT_EQ(parse_error(bytes), "");
+}
+
+struct SiteCorruption {
+    const char* name;
+    uint32_t slot;
+    void (*corrupt)(layout::SiteRecord&);
+    const char* expected_message_part;
+};
+
+void PrintTo(const SiteCorruption& corruption, std::ostream* out) { *out << corruption.name; }
+
+class ParseSegmentCorruptSite : public ::testing::TestWithParam<SiteCorruption> {};
+
+TEST_P(ParseSegmentCorruptSite, IsRejectedWithAClearMessage) {
+    auto bytes = typical_builder().build();
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, GetParam().slot),
+                              GetParam().corrupt);
+    EXPECT_PRED2(contains, parse_error(bytes), GetParam().expected_message_part);
+}
+
+// The typical segment's string pool is 1024 bytes; its first string starts at offset 0.
+INSTANTIATE_TEST_SUITE_P(
+    EveryV2Field, ParseSegmentCorruptSite,
+    ::testing::Values(
+        SiteCorruption{"SizeClassOutOfRange", kFirst,
+                       [](layout::SiteRecord& s) { s.size_class = layout::kSizeClassCount; },
+                       "site 88 has size class 88, there are 88"},
+        SiteCorruption{"OverflowSiteWithAStack", 3, [](layout::SiteRecord& s) { s.depth = 1; },
+                       "overflow site 3 must have depth 0 and size class 3"},
+        SiteCorruption{"OverflowSiteOfAnotherClass", 3,
+                       [](layout::SiteRecord& s) { s.size_class = 4; },
+                       "overflow site 3 must have depth 0 and size class 3"},
+        SiteCorruption{"RubyFileBeyondThePool", kFirst,
+                       [](layout::SiteRecord& s) { s.ruby_file = 5000; },
+                       "site 88 Ruby file string at offset 5000 has no NUL"},
+        SiteCorruption{"RubyFileAtThePoolEnd", kFirst,
+                       [](layout::SiteRecord& s) { s.ruby_file = 1024; },
+                       "site 88 Ruby file string at offset 1024 has no NUL"},
+        SiteCorruption{"RubyFileOnAnOverflowSite", 0,
+                       [](layout::SiteRecord& s) { s.ruby_file = 0xfffffffeu; },
+                       "site 0 Ruby file string"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ParseSegment, RejectsARubyFileWithoutANulBeforeThePoolEnds) {
+    SegmentBuilder builder;
+    builder.strings_capacity = 64;  // 28 bytes hold the exe path and the command line
+    builder.sites = {{.allocs = 1, .alloc_bytes = 8}};
+    auto bytes = builder.build();
+    const auto header = [&] {
+        layout::Header h;
+        std::memcpy(&h, bytes.data(), sizeof(h));
+        return h;
+    }();
+    // Fill the pool's tail with text and point a site at it.
+    std::memset(bytes.data() + header.strings_offset + 40, 'x', 24);
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst),
+                              [](layout::SiteRecord& s) { s.ruby_file = 40; });
+    EXPECT_PRED2(contains, parse_error(bytes), "site 88 Ruby file string at offset 40 has no NUL");
+
+    // One NUL at the very end makes it a string again.
+    bytes[header.strings_offset + 63] = std::byte{0};
+    EXPECT_EQ(parse_error(bytes), "");
+    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).ruby->file, std::string(23, 'x'));
 }
 
 TEST(ParseSegment, RejectsAModulePathOutsideThePool) {
@@ -303,6 +480,7 @@ TEST(ParseSegment, AcceptsAnEmptyStringPoolAnywhere) {
     patch_header(bytes, [](layout::Header& h) {
         h.strings_capacity = 0;
         h.strings_offset = ~0ull;
+        h.command_line = {0, 0};
     });
     EXPECT_EQ(parse_segment(bytes).exe, "");
 }

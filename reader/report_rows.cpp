@@ -1,0 +1,80 @@
+#include "report_rows.h"
+
+#include "sampling_estimate.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace leakwrap {
+namespace {
+
+// What makes two records one row. Frames stay empty under --by ruby, and the overflow row gets
+// a key of its own, so a stackless ordinary record can never join it.
+using RowKey = std::tuple<bool, std::vector<uint64_t>, std::optional<RubyLocation>>;
+
+RowKey row_key(const Site& site, Grouping grouping) {
+    if (site.overflow) return {true, {}, std::nullopt};
+    return {false, grouping == Grouping::native ? site.frames : std::vector<uint64_t>{}, site.ruby};
+}
+
+void add_to_size_class(std::vector<SizeClassCounters>& size_classes, uint32_t size_class,
+                       const Counters& counters) {
+    auto at = std::lower_bound(
+        size_classes.begin(), size_classes.end(), size_class,
+        [](const SizeClassCounters& entry, uint32_t wanted) { return entry.size_class < wanted; });
+    if (at == size_classes.end() || at->size_class != size_class)
+        at = size_classes.insert(at, {size_class, {}});
+    at->counters += counters;
+}
+
+ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
+    ReportRow row;
+    row.id = site.id;
+    row.overflow = site.overflow;
+    row.estimated = estimated;
+    if (grouping == Grouping::native) {
+        row.frames = site.frames;
+        row.module_generation = site.module_generation;
+    }
+    row.ruby = site.ruby;
+    return row;
+}
+
+}  // namespace
+
+Counters ReportRow::in_size_class(uint32_t size_class) const {
+    for (const auto& entry : size_classes)
+        if (entry.size_class == size_class) return entry.counters;
+    return {};
+}
+
+std::optional<Grouping> grouping_from_name(std::string_view name) {
+    if (name == "native") return Grouping::native;
+    if (name == "ruby") return Grouping::ruby;
+    return std::nullopt;
+}
+
+std::string_view grouping_name(Grouping grouping) {
+    return grouping == Grouping::ruby ? "ruby" : "native";
+}
+
+std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping) {
+    std::vector<ReportRow> rows;
+    std::map<RowKey, std::size_t> row_of_key;
+    // Sites come in slot order, so a row's first record has its smallest id.
+    for (const Site& site : snapshot.sites) {
+        // The writer creates every overflow site up front; only those that counted belong in use.
+        if (site.overflow && site.counters.allocs == 0) continue;
+        const auto [entry, is_new] = row_of_key.try_emplace(row_key(site, grouping), rows.size());
+        if (is_new) rows.push_back(first_row_of(site, grouping, snapshot.sampled()));
+        ReportRow& row = rows[entry->second];
+        const Counters counters = estimated_counters(site.counters, snapshot.sample_interval);
+        row.counters += counters;
+        row.records.push_back(site.id);
+        add_to_size_class(row.size_classes, site.size_class, counters);
+    }
+    return rows;
+}
+
+}  // namespace leakwrap
