@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# Shared by run_bench.sh and compare.sh (sourced, not run): where the build is, and how to run a
+# command bare, under leakwrap in exact or sampling mode, or under heaptrack.
+
+bench_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# The sampling period of the "sampling" variant, in bytes (README, LEAKWRAP_SAMPLE).
+bench_sample_bytes=524288
+
+# bench_find_build [DIR]: sets bench_build and bench_preload. DIR, else $LEAKWRAP_BUILD_DIR, else
+# build/ in the repository.
+bench_find_build() {
+  bench_build=$(realpath -m "${1:-${LEAKWRAP_BUILD_DIR:-$bench_repo/build}}")
+  bench_preload=$bench_build/lib/libleakwrap.so
+}
+
+# bench_require FILE...: every file must exist, else one line saying how to build and exit 1.
+bench_require() {
+  local file
+  for file in "$@"; do
+    if [[ ! -e $file ]]; then
+      echo "missing $file: build it first, e.g." \
+        "cmake -S $bench_repo -B $bench_build && cmake --build $bench_build --target bench_tools" >&2
+      exit 1
+    fi
+  done
+}
+
+# bench_variant_prefix VARIANT SCRATCH_DIR: sets the array bench_prefix to the words that run a
+# command as VARIANT (bare, exact, sampling or heaptrack): "${bench_prefix[@]}" program args...
+# heaptrack writes its data file into SCRATCH_DIR (the caller deletes it).
+# shellcheck disable=SC2034 # bench_prefix is for the caller
+bench_variant_prefix() {
+  local variant=$1 scratch=$2
+  case $variant in
+    bare) bench_prefix=(env -u LD_PRELOAD -u LEAKWRAP_SAMPLE) ;;
+    exact) bench_prefix=(env LD_PRELOAD="$bench_preload" LEAKWRAP_SAMPLE=0) ;;
+    sampling) bench_prefix=(env LD_PRELOAD="$bench_preload" LEAKWRAP_SAMPLE="$bench_sample_bytes") ;;
+    heaptrack) bench_prefix=(env -u LD_PRELOAD -u LEAKWRAP_SAMPLE heaptrack -o "$scratch/heaptrack") ;;
+    *) echo "bench_variant_prefix: unknown variant $variant" >&2; return 2 ;;
+  esac
+}
+
+# bench_strip_heaptrack_chatter < heaptrack's stdout: the program's own stdout. heaptrack prints
+# its messages on stdout too: everything up to "starting application..." and from
+# "Heaptrack finished!" on.
+bench_strip_heaptrack_chatter() {
+  sed -e '1,/^starting application, this might take some time\.\.\.$/d' -e '/^Heaptrack finished!/,$d'
+}
