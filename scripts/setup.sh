@@ -10,6 +10,7 @@ packages=(
   libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
   python3 perl git                                     # workloads of the smoke tests
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
+  time heaptrack                                       # test/bench/compare.sh
 )
 
 missing=()
