@@ -7,6 +7,8 @@ packages=(
   build-essential cmake pkg-config                     # toolchain
   liburcu-dev libunwind-dev libboost-dev libdw-dev     # libleakwrap.so and leakwrap-report
   libcli11-dev                                         # leakwrap-report's command line
+  libprotobuf-dev protobuf-compiler zlib1g-dev         # leakwrap-report --format pprof
+  golang-go                                            # go tool pprof, reads it in the tests
   libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
   python3 perl git                                     # workloads of the smoke tests
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
