@@ -1,0 +1,253 @@
+// Faults and limits of the preload never break the program it runs in: garbage settings, a full
+// site table, a /dev/shm where no segment can be made, names in /dev/shm planted by someone else.
+// Each costs exactly one warning line on stderr and nothing else. And a segment whose pid now
+// belongs to another process is reported stale, never alive.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <leakwrap/segment_layout.h>
+#include <sstream>
+
+#include "ground_truth.h"
+#include "harness.h"
+
+namespace leakwrap::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream stream(text);
+    for (std::string line; std::getline(stream, line);) lines.push_back(line);
+    return lines;
+}
+
+// Runs argv bare and with `profiled`; the profiled run must print what the bare one prints,
+// plus exactly one warning line on stderr, which is returned.
+std::string expect_same_output_and_one_warning(const std::vector<std::string>& argv,
+                                               const Environment& profiled) {
+    const Completed bare = run(argv, Environment::bare());
+    EXPECT_EQ(bare.exit_code, 0) << bare.err;
+    const Completed with = run(argv, profiled);
+    EXPECT_EQ(with.exit_code, bare.exit_code) << with.err;
+    EXPECT_EQ(with.out, bare.out);
+    std::vector<std::string> warnings, other;
+    for (std::string& line : lines_of(with.err))
+        (line.starts_with("leakwrap[") ? warnings : other).push_back(std::move(line));
+    EXPECT_EQ(other, lines_of(bare.err));
+    EXPECT_EQ(warnings.size(), 1u) << with.err;
+    return warnings.empty() ? std::string() : warnings.front();
+}
+
+void expect_one_warning_naming(const std::string& variable, const std::string& value) {
+    const std::string warning = expect_same_output_and_one_warning(
+        {paths::program("semantics")}, Environment::profiled().set(variable, value));
+    EXPECT_NE(warning.find(variable + "=" + value), std::string::npos) << warning;
+}
+
+TEST(Faults, UnparsableDepthWarnsOnceAndKeepsTheDefault) {
+    expect_one_warning_naming("LEAKWRAP_DEPTH", "abc");
+    Target target({paths::program("alloc_kinds")}, Environment::profiled().set("LEAKWRAP_DEPTH", "abc"));
+    target.wait_ready();
+    const nlohmann::json report = report_json(target.pid());
+    // leak_malloc, main, and libc's start: a depth of 1 or 0 would keep fewer.
+    for (const auto& site : report.at("sites"))
+        if (site.at("frames").size() > 0 && site.at("frames")[0].at("function") == "leak_malloc")
+            EXPECT_GE(site.at("frames").size(), 3u);
+    EXPECT_EQ(sites_calling(report, "leak_malloc", 1).sites, 1u);
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
+TEST(Faults, NegativeSiteCapacityWarnsOnceAndKeepsTheDefault) {
+    expect_one_warning_naming("LEAKWRAP_MAX_SITES", "-5");
+    Target target({paths::program("many_sites")}, Environment::profiled().set("LEAKWRAP_MAX_SITES", "-5"));
+    target.wait_ready();
+    const nlohmann::json report = report_json(target.pid());
+    EXPECT_EQ(sites_calling_function_containing(report, "many_sites_leak<", 1).sites,
+              ground_truth::many_sites::kSites);
+    EXPECT_EQ(report.at("totals").at("lost_sites").get<long long>(), 0);
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
+TEST(Faults, UnparsableKeepWarnsOnceAndRemovesTheSegmentAtExit) {
+    expect_one_warning_naming("LEAKWRAP_KEEP", "yes");
+    Target target({paths::program("alloc_kinds")}, Environment::profiled().set("LEAKWRAP_KEEP", "yes"));
+    target.wait_ready();
+    const pid_t pid = target.pid();
+    EXPECT_TRUE(segment_exists(pid));
+    EXPECT_EQ(target.release_and_wait(), 0);
+    EXPECT_FALSE(segment_exists(pid));
+}
+
+TEST(Faults, FullSiteTableWarnsOnce) {
+    const std::string capacity = std::to_string(layout::kMinSiteCapacity + 8);
+    const std::string warning = expect_same_output_and_one_warning(
+        {paths::program("many_sites")}, Environment::profiled().set("LEAKWRAP_MAX_SITES", capacity));
+    EXPECT_NE(warning.find("full"), std::string::npos) << warning;
+}
+
+// A private mount namespace with its own /dev/shm, made by `mount_options`; only `program` runs
+// under the preload (the shell and mount would create segments on the real /dev/shm first).
+std::vector<std::string> in_private_dev_shm(const std::string& mount_options, const std::string& script,
+                                            bool profiled) {
+    return {"unshare", "--mount", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
+            "set -e; mount -t tmpfs -o " + mount_options + " tmpfs /dev/shm; " + script, "sh",
+            profiled ? "LD_PRELOAD=" + paths::preload_library : "LEAKWRAP_UNPROFILED=1",
+            paths::program("semantics")};
+}
+
+bool can_make_namespaces() {
+    return run({"unshare", "--mount", "--pid", "--fork", "/bin/true"}, Environment::bare()).exit_code == 0;
+}
+
+// `script` runs the program as `env "$1" "$2"`, profiled or not, and may print what it checks.
+std::string expect_one_warning_in_private_dev_shm(const std::string& mount_options, const std::string& script) {
+    const Completed bare = run(in_private_dev_shm(mount_options, script, false), Environment::bare());
+    EXPECT_EQ(bare.exit_code, 0) << bare.err;
+    EXPECT_NE(bare.out, "");
+    const Completed with = run(in_private_dev_shm(mount_options, script, true), Environment::bare());
+    EXPECT_EQ(with.exit_code, bare.exit_code) << with.err;
+    EXPECT_EQ(with.out, bare.out);
+    const std::vector<std::string> warnings = lines_of(with.err);
+    EXPECT_EQ(bare.err, "");
+    EXPECT_EQ(warnings.size(), 1u) << with.err;
+    return warnings.empty() ? std::string() : warnings.front();
+}
+
+TEST(Faults, ReadOnlyDevShmWarnsOnceAndTheProgramRunsUnprofiled) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    const std::string warning = expect_one_warning_in_private_dev_shm("ro", "env \"$1\" \"$2\"");
+    EXPECT_NE(warning.find("cannot create"), std::string::npos) << warning;
+}
+
+TEST(Faults, DevShmWithoutRoomForASegmentWarnsOnceAndTheProgramRunsUnprofiled) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    const std::string warning = expect_one_warning_in_private_dev_shm(
+        "size=4k", "env \"$1\" \"$2\"; ls /dev/shm");
+    EXPECT_NE(warning.find("no space"), std::string::npos) << warning;
+}
+
+// In a fresh pid namespace the program gets a small pid: every name up to kPlantedPids is taken
+// before it starts, and afterwards each planted file must be exactly as it was.
+constexpr const char* kPlantedPids = "300";
+const std::string kPlantEveryName =
+    std::string("mkdir /dev/shm/planted; i=1; while [ $i -le ") + kPlantedPids +
+    " ]; do echo planted > /dev/shm/planted/leakwrap.$i; i=$((i + 1)); done; ";
+const std::string kRunThenShowThePlantedFiles =
+    "env \"$1\" \"$2\"; cat /dev/shm/planted/* /dev/shm/leakwrap.* | sort | uniq -c; ls /dev/shm | wc -l";
+
+TEST(Faults, SymbolicLinkPlantedUnderTheSegmentNameIsNeverFollowed) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    const std::string warning = expect_one_warning_in_private_dev_shm(
+        "size=8m", kPlantEveryName + "ln -s /dev/shm/planted/* /dev/shm/; " + kRunThenShowThePlantedFiles);
+    EXPECT_NE(warning.find("not a leakwrap segment"), std::string::npos) << warning;
+}
+
+TEST(Faults, FileOfAnotherOwnerUnderTheSegmentNameIsLeftAlone) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    const std::string warning = expect_one_warning_in_private_dev_shm(
+        "size=8m", kPlantEveryName + "cp -p /dev/shm/planted/* /dev/shm/; chown 65534 /dev/shm/leakwrap.*; " +
+                       kRunThenShowThePlantedFiles);
+    EXPECT_NE(warning.find("not a leakwrap segment"), std::string::npos) << warning;
+}
+
+TEST(Faults, ForeignDataOfOurOwnUnderTheSegmentNameIsLeftAlone) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    const std::string warning = expect_one_warning_in_private_dev_shm(
+        "size=8m", kPlantEveryName + "cp -p /dev/shm/planted/* /dev/shm/; chmod 600 /dev/shm/leakwrap.*; " +
+                       kRunThenShowThePlantedFiles);
+    EXPECT_NE(warning.find("not a leakwrap segment"), std::string::npos) << warning;
+}
+
+// pid reuse: a real segment, re-labelled as belonging to a live process that did not write it.
+class ForgedSegment {
+public:
+    // The segment of a finished alloc_kinds run, kept with LEAKWRAP_KEEP=1.
+    static std::vector<char> real_segment() {
+        Target target({paths::program("alloc_kinds")},
+                      Environment::profiled()
+                          .set("LEAKWRAP_KEEP", "1")
+                          .set("LEAKWRAP_MAX_SITES", std::to_string(layout::kMinSiteCapacity + 64)));
+        target.wait_ready();
+        const pid_t pid = target.pid();
+        EXPECT_EQ(target.release_and_wait(), 0);
+        std::ifstream file(segment_path(pid), std::ios::binary);
+        std::vector<char> bytes{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+        fs::remove(segment_path(pid));
+        return bytes;
+    }
+
+    // Writes `segment` as `path`, claiming `pid`, still running, started at `start_time_ticks`.
+    ForgedSegment(fs::path path, std::vector<char> segment, pid_t pid, uint64_t start_time_ticks)
+        : path_(std::move(path)) {
+        layout::Header header;
+        std::memcpy(&header, segment.data(), sizeof header);
+        header.pid = pid;
+        header.start_time_ticks = start_time_ticks;
+        header.process_state = layout::kProcessRunning;
+        std::memcpy(segment.data(), &header, sizeof header);
+        const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) throw std::runtime_error("cannot create " + path_.string());
+        const bool written = write(fd, segment.data(), segment.size()) == static_cast<ssize_t>(segment.size());
+        close(fd);
+        if (!written) throw std::runtime_error("cannot write " + path_.string());
+    }
+    ~ForgedSegment() { fs::remove(path_); }
+    ForgedSegment(const ForgedSegment&) = delete;
+    ForgedSegment& operator=(const ForgedSegment&) = delete;
+
+private:
+    fs::path path_;
+};
+
+uint64_t start_time_ticks_of(pid_t pid) {
+    std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+    const std::string stat{std::istreambuf_iterator<char>(stat_file), std::istreambuf_iterator<char>()};
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // field 3 onwards
+    std::string field;
+    for (int number = 3; number < 22; ++number) fields >> field;
+    uint64_t start_time = 0;
+    fields >> start_time;
+    return start_time;
+}
+
+TEST(Faults, SegmentOfARecycledPidIsStaleNeverAlive) {
+    const std::vector<char> segment = ForgedSegment::real_segment();
+    ASSERT_GE(segment.size(), sizeof(layout::Header));
+    Target unrelated({"/bin/sleep", "60"}, Environment::bare());
+    const uint64_t real_start = start_time_ticks_of(unrelated.pid());
+    ASSERT_NE(real_start, 0u);
+    {
+        const ForgedSegment forged(segment_path(unrelated.pid()), segment, unrelated.pid(), real_start + 1);
+        EXPECT_EQ(report_json(unrelated.pid()).at("state"), "stale");
+        const Completed list = run_report({"--list"});
+        bool listed_stale = false;
+        for (const std::string& line : lines_of(list.out))
+            listed_stale = listed_stale || (line.starts_with(std::to_string(unrelated.pid()) + " ") &&
+                                            line.find("stale") != std::string::npos);
+        EXPECT_TRUE(listed_stale) << list.out;
+    }
+    // The same bytes with the true start time: the check above is about the start time alone.
+    const ForgedSegment genuine(segment_path(unrelated.pid()), segment, unrelated.pid(), real_start);
+    EXPECT_EQ(report_json(unrelated.pid()).at("state"), "alive");
+}
+
+TEST(Faults, CopiedSegmentOfARecycledPidIsStaleNeverAlive) {
+    const std::vector<char> segment = ForgedSegment::real_segment();
+    ASSERT_GE(segment.size(), sizeof(layout::Header));
+    const fs::path copy = fs::temp_directory_path() / ("leakwrap-forged-" + std::to_string(getpid()));
+    const ForgedSegment forged(copy, segment, getpid(), start_time_ticks_of(getpid()) + 1);
+    const Completed report = run_report({"--segment", copy.string(), "--format", "json"});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    EXPECT_EQ(nlohmann::json::parse(report.out).at("state"), "stale");
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e
