@@ -114,7 +114,8 @@ SiteMatch sites_calling_function_containing(const nlohmann::json& report, std::s
                                             std::size_t frames_to_search);
 const nlohmann::json* overflow_site(const nlohmann::json& report);
 
-// Totals must be the sum over the sites, and each site's live counts its allocs minus its frees.
+// Totals must be the sum over the rows (exact mode), "sites" the number of records they merge, and
+// each row's live counts its allocs minus its frees.
 void expect_consistent_totals(const nlohmann::json& report);
 
 }  // namespace leakwrap::e2e
