@@ -9,8 +9,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <climits>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
@@ -27,6 +31,7 @@ struct CommandLine {
     ReportOptions report;
     bool list = false;
     bool clean = false;
+    std::string output;  // -o: the report goes to this file instead of stdout
 };
 
 // Scripts parse stderr line by line; a message must never span two.
@@ -64,7 +69,17 @@ int run(const CommandLine& command) {
     const Snapshot snapshot = command.segment.empty() ? read_by_pid(static_cast<pid_t>(command.pid))
                                                       : read_segment_file(command.segment);
     Symbolizer symbolizer(snapshot.modules);
-    write_report(std::cout, {snapshot, owner_state(snapshot), symbolizer, command.report});
+    const ReportInput input{snapshot, owner_state(snapshot), symbolizer, command.report};
+    if (command.output.empty()) {
+        write_report(std::cout, input);
+        return 0;
+    }
+    std::ofstream file(command.output, std::ios::binary | std::ios::trunc);
+    if (!file)
+        throw std::runtime_error("cannot open " + command.output + ": " + std::strerror(errno));
+    write_report(file, input);
+    file.close();
+    if (!file) throw std::runtime_error("cannot write the report to " + command.output);
     return 0;
 }
 
@@ -93,8 +108,19 @@ int main(int argc, char** argv) {
                    "Rank rows by live (live bytes), allocs (allocation count) or bytes "
                    "(total bytes allocated) (default: live)")
         ->check(CLI::IsMember({"live", "allocs", "bytes"}));
-    app.add_option("--format", format, "Output as text, json or csv (default: text)")
-        ->check(CLI::IsMember({"text", "json", "csv"}));
+    app.add_option("--format", format,
+                   "Output as text, json, csv, folded (flame graph stacks), openmetrics "
+                   "(Prometheus) or pprof (gzipped protobuf for go tool pprof, Pyroscope, Parca); "
+                   "folded and pprof always carry every row (default: text)")
+        ->check(CLI::IsMember({"text", "json", "csv", "folded", "openmetrics", "pprof"}));
+    std::string value = "live";
+    app.add_option("--value", value,
+                   "What a folded line counts: live (live bytes) or alloc (bytes ever "
+                   "allocated) (default: live)")
+        ->check(CLI::IsMember({"live", "alloc"}));
+    app.add_option("-o,--output", command.output,
+                   "Write the report to FILE instead of stdout (default: stdout)")
+        ->type_name("FILE");
     app.add_option("--by", by,
                    "One row per native call site, its size classes merged, with its Ruby "
                    "file:line if any (native), or one row per Ruby file:line over all native "
@@ -134,6 +160,11 @@ int main(int argc, char** argv) {
     command.report.top = static_cast<std::size_t>(top);
     command.report.sort = *sort_key_from_name(sort);
     command.report.format = *report_format_from_name(format);
+    command.report.value = *value_kind_from_name(value);
+    if (command.report.format == ReportFormat::pprof && command.output.empty() &&
+        isatty(STDOUT_FILENO))
+        return report_error("pprof output is binary: give -o FILE or redirect stdout",
+                            kExitUsageError);
     command.report.by = *grouping_from_name(by);
 
     try {

@@ -1,5 +1,9 @@
 #include "report.h"
 
+#include "report_folded.h"
+#include "report_openmetrics.h"
+#include "report_pprof.h"
+
 #include <leakwrap/segment_layout.h>
 
 #include <algorithm>
@@ -21,6 +25,15 @@ std::optional<ReportFormat> report_format_from_name(std::string_view name) {
     if (name == "text") return ReportFormat::text;
     if (name == "json") return ReportFormat::json;
     if (name == "csv") return ReportFormat::csv;
+    if (name == "folded") return ReportFormat::folded;
+    if (name == "openmetrics") return ReportFormat::openmetrics;
+    if (name == "pprof") return ReportFormat::pprof;
+    return std::nullopt;
+}
+
+std::optional<ValueKind> value_kind_from_name(std::string_view name) {
+    if (name == "live") return ValueKind::live;
+    if (name == "alloc") return ValueKind::alloc;
     return std::nullopt;
 }
 
@@ -135,6 +148,12 @@ void write_report(std::ostream& out, const ReportInput& input) {
             return write_json_report(out, input);
         case ReportFormat::csv:
             return write_csv_report(out, input);
+        case ReportFormat::folded:
+            return write_folded_report(out, input);
+        case ReportFormat::openmetrics:
+            return write_openmetrics_report(out, input);
+        case ReportFormat::pprof:
+            return write_pprof_report(out, input);
     }
 }
 

@@ -18,10 +18,13 @@
 namespace leakwrap {
 
 enum class SortKey { live, allocs, bytes };
-enum class ReportFormat { text, json, csv };
+enum class ReportFormat { text, json, csv, folded, openmetrics, pprof };
+// What a folded line counts: live bytes, or bytes ever allocated.
+enum class ValueKind { live, alloc };
 
 std::optional<SortKey> sort_key_from_name(std::string_view name);
 std::optional<ReportFormat> report_format_from_name(std::string_view name);
+std::optional<ValueKind> value_kind_from_name(std::string_view name);
 
 struct ReportOptions {
     std::size_t top = 20;  // 0 = every row
@@ -29,6 +32,7 @@ struct ReportOptions {
     ReportFormat format = ReportFormat::text;
     Grouping by = Grouping::native;
     bool bins = false;  // text and CSV: the size-class table instead of the rows
+    ValueKind value = ValueKind::live;  // folded
 };
 
 // Descending by the sort key; ties by live blocks, then ascending id, so output is stable.

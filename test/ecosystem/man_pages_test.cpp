@@ -1,0 +1,105 @@
+// The installed man pages document every option that the installed programs' --help shows, with
+// the same default, and libleakwrap(7) every setting of README's table with its default.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "documentation.h"
+#include "harness.h"
+#include "installed_tree.h"
+
+namespace leakwrap::ecosystem {
+namespace {
+
+std::string help_of(const std::vector<std::string>& argv) {
+    const e2e::Completed help = e2e::run(argv, e2e::Environment::bare());
+    EXPECT_EQ(help.exit_code, 0) << help.err;
+    return help.out;
+}
+
+// Every option of `help` has an entry in `section` of the page, saying its default; but for
+// -h, --help where `help_said_once` (the page says once that every subcommand takes it).
+void expect_documented(const Help& help, const ManPage& page, const std::string& section,
+                       bool help_said_once = false) {
+    ASSERT_FALSE(help.options.empty()) << "no options parsed from --help";
+    for (const HelpOption& option : help.options) {
+        for (const std::string& name : option.names) {
+            if (help_said_once && (name == "-h" || name == "--help")) continue;
+            const ManEntry* entry = find_entry(page, section, name);
+            ASSERT_NE(entry, nullptr) << name << " has no entry in section " << section;
+            if (option.default_value) {
+                EXPECT_NE(entry->text.find("default: " + *option.default_value), std::string::npos)
+                    << name << " in " << section << ": --help says default " << *option.default_value
+                    << ", the man page says: " << entry->text;
+            }
+            if (option.required) {
+                EXPECT_NE(entry->text.find("required"), std::string::npos)
+                    << name << " in " << section << " is required";
+            }
+        }
+    }
+}
+
+class ManPages : public ::testing::Test {
+protected:
+    InstalledTree installed;
+};
+
+TEST_F(ManPages, ReportPageHasEveryOptionOfEveryCommandWithItsDefault) {
+    const std::string report = installed.bin("leakwrap-report");
+    const ManPage page = parse_man_page(read_file(installed.man("man1/leakwrap-report.1")));
+    const Help help = parse_help(help_of({report, "--help"}));
+    expect_documented(help, page, "OPTIONS");
+    for (const std::string& subcommand : help.subcommands) {
+        SCOPED_TRACE("subcommand " + subcommand);
+        ASSERT_TRUE(page.contains(subcommand)) << "no .SS " << subcommand;
+        expect_documented(parse_help(help_of({report, subcommand, "--help"})), page, subcommand,
+                          true);
+    }
+}
+
+TEST_F(ManPages, ReportPageNamesEveryValueOfFormat) {
+    const ManPage page = parse_man_page(read_file(installed.man("man1/leakwrap-report.1")));
+    for (const char* format : {"text", "json", "csv", "folded", "openmetrics", "pprof"})
+        EXPECT_NE(find_entry(page, "FORMATS", format), nullptr) << format;
+}
+
+TEST_F(ManPages, LauncherPageHasEveryOptionWithItsDefault) {
+    const ManPage page = parse_man_page(read_file(installed.man("man1/leakwrap.1")));
+    expect_documented(parse_help(help_of({installed.bin("leakwrap"), "--help"})), page, "OPTIONS");
+}
+
+TEST_F(ManPages, LibraryPageHasEverySettingOfTheReadmeWithItsDefault) {
+    const ManPage page = parse_man_page(read_file(installed.man("man7/libleakwrap.7")));
+    // README rows: | `LEAKWRAP_DEPTH` | 16 | meaning |
+    static const std::regex setting_row(R"(^\| `(LEAKWRAP_[A-Z_]+)` \| ([^|]+?) \|.*)");
+    std::size_t settings = 0;
+    std::istringstream readme(read_file(LEAKWRAP_SOURCE_DIR "/README.md"));
+    for (std::string line; std::getline(readme, line);) {
+        std::smatch row;
+        if (!std::regex_match(line, row, setting_row)) continue;
+        ++settings;
+        const std::string name = row[1], default_value = row[2];
+        const ManEntry* entry = find_entry(page, "ENVIRONMENT", name);
+        ASSERT_NE(entry, nullptr) << name;
+        EXPECT_NE(entry->text.find("default: " + default_value), std::string::npos)
+            << name << ": README says default " << default_value << "; " << entry->text;
+    }
+    EXPECT_GE(settings, 5u) << "README's settings table was not found";
+}
+
+TEST_F(ManPages, BashCompletionCompletesFormatsFromTheInstalledHelp) {
+    const std::string script = installed.data("bash-completion/completions/leakwrap-report");
+    const e2e::Completed completion = e2e::run(
+        {LEAKWRAP_BASH, "-c",
+         "source \"$0\" && COMP_WORDS=(\"$1\" --format p) && COMP_CWORD=2 && _leakwrap_report && "
+         "echo \"${COMPREPLY[*]}\"",
+         script, installed.bin("leakwrap-report")},
+        e2e::Environment::bare());
+    ASSERT_EQ(completion.exit_code, 0) << completion.err;
+    EXPECT_EQ(completion.out, "pprof\n");
+}
+
+}  // namespace
+}  // namespace leakwrap::ecosystem

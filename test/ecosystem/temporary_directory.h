@@ -1,0 +1,21 @@
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it when the test ends.
+#pragma once
+
+#include <filesystem>
+
+namespace leakwrap::ecosystem {
+
+class TemporaryDirectory {
+public:
+    TemporaryDirectory();
+    ~TemporaryDirectory();
+    TemporaryDirectory(const TemporaryDirectory&) = delete;
+    TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
+
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+}  // namespace leakwrap::ecosystem
