@@ -212,6 +212,7 @@ WatchResult watch_process(const WatchOptions& options, const ProcessReader& read
                << std::endl;
         if (!series) throw std::runtime_error("cannot write the series");
         summary_writer.write(++result.samples, sample);
+        if (options.on_sample) options.on_sample(snapshot);
         previous = std::move(snapshot);
     }
 }

@@ -26,6 +26,8 @@ struct WatchOptions {
     // Sites holding less are left out of the series lines: a real program has thousands of sites
     // with a few bytes each, and they would make the series many times larger for nothing.
     uint64_t min_bytes = kDefaultWatchMinBytes;
+    // Called with the snapshot of every sample once its line is written (--openmetrics-dir).
+    std::function<void(const Snapshot&)> on_sample;
 };
 
 // Reads the segment of a pid, throwing with a message for people when there is none.

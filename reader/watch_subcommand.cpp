@@ -1,3 +1,4 @@
+#include "report_openmetrics_file.h"
 #include "watch_duration.h"
 #include "watch_subcommands.h"
 
@@ -5,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace leakwrap {
@@ -17,6 +19,7 @@ struct WatchCommandLine {
     std::string duration;
     std::string out;
     uint64_t min_bytes = kDefaultWatchMinBytes;
+    std::string openmetrics_dir;
 };
 
 // CLI11 validators return an error message, empty when the value is fine.
@@ -50,6 +53,12 @@ Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process) {
     watch->add_option("--min-bytes", line->min_bytes,
                       "Leave out of each line the sites holding fewer live bytes (default: " +
                           std::to_string(kDefaultWatchMinBytes) + ")");
+    watch->add_option("--openmetrics-dir", line->openmetrics_dir,
+                      "Also write each sample's --format openmetrics report (top 20 rows) to "
+                      "DIR/leakwrap_<pid>.prom, replaced atomically, for node_exporter's textfile "
+                      "collector (default: none)")
+        ->type_name("DIR")
+        ->check(CLI::ExistingDirectory);
 
     return {watch, [line, count, read_process] {
                 WatchOptions options;
@@ -58,6 +67,13 @@ Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process) {
                 if (count->count() > 0) options.count = line->count;
                 if (!line->duration.empty()) options.duration = parse_duration(line->duration);
                 options.min_bytes = line->min_bytes;
+                std::optional<OpenMetricsFile> openmetrics;
+                if (!line->openmetrics_dir.empty()) {
+                    openmetrics.emplace(line->openmetrics_dir, ReportOptions{});
+                    options.on_sample = [&openmetrics](const Snapshot& snapshot) {
+                        openmetrics->write(snapshot);
+                    };
+                }
                 std::ofstream series(line->out, std::ios::trunc);
                 if (!series) throw std::runtime_error("cannot write " + line->out);
                 const WatchResult result = watch_process(options, read_process, series, std::cout);
