@@ -11,6 +11,8 @@ packages=(
   golang-go                                            # go tool pprof, reads it in the tests
   libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
   python3 perl git                                     # workloads of the smoke tests
+  sqlite3 util-linux                                   # compatibility and fault tests
+  clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
   time heaptrack                                       # test/bench/compare.sh
 )
