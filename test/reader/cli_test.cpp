@@ -122,8 +122,7 @@ TEST_F(CliTest, ExplainsAMissingSegment) {
 TEST_F(CliTest, RejectsBadUsageWithExitCodeTwo) {
     for (const char* arguments :
          {"", "--format yaml 1", "--sort nowhere 1", "--by stack 1", "--top many 1", "--top -1 1",
-          "0", "1 --list",
-          "--segment a --clean", "--no-such-option"})
+          "0", "1 --list", "--segment a --clean", "--no-such-option"})
         expect_one_line_error(run_report(arguments), 2);
 }
 

@@ -105,7 +105,8 @@ TEST(ReportRows, ByRubyMergeEveryStackOfOneFileAndLine) {
 
 TEST(ReportRows, MergeTheOverflowSitesOfAllClassesIntoOneRow) {
     SegmentBuilder builder;
-    builder.overflow_sites[kClass32] = {.allocs = 3, .frees = 1, .alloc_bytes = 96, .free_bytes = 32};
+    builder.overflow_sites[kClass32] = {
+        .allocs = 3, .frees = 1, .alloc_bytes = 96, .free_bytes = 32};
     builder.overflow_sites[kClass1000] = {.allocs = 1, .alloc_bytes = 1000};
     builder.sites = {{.allocs = 1, .alloc_bytes = 8}};
     for (const Grouping grouping : {Grouping::native, Grouping::ruby}) {
@@ -168,7 +169,8 @@ TEST(ReportRows, ExactModeCountsAreNotEstimates) {
 
 TEST(SamplingEstimate, DividesEachSideByTheChanceOfSamplingItsAverageBlock) {
     EXPECT_EQ(sampling_probability(1000, 0), 1.0);
-    EXPECT_NEAR(sampling_probability(1000, 512 * 1024), 1 - std::exp(-1000.0 / (512 * 1024)), 1e-15);
+    EXPECT_NEAR(sampling_probability(1000, 512 * 1024), 1 - std::exp(-1000.0 / (512 * 1024)),
+                1e-15);
     EXPECT_NEAR(sampling_probability(1e12, 512 * 1024), 1.0, 1e-12);
 
     const Counters sampled{.allocs = 3, .frees = 0, .alloc_bytes = 3 << 20, .free_bytes = 0};

@@ -17,7 +17,8 @@ constexpr uint32_t kClass10 = layout::size_class_of(10);
 
 SegmentBuilder three_sites_builder() {
     SegmentBuilder builder;
-    builder.overflow_sites[kClass10] = {.allocs = 7, .frees = 7, .alloc_bytes = 70, .free_bytes = 70};
+    builder.overflow_sites[kClass10] = {
+        .allocs = 7, .frees = 7, .alloc_bytes = 70, .free_bytes = 70};
     builder.sites = {
         {.allocs = 1000,
          .frees = 0,
@@ -70,8 +71,9 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 TEST(RankedRows, SortByLiveBytesThenLiveBlocksThenId) {
-    EXPECT_EQ(ranked_ids(three_sites(), {.top = 0}),
-              (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2, kFirstSiteSlot + 1, kClass10}));
+    EXPECT_EQ(
+        ranked_ids(three_sites(), {.top = 0}),
+        (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2, kFirstSiteSlot + 1, kClass10}));
 }
 
 TEST(RankedRows, SortByAllocationCountOrAllocatedBytes) {
@@ -147,21 +149,24 @@ TEST(TextReport, SaysWhatIsEstimatedInSamplingMode) {
     auto builder = three_sites_builder();
     builder.sample_interval = 4096;
     const std::string text = render(parse_segment(builder.build()), {.top = 0});
-    EXPECT_PRED2(contains, text, "sampled (LEAKWRAP_SAMPLE=4096): the totals are exact, the "
-                                 "numbers per site are estimated\n");
+    EXPECT_PRED2(contains, text,
+                 "sampled (LEAKWRAP_SAMPLE=4096): the totals are exact, the "
+                 "numbers per site are estimated\n");
     EXPECT_PRED2(contains, text, "#1 site 88 (estimated): ");
-    EXPECT_PRED2(contains, text, "overflow site (allocations from stacks that found the site table "
-                                 "full) (estimated): ");
+    EXPECT_PRED2(contains, text,
+                 "overflow site (allocations from stacks that found the site table "
+                 "full) (estimated): ");
 }
 
 TEST(TextReport, BinsShowsTheSizeClassTableInsteadOfTheRows) {
     const std::string text = render(three_sites(), {.bins = true});
     EXPECT_PRED2(contains, text, "live: 51202000 B");
-    EXPECT_PRED2(contains, text, "size classes (exact, every block):\n"
-                                 "  CLASS               ALLOCS         FREES   LIVE_BLOCKS    "
-                                 "LIVE_BYTES\n"
-                                 "  ≤16 B                    7             7             0"
-                                 "           0 B\n");
+    EXPECT_PRED2(contains, text,
+                 "size classes (exact, every block):\n"
+                 "  CLASS               ALLOCS         FREES   LIVE_BLOCKS    "
+                 "LIVE_BYTES\n"
+                 "  ≤16 B                    7             7             0"
+                 "           0 B\n");
     EXPECT_PRED2(contains, text, "          1000 live  site 88  ??  ruby: app/cache.rb:17\n");
     EXPECT_FALSE(contains(text, "#1 site")) << text;
 }
@@ -179,9 +184,9 @@ TEST(JsonReport, HasTheDocumentedShape) {
     EXPECT_EQ(report["sample_interval"], 0);
     EXPECT_EQ(report["by"], "native");
     const auto& totals = report["totals"];
-    EXPECT_EQ(keys_of(totals), (std::set<std::string>{"live_bytes", "live_blocks", "allocs", "frees",
-                                                      "alloc_bytes", "free_bytes", "sites",
-                                                      "lost_sites"}));
+    EXPECT_EQ(keys_of(totals),
+              (std::set<std::string>{"live_bytes", "live_blocks", "allocs", "frees", "alloc_bytes",
+                                     "free_bytes", "sites", "lost_sites"}));
     EXPECT_EQ(totals["live_bytes"], 51202000);
     EXPECT_EQ(totals["live_blocks"], 1030);
     EXPECT_EQ(totals["allocs"], 10027);
@@ -193,10 +198,10 @@ TEST(JsonReport, HasTheDocumentedShape) {
 
     ASSERT_EQ(report["sites"].size(), 2u);  // --top limits the rows, never the totals
     const auto& row = report["sites"][0];
-    EXPECT_EQ(keys_of(row), (std::set<std::string>{"id", "overflow", "estimated", "live_bytes",
-                                                   "live_blocks", "allocs", "frees", "alloc_bytes",
-                                                   "free_bytes", "ruby", "frames", "size_classes",
-                                                   "records"}));
+    EXPECT_EQ(keys_of(row),
+              (std::set<std::string>{"id", "overflow", "estimated", "live_bytes", "live_blocks",
+                                     "allocs", "frees", "alloc_bytes", "free_bytes", "ruby",
+                                     "frames", "size_classes", "records"}));
     EXPECT_EQ(row["id"], 88);
     EXPECT_EQ(row["overflow"], false);
     EXPECT_EQ(row["estimated"], false);
@@ -209,13 +214,12 @@ TEST(JsonReport, HasTheDocumentedShape) {
     EXPECT_EQ(row["ruby"], (nlohmann::json{{"file", "app/cache.rb"}, {"line", 17}}));
     EXPECT_EQ(row["records"], (nlohmann::json{88}));
     const uint32_t size_class = layout::size_class_of(51200);
-    EXPECT_EQ(row["size_classes"],
-              (nlohmann::json{{{"class", size_class},
-                               {"limit", layout::size_class_limit(size_class)},
-                               {"live_blocks", 1000},
-                               {"live_bytes", 51200000},
-                               {"allocs", 1000},
-                               {"frees", 0}}}));
+    EXPECT_EQ(row["size_classes"], (nlohmann::json{{{"class", size_class},
+                                                    {"limit", layout::size_class_limit(size_class)},
+                                                    {"live_blocks", 1000},
+                                                    {"live_bytes", 51200000},
+                                                    {"allocs", 1000},
+                                                    {"frees", 0}}}));
     ASSERT_EQ(row["frames"].size(), 2u);
     const auto& frame = row["frames"][0];
     EXPECT_EQ(frame["addr"], "0x1234");
@@ -283,9 +287,9 @@ TEST(JsonReport, MarksEstimatesInSamplingMode) {
 
 TEST(CsvReport, HasAHeaderAndOneQuotedRowPerRow) {
     SegmentBuilder builder;
-    builder.sites = {{.allocs = 2, .alloc_bytes = 20, .frames = {0x10, 0x20}},
-                     {.allocs = 1, .alloc_bytes = 8, .frames = {0x30}, .ruby_file = "a,b.rb",
-                      .ruby_line = 3}};
+    builder.sites = {
+        {.allocs = 2, .alloc_bytes = 20, .frames = {0x10, 0x20}},
+        {.allocs = 1, .alloc_bytes = 8, .frames = {0x30}, .ruby_file = "a,b.rb", .ruby_line = 3}};
     builder.overflow_sites[0] = {.allocs = 1, .alloc_bytes = 1};
     builder.modules = {{.path = "/odd, \"name\".so",
                         .start = 0x0,
@@ -306,8 +310,9 @@ TEST(CsvReport, BinsIsTheSizeClassTable) {
     EXPECT_EQ(csv.substr(0, csv.find('\n') + 1),
               "class,limit,allocs,frees,live_blocks,live_bytes,top_sites,top_sites_summary\n");
     EXPECT_PRED2(contains, csv, "\n1,16,7,7,0,0,,\n");
-    EXPECT_PRED2(contains, csv, "," + std::to_string(layout::size_class_limit(layout::size_class_of(51200))) +
-                                    ",1000,0,1000,51200000,88,ruby: app/cache.rb:17\n");
+    EXPECT_PRED2(contains, csv,
+                 "," + std::to_string(layout::size_class_limit(layout::size_class_of(51200))) +
+                     ",1000,0,1000,51200000,88,ruby: app/cache.rb:17\n");
 }
 
 }  // namespace

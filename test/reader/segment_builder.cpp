@@ -19,7 +19,8 @@ public:
     explicit StringPoolWriter(uint32_t capacity) : capacity_(capacity) {}
 
     layout::StringRef add(const std::string& text) {
-        if (bytes_.size() + text.size() + 1 > capacity_) throw std::length_error("string pool full");
+        if (bytes_.size() + text.size() + 1 > capacity_)
+            throw std::length_error("string pool full");
         const layout::StringRef ref{static_cast<uint32_t>(bytes_.size()),
                                     static_cast<uint32_t>(text.size())};
         bytes_ += text;

@@ -146,7 +146,12 @@ TEST(ParseSegment, SumsEachSizeClassOverItsShards) {
     builder.bin_shards = 4;
     builder.bins = std::vector<testing::BuiltBin>{
         {.size_class = 5, .shard = 0, .allocs = 1, .alloc_bytes = 80},
-        {.size_class = 5, .shard = 3, .allocs = 2, .frees = 1, .alloc_bytes = 160, .free_bytes = 80},
+        {.size_class = 5,
+         .shard = 3,
+         .allocs = 2,
+         .frees = 1,
+         .alloc_bytes = 160,
+         .free_bytes = 80},
         {.size_class = 87, .shard = 2, .allocs = 1, .alloc_bytes = uint64_t{1} << 41},
     };
     const auto snapshot = parse_segment(builder.build());
@@ -209,9 +214,9 @@ TEST(ParseSegment, ClampsLiveToZeroWhenFreesExceedAllocations) {
 TEST(ParseSegment, RejectsBinsWhoseSumOverflows) {
     const uint64_t huge = std::numeric_limits<uint64_t>::max() - 1;
     SegmentBuilder across_shards;
-    across_shards.bins = std::vector<testing::BuiltBin>{
-        {.size_class = 3, .shard = 0, .alloc_bytes = huge},
-        {.size_class = 3, .shard = 1, .alloc_bytes = huge}};
+    across_shards.bins =
+        std::vector<testing::BuiltBin>{{.size_class = 3, .shard = 0, .alloc_bytes = huge},
+                                       {.size_class = 3, .shard = 1, .alloc_bytes = huge}};
     EXPECT_PRED2(contains, parse_error(across_shards.build()), "overflows 64 bits");
 
     SegmentBuilder across_classes;
@@ -235,11 +240,12 @@ TEST(ParseSegment, RejectsBadMagic) {
 }
 
 TEST(ParseSegment, RejectsOtherLayoutVersions) {
-    constexpr auto kAdvice = ": read it with the leakwrap-report of the libleakwrap.so that wrote it";
+    constexpr auto kAdvice =
+        ": read it with the leakwrap-report of the libleakwrap.so that wrote it";
     auto bytes = typical_builder().build();
     patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
-    EXPECT_EQ(parse_error(bytes), std::string("segment layout version 7, this reader understands 2") +
-                                      kAdvice);
+    EXPECT_EQ(parse_error(bytes),
+              std::string("segment layout version 7, this reader understands 2") + kAdvice);
 }
 
 // A v1 writer's segment: its header is 64 bytes shorter and lays the fields out differently, so
@@ -249,7 +255,8 @@ TEST(ParseSegment, RejectsALayoutVersion1Segment) {
     std::memcpy(bytes.data(), layout::kMagic, sizeof(layout::kMagic));
     const uint32_t version = 1;
     std::memcpy(bytes.data() + offsetof(layout::Header, layout_version), &version, sizeof(version));
-    EXPECT_PRED2(contains, parse_error(bytes), "segment layout version 1, this reader understands 2");
+    EXPECT_PRED2(contains, parse_error(bytes),
+                 "segment layout version 1, this reader understands 2");
 }
 
 TEST(ParseSegment, RejectsAHeaderThatIsNotReady) {
@@ -362,9 +369,7 @@ INSTANTIATE_TEST_SUITE_P(
         HeaderCorruption{"BinsOverlapStrings", [](layout::Header& h) { h.strings_offset -= 64; },
                          "string pool overlaps bin table"},
         HeaderCorruption{"CommandLineWraps",
-                         [](layout::Header& h) {
-                             h.command_line = {8, 0xfffffffcu};
-                         },
+                         [](layout::Header& h) { h.command_line = {8, 0xfffffffcu}; },
                          "command line string"}),
     [](const auto& info) { return std::string(info.param.name); });
 
