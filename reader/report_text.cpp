@@ -57,16 +57,25 @@ std::string row_title(const ReportRow& row, Grouping grouping) {
     return "site " + std::to_string(row.id);
 }
 
-// Only worth a line when the row's blocks fall in more than one class.
+// Where a row's live blocks are, when they are in more than one class: the classes holding the
+// most, so that a Ruby line with blocks in dozens of classes still takes one short line.
 void write_size_classes(std::ostream& out, const ReportRow& row) {
-    if (row.size_classes.size() < 2) return;
-    out << "    size classes:";
+    constexpr std::size_t kClassesShown = 4;
+    std::vector<SizeClassCounters> live;
+    for (const auto& entry : row.size_classes)
+        if (entry.counters.live_blocks() > 0) live.push_back(entry);
+    if (live.size() < 2) return;
+    std::stable_sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+        return a.counters.live_blocks() > b.counters.live_blocks();
+    });
+    out << "    live by size class:";
     const char* separator = " ";
-    for (const auto& [size_class, counters] : row.size_classes) {
-        out << separator << size_class_label(size_class) << ' ' << counters.live_blocks()
-            << " live";
+    for (std::size_t i = 0; i < std::min(kClassesShown, live.size()); ++i) {
+        out << separator << size_class_label(live[i].size_class) << ' '
+            << live[i].counters.live_blocks();
         separator = ", ";
     }
+    if (live.size() > kClassesShown) out << " and " << live.size() - kClassesShown << " more";
     out << '\n';
 }
 

@@ -130,12 +130,24 @@ TEST(TextReport, LabelsTheOverflowRow) {
     EXPECT_PRED2(contains, text, "#4 overflow site");
 }
 
-TEST(TextReport, ListsTheSizeClassesOfARowThatHasSeveral) {
+TEST(TextReport, ListsTheSizeClassesHoldingMostOfARowsLiveBlocks) {
     SegmentBuilder builder;
     builder.sites = {{.allocs = 3, .alloc_bytes = 96, .frames = {0xa}},
                      {.allocs = 1, .alloc_bytes = 1000, .frames = {0xa}}};
     EXPECT_PRED2(contains, render(parse_segment(builder.build()), {}),
-                 "    size classes: ≤32 B 3 live, ≤1 KiB 1 live\n");
+                 "    live by size class: ≤32 B 3, ≤1 KiB 1\n");
+
+    // Most live blocks first, at most four classes, and none without live blocks.
+    builder.sites = {
+        {.allocs = 1, .alloc_bytes = 8, .frames = {0xa}},
+        {.allocs = 2, .alloc_bytes = 32, .frames = {0xa}},
+        {.allocs = 3, .alloc_bytes = 96, .frames = {0xa}},
+        {.allocs = 4, .alloc_bytes = 256, .frames = {0xa}},
+        {.allocs = 5, .alloc_bytes = 400, .frames = {0xa}},
+        {.allocs = 6, .alloc_bytes = 576, .frames = {0xa}},
+        {.allocs = 7, .frees = 7, .alloc_bytes = 7000, .free_bytes = 7000, .frames = {0xa}}};
+    EXPECT_PRED2(contains, render(parse_segment(builder.build()), {}),
+                 "    live by size class: ≤96 B 6, ≤80 B 5, ≤64 B 4, ≤32 B 3 and 2 more\n");
 }
 
 TEST(TextReport, ByRubyTitlesEachRowWithItsLocation) {
