@@ -1,0 +1,74 @@
+// A Ruby allocation site reads the same in the profile formats: in folded as the innermost frame
+// ruby:file:line, in OpenMetrics as the ruby="file:line" label of its row.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "harness.h"
+#include "openmetrics_parser.h"
+#include "temporary_directory.h"
+
+namespace leakwrap::ecosystem {
+namespace {
+
+constexpr int kStrings = 2000, kStringBytes = 20000;
+
+struct RubyProfiles {
+    std::string script;  // the leaking line is line 2 of it
+    std::string folded, openmetrics;
+};
+
+RubyProfiles profile_ruby_leak(const TemporaryDirectory& directory) {
+    RubyProfiles profiles;
+    profiles.script = (directory.path() / "leak.rb").string();
+    std::ofstream(profiles.script) << "kept = []\n"
+                                   << kStrings << ".times { kept << (\"x\" * " << kStringBytes
+                                   << ") }\n"
+                                   << "STDOUT.puts \"READY\"\nSTDOUT.flush\nSTDIN.gets\n";
+    e2e::Target target({LEAKWRAP_RUBY, profiles.script}, e2e::Environment::profiled());
+    target.wait_ready();
+    const std::string pid = std::to_string(target.pid());
+    const e2e::Completed folded = e2e::run_report({pid, "--format", "folded"});
+    const e2e::Completed openmetrics = e2e::run_report({pid, "--format", "openmetrics"});
+    EXPECT_EQ(target.release_and_wait(), 0);
+    EXPECT_EQ(folded.exit_code, 0) << folded.err;
+    EXPECT_EQ(openmetrics.exit_code, 0) << openmetrics.err;
+    profiles.folded = folded.out;
+    profiles.openmetrics = openmetrics.out;
+    return profiles;
+}
+
+class RubyLocation : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (std::string(LEAKWRAP_RUBY).empty()) GTEST_SKIP() << "no ruby (scripts/setup.sh installs it)";
+    }
+    TemporaryDirectory directory;
+};
+
+TEST_F(RubyLocation, IsTheInnermostFoldedFrame) {
+    const RubyProfiles profiles = profile_ruby_leak(directory);
+    const std::string frame = ";ruby:" + profiles.script + ":2 ";
+    unsigned long long bytes = 0;
+    std::istringstream lines(profiles.folded);
+    for (std::string line; std::getline(lines, line);)
+        if (const auto at = line.rfind(frame); at != std::string::npos && at + frame.size() < line.size() &&
+                                               line.find(' ', at + frame.size()) == std::string::npos)
+            bytes += std::stoull(line.substr(at + frame.size()));
+    EXPECT_GE(bytes, static_cast<unsigned long long>(kStrings) * kStringBytes) << profiles.folded;
+}
+
+TEST_F(RubyLocation, LabelsItsOpenMetricsRow) {
+    const RubyProfiles profiles = profile_ruby_leak(directory);
+    const Exposition exposition = parse_openmetrics(profiles.openmetrics);
+    double bytes = 0;
+    for (const auto& sample : exposition.samples)
+        if (sample.name == "leakwrap_site_live_bytes" && sample.labels.contains("ruby") &&
+            sample.labels.at("ruby") == profiles.script + ":2")
+            bytes += sample.value;
+    EXPECT_GE(bytes, static_cast<double>(kStrings) * kStringBytes) << profiles.openmetrics;
+}
+
+}  // namespace
+}  // namespace leakwrap::ecosystem
