@@ -1,5 +1,6 @@
 // A Ruby allocation site reads the same in the profile formats: in folded as the innermost frame
-// ruby:file:line, in OpenMetrics as the ruby="file:line" label of its row.
+// ruby:file:line, in OpenMetrics as the ruby="file:line" label of its row. The script's name has
+// a quote and a backslash, which OpenMetrics must escape.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -21,7 +22,7 @@ struct RubyProfiles {
 
 RubyProfiles profile_ruby_leak(const TemporaryDirectory& directory) {
     RubyProfiles profiles;
-    profiles.script = (directory.path() / "leak.rb").string();
+    profiles.script = (directory.path() / "le\"ak\\.rb").string();
     std::ofstream(profiles.script) << "kept = []\n"
                                    << kStrings << ".times { kept << (\"x\" * " << kStringBytes
                                    << ") }\n"
