@@ -63,10 +63,16 @@ void capture_stack(const CallerContext& caller, uint32_t max_depth, CapturedStac
                        register_value(&cursor, UNW_REG_SP) == caller.stack_pointer;
     uint32_t depth = 0;
     for (;;) {
-        out->frames[depth] = register_value(&cursor, UNW_REG_IP);
-        out->slots[depth] = register_value(&cursor, UNW_REG_SP) - sizeof(uint64_t);
+        uintptr_t ip = register_value(&cursor, UNW_REG_IP);
+        // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks: they are
+        // not the program's code, so they are left out like the frames at the inner end.
+        if (!is_own_frame(ip)) {
+            out->frames[depth] = ip;
+            out->slots[depth] = register_value(&cursor, UNW_REG_SP) - sizeof(uint64_t);
+            ++depth;
+        }
         if (unw_is_signal_frame(&cursor) > 0) slots_known = false;
-        if (++depth == max_depth || unw_step(&cursor) <= 0) break;
+        if (depth == max_depth || unw_step(&cursor) <= 0) break;
     }
     out->depth = depth;
     out->slots_known = slots_known;
