@@ -1,11 +1,13 @@
 // A Ruby allocation site reads the same in the profile formats: in folded as the innermost frame
-// ruby:file:line, in OpenMetrics as the ruby="file:line" label of its row. The script's name has
-// a quote and a backslash, which OpenMetrics must escape.
+// ruby:file:line, in OpenMetrics as the ruby="file:line" label of its row, in pprof as the
+// innermost location, so the top of go tool pprof -top. The script's name has a quote and a
+// backslash, which OpenMetrics must escape.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "go_pprof.h"
 #include "harness.h"
 #include "openmetrics_parser.h"
 #include "temporary_directory.h"
@@ -18,6 +20,7 @@ constexpr int kStrings = 2000, kStringBytes = 20000;
 struct RubyProfiles {
     std::string script;  // the leaking line is line 2 of it
     std::string folded, openmetrics;
+    std::string pprof;  // the profile file, in the test's directory
 };
 
 RubyProfiles profile_ruby_leak(const TemporaryDirectory& directory) {
@@ -32,9 +35,12 @@ RubyProfiles profile_ruby_leak(const TemporaryDirectory& directory) {
     const std::string pid = std::to_string(target.pid());
     const e2e::Completed folded = e2e::run_report({pid, "--format", "folded"});
     const e2e::Completed openmetrics = e2e::run_report({pid, "--format", "openmetrics"});
+    profiles.pprof = (directory.path() / "heap.pb.gz").string();
+    const e2e::Completed pprof = e2e::run_report({pid, "--format", "pprof", "-o", profiles.pprof});
     EXPECT_EQ(target.release_and_wait(), 0);
     EXPECT_EQ(folded.exit_code, 0) << folded.err;
     EXPECT_EQ(openmetrics.exit_code, 0) << openmetrics.err;
+    EXPECT_EQ(pprof.exit_code, 0) << pprof.err;
     profiles.folded = folded.out;
     profiles.openmetrics = openmetrics.out;
     return profiles;
@@ -69,6 +75,18 @@ TEST_F(RubyLocation, LabelsItsOpenMetricsRow) {
             sample.labels.at("ruby") == profiles.script + ":2")
             bytes += sample.value;
     EXPECT_GE(bytes, static_cast<double>(kStrings) * kStringBytes) << profiles.openmetrics;
+}
+
+TEST_F(RubyLocation, TopsGoToolPprof) {
+    if (!have_go()) GTEST_SKIP() << "no go in PATH (scripts/setup.sh installs golang-go)";
+    const RubyProfiles profiles = profile_ruby_leak(directory);
+    const e2e::Completed pprof = go_pprof_top(profiles.pprof, directory.path());
+    if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
+    ASSERT_EQ(pprof.exit_code, 0) << pprof.err;
+    const PprofTop top = parse_pprof_top(pprof.out);
+    ASSERT_FALSE(top.rows.empty()) << pprof.out;
+    EXPECT_EQ(top.rows[0].function, "ruby:" + profiles.script + ":2") << pprof.out;
+    EXPECT_GE(top.rows[0].flat_bytes, static_cast<unsigned long long>(kStrings) * kStringBytes);
 }
 
 }  // namespace

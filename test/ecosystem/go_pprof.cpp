@@ -1,0 +1,44 @@
+#include "go_pprof.h"
+
+#include <regex>
+#include <sstream>
+
+namespace leakwrap::ecosystem {
+
+bool have_go() { return !std::string(LEAKWRAP_GO).empty(); }
+
+e2e::Completed go_pprof_top(const std::string& profile, const std::filesystem::path& scratch) {
+    const auto environment = e2e::Environment::bare()
+                                 .set("HOME", scratch.string())
+                                 .set("GOCACHE", (scratch / "cache").string())
+                                 .set("GOPATH", (scratch / "path").string())
+                                 .set("GOFLAGS", "-mod=mod")
+                                 .set("GOPROXY", "off");
+    return e2e::run(
+        {LEAKWRAP_GO, "tool", "pprof", "-top", "-unit=B", "-sample_index=live_space", profile},
+        environment);
+}
+
+bool wants_network(const e2e::Completed& pprof) {
+    return pprof.exit_code != 0 && (pprof.err.find("dial tcp") != std::string::npos ||
+                                    pprof.err.find("GOPROXY") != std::string::npos);
+}
+
+PprofTop parse_pprof_top(const std::string& output) {
+    // "Showing nodes accounting for 53728B, 100% of 53728B total", then rows like
+    // "   16384B 30.49% 30.49%    16384B 30.49%  leak_pvalloc".
+    static const std::regex total(R"(Showing nodes accounting for \d+B, [\d.]+% of (\d+)B total)");
+    static const std::regex row(R"(^\s*(\d+)B\s+[\d.]+%\s+[\d.]+%\s+\d+B\s+[\d.]+%\s+(.+)$)");
+    PprofTop top;
+    std::istringstream in(output);
+    for (std::string line; std::getline(in, line);) {
+        std::smatch match;
+        if (std::regex_search(line, match, total))
+            top.total_bytes = std::stoull(match[1]);
+        else if (std::regex_match(line, match, row))
+            top.rows.push_back({std::stoull(match[1]), match[2]});
+    }
+    return top;
+}
+
+}  // namespace leakwrap::ecosystem

@@ -1,0 +1,34 @@
+// The real pprof client, `go tool pprof -top`, run offline, and the rows it prints.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace leakwrap::ecosystem {
+
+struct PprofTopRow {
+    unsigned long long flat_bytes = 0;
+    std::string function;
+};
+
+struct PprofTop {
+    unsigned long long total_bytes = 0;  // "… of N total"
+    std::vector<PprofTopRow> rows;       // by flat bytes, largest first
+};
+
+// Whether go is there (scripts/setup.sh installs golang-go).
+bool have_go();
+
+// `go tool pprof -top -unit=B -sample_index=live_space PROFILE`, with HOME, GOCACHE and GOPATH in
+// `scratch` and GOPROXY=off, so that nothing is fetched or left outside it.
+e2e::Completed go_pprof_top(const std::string& profile, const std::filesystem::path& scratch);
+
+// True when go failed for want of the network, which this environment may not have.
+bool wants_network(const e2e::Completed& pprof);
+
+PprofTop parse_pprof_top(const std::string& output);
+
+}  // namespace leakwrap::ecosystem
