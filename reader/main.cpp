@@ -6,11 +6,13 @@
 #include "segment_directory.h"
 #include "segment_file.h"
 #include "segment_listing.h"
+#include "watch_subcommands.h"
 
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -141,6 +143,11 @@ int main(int argc, char** argv) {
     for (auto* mode : {pid, segment, list, clean})
         for (auto* other : {pid, segment, list, clean})
             if (mode != other) mode->excludes(other);
+    // Time analysis, instead of a report: at most one subcommand.
+    app.require_subcommand(0, 1);
+    const std::vector<Subcommand> subcommands = {
+        add_watch_subcommand(app, read_by_pid), add_suspects_subcommand(app),
+        add_diff_subcommand(app), add_plot_subcommand(app)};
 
     try {
         app.parse(argc, argv);
@@ -151,7 +158,14 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& error) {
         return report_error(std::string(error.what()) + " (see --help)", kExitUsageError);
     }
-    if (pid->count() + segment->count() + list->count() + clean->count() == 0)
+    const auto chosen = std::find_if(subcommands.begin(), subcommands.end(),
+                                     [](const Subcommand& sub) { return sub.parser->parsed(); });
+    const auto report_modes = pid->count() + segment->count() + list->count() + clean->count();
+    if (chosen != subcommands.end() && report_modes > 0)
+        return report_error("a subcommand takes no pid, --segment, --list or --clean before it "
+                            "(see --help)",
+                            kExitUsageError);
+    if (chosen == subcommands.end() && report_modes == 0)
         return report_error("give a pid, --segment FILE, --list or --clean (see --help)",
                             kExitUsageError);
     if (pid->count() > 0 && (command.pid <= 0 || command.pid > INT_MAX))
@@ -168,7 +182,7 @@ int main(int argc, char** argv) {
     command.report.by = *grouping_from_name(by);
 
     try {
-        const int status = run(command);
+        const int status = chosen != subcommands.end() ? chosen->run() : run(command);
         std::cout.flush();
         if (!std::cout) return report_error("cannot write the report to stdout", kExitRuntimeError);
         return status;

@@ -1,5 +1,6 @@
 #include "watch_series.h"
 
+#include "report.h"
 #include "watch_site_label.h"
 
 #include <fstream>
@@ -62,8 +63,12 @@ nlohmann::ordered_json sample_to_json(const Sample& sample) {
         return object;
     };
     ordered bins = ordered::array();
-    for (const SampleBin& bin : sample.bins)
-        bins.push_back(with_counters({{"class", bin.size_class}}, bin.counters));
+    for (const SampleBin& bin : sample.bins) {
+        const std::optional<uint64_t> limit = size_class_limit_bytes(bin.size_class);
+        bins.push_back(with_counters(
+            {{"class", bin.size_class}, {"limit", limit ? ordered(*limit) : ordered(nullptr)}},
+            bin.counters));
+    }
     ordered sites = ordered::array();
     ordered labels = ordered::object();
     for (const SampleSite& site : sample.sites) {

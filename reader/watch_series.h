@@ -46,7 +46,8 @@ struct Sample {
 // Reduces a `--format json` report; sites with fewer than min_live_bytes live bytes are left out.
 Sample sample_from_report(const nlohmann::json& report, double t, uint64_t min_live_bytes);
 
-// The series line: {"t", "pid", "totals", "bins", "sites": [{"id", "live_bytes", "live_blocks",
+// The series line: {"t", "pid", "totals", "bins": [{"class", "limit", "live_bytes",
+// "live_blocks", "allocs", "frees"}], "sites": [{"id", "live_bytes", "live_blocks",
 // "allocs", "frees", "label"}], "labels": {id: label}}, keys in that order for people reading it.
 nlohmann::ordered_json sample_to_json(const Sample& sample);
 

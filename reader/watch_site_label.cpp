@@ -23,8 +23,8 @@ std::string short_source(const json& frame) {
     const std::string file = string_or_empty(frame, "file");
     if (file.empty()) return "";
     const auto line = frame.find("line");
-    const bool has_line = line != frame.end() && line->is_number_unsigned();
-    return has_line ? file_name(file) + ":" + std::to_string(line->get<uint64_t>())
+    const bool has_line = line != frame.end() && line->is_number_integer();
+    return has_line ? file_name(file) + ":" + std::to_string(line->get<int64_t>())
                     : file_name(file);
 }
 

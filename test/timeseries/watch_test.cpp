@@ -1,0 +1,311 @@
+// watch, suspects, diff and plot as a user runs them: steady_leak under the preload, watched for
+// kSamples samples, then the real leakwrap-report on what was recorded. Every check is on the
+// data (which site grew, which class, which stayed), never on how long anything took.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "harness.h"
+#include "png_pixels.h"
+#include "steady_leak.h"
+
+#include <leakwrap/segment_layout.h>
+
+namespace leakwrap::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kPeriodMs = 20;
+constexpr std::size_t kSamples = 12;
+constexpr const char* kInterval = "200ms";
+constexpr std::size_t kReports = 3;
+
+// A directory for a test's files, removed with them at the end.
+class TemporaryDirectory {
+public:
+    TemporaryDirectory() {
+        std::string pattern = (fs::temp_directory_path() / "leakwrap-timeseries-XXXXXX").string();
+        if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TemporaryDirectory() { fs::remove_all(path_); }
+    TemporaryDirectory(const TemporaryDirectory&) = delete;
+    TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
+
+    fs::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+    fs::path path_;
+};
+
+void write_file(const fs::path& path, const std::string& content) {
+    std::ofstream(path) << content;
+}
+
+std::string read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::vector<json> read_lines(const fs::path& path) {
+    std::vector<json> lines;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+    return lines;
+}
+
+// `leakwrap-report ARGUMENTS`, which must succeed; its stdout.
+std::string report_tool(const std::vector<std::string>& arguments) {
+    const Completed completed = run_report(arguments);
+    if (completed.exit_code != 0)
+        throw std::runtime_error("leakwrap-report " + arguments.front() + " exited " +
+                                 std::to_string(completed.exit_code) + ": " + completed.err);
+    return completed.out;
+}
+
+std::vector<std::string> steady_leak_command() {
+    return {paths::program("steady_leak"), std::to_string(kPeriodMs)};
+}
+
+std::vector<std::string> watch_command(pid_t pid, const fs::path& series,
+                                       const std::vector<std::string>& limits) {
+    std::vector<std::string> argv{paths::report_tool, "watch",    std::to_string(pid),
+                                  "--interval",       kInterval, "--out",
+                                  series.string()};
+    argv.insert(argv.end(), limits.begin(), limits.end());
+    return argv;
+}
+
+// Starts steady_leak's ticks once the watch has its first sample, so that the series sees every
+// site grow from nothing.
+void start_ticks_after_first_sample(Target& watch, pid_t steady_leak) {
+    watch.wait_ready("sample 1:");
+    kill(steady_leak, SIGUSR1);
+}
+
+// steady_leak watched for kSamples samples, then kReports reports of it a few ticks apart.
+struct WatchedRun {
+    TemporaryDirectory directory;
+    fs::path series = directory / "series.jsonl";
+    std::vector<json> lines;
+    std::vector<fs::path> reports;
+
+    WatchedRun() {
+        Target program(steady_leak_command(), Environment::profiled());
+        program.wait_ready();
+        Target watch(watch_command(program.pid(), series, {"--count", std::to_string(kSamples)}),
+                     Environment::bare());
+        start_ticks_after_first_sample(watch, program.pid());
+        if (watch.release_and_wait() != 0) throw std::runtime_error("watch failed");
+        for (std::size_t i = 0; i < kReports; ++i) {
+            if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5 * kPeriodMs));
+            reports.push_back(directory / ("report" + std::to_string(i) + ".json"));
+            write_file(reports.back(), report_json(program.pid()).dump());
+        }
+        if (program.release_and_wait() != 0) throw std::runtime_error("steady_leak failed");
+        lines = read_lines(series);
+    }
+};
+
+// One watched run for all the tests of this file that run in one process.
+const WatchedRun& watched_run() {
+    static const WatchedRun run;
+    return run;
+}
+
+bool contains(const std::string& text, std::string_view part) {
+    return text.find(part) != std::string::npos;
+}
+
+std::vector<std::string> labels_of(const json& rows) {
+    std::vector<std::string> labels;
+    for (const json& row : rows) labels.push_back(row.at("label").get<std::string>());
+    return labels;
+}
+
+const json* site_labelled(const json& sites, std::string_view function) {
+    for (const json& site : sites)
+        if (contains(site.at("label").get<std::string>(), function)) return &site;
+    return nullptr;
+}
+
+const json* bin_limited_to(const json& line, uint64_t limit) {
+    for (const json& bin : line.at("bins"))
+        if (bin.at("limit") == limit) return &bin;
+    return nullptr;
+}
+
+uint64_t live_bytes_of(const json* row) { return row ? row->at("live_bytes").get<uint64_t>() : 0; }
+
+// The first line in which the cache holds all it ever will: from there on it stays flat.
+std::size_t first_line_with_full_cache(const std::vector<json>& lines) {
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        if (live_bytes_of(site_labelled(lines[i].at("sites"), "fill_bounded_cache")) ==
+            steady_leak::kCacheFullBytes)
+            return i;
+    throw std::runtime_error("the cache never filled up during the watch");
+}
+
+TEST(Watch, WritesOneLabelledLinePerSample) {
+    const WatchedRun& watched = watched_run();
+    ASSERT_EQ(watched.lines.size(), kSamples);
+    for (std::size_t i = 0; i < watched.lines.size(); ++i) {
+        const json& line = watched.lines[i];
+        if (i > 0) {
+            EXPECT_GT(line.at("t").get<double>(), watched.lines[i - 1].at("t").get<double>());
+        }
+        EXPECT_EQ(line.at("pid"), watched.lines.front().at("pid"));
+        EXPECT_TRUE(line.at("totals").contains("live_bytes"));
+        for (const json& site : line.at("sites")) {
+            EXPECT_GE(site.at("live_bytes").get<uint64_t>(), 4096u) << "below the default --min-bytes";
+            EXPECT_EQ(line.at("labels").at(std::to_string(site.at("id").get<uint64_t>())),
+                      site.at("label"));
+        }
+    }
+    const json* leak = site_labelled(watched.lines.back().at("sites"), "leak_steadily");
+    ASSERT_NE(leak, nullptr);
+    EXPECT_TRUE(contains(leak->at("label").get<std::string>(), "steady_leak.cpp:"))
+        << leak->at("label");
+}
+
+TEST(Watch, BinsShowTheLeaksSizeClassGrowing) {
+    const WatchedRun& watched = watched_run();
+    constexpr uint64_t kLeakClassLimit = 320;
+    static_assert(layout::size_class_limit(layout::size_class_of(steady_leak::kLeakSize)) ==
+                  kLeakClassLimit);
+    uint64_t previous = 0;
+    for (const json& line : watched.lines) {
+        const uint64_t live = live_bytes_of(bin_limited_to(line, kLeakClassLimit));
+        EXPECT_GE(live, previous) << "the leak's class never shrinks";
+        EXPECT_EQ(live % steady_leak::kLeakSize, 0u) << "only the leak allocates in this class";
+        previous = live;
+    }
+    EXPECT_GT(previous, live_bytes_of(bin_limited_to(watched.lines.front(), kLeakClassLimit)));
+    EXPECT_EQ(live_bytes_of(bin_limited_to(watched.lines.back(), 1024)), steady_leak::kCacheFullBytes);
+}
+
+TEST(Suspects, RankOnlyTheSteadyLeakAsALeakAndTheCacheAsAPlateau) {
+    const WatchedRun& watched = watched_run();
+    const json ranking = json::parse(
+        report_tool({"suspects", watched.series.string(), "--format", "json", "--top", "0"}));
+    EXPECT_EQ(ranking.at("samples"), kSamples);
+    const json& suspects = ranking.at("suspects");
+    std::vector<std::string> leaks;
+    for (const json& suspect : suspects)
+        if (suspect.at("class") == "leak") leaks.push_back(suspect.at("label"));
+    ASSERT_EQ(leaks.size(), 1u) << suspects.dump(2);
+    EXPECT_TRUE(contains(leaks.front(), "leak_steadily")) << leaks.front();
+    EXPECT_EQ(suspects.front().at("label"), leaks.front()) << "leaks come first";
+    const json* cache = site_labelled(suspects, "fill_bounded_cache");
+    ASSERT_NE(cache, nullptr) << suspects.dump(2);
+    EXPECT_EQ(cache->at("class"), "plateau") << cache->dump(2);
+
+    const std::string text = report_tool({"suspects", watched.series.string()});
+    EXPECT_TRUE(contains(text, "leak_steadily")) << text;
+}
+
+TEST(Suspects, RefuseASeriesOfFewerThanThreeSamples) {
+    const WatchedRun& watched = watched_run();
+    const fs::path short_series = watched.directory / "two-samples.jsonl";
+    write_file(short_series, watched.lines[0].dump() + "\n" + watched.lines[1].dump() + "\n");
+    const Completed completed = run_report({"suspects", short_series.string()});
+    EXPECT_EQ(completed.exit_code, 1);
+    EXPECT_TRUE(contains(completed.err, "at least 3 samples")) << completed.err;
+}
+
+TEST(Diff, RetainedViewOfThreeReportsListsOnlyTheLeak) {
+    const WatchedRun& watched = watched_run();
+    const json diff = json::parse(report_tool({"diff", watched.reports[0].string(),
+                                               watched.reports[1].string(), watched.reports[2].string(),
+                                               "--format", "json"}));
+    EXPECT_EQ(diff.at("matching"), "id");
+    const std::vector<std::string> retained = labels_of(diff.at("retained_sites"));
+    ASSERT_EQ(retained.size(), 1u) << diff.dump(2);
+    EXPECT_TRUE(contains(retained.front(), "leak_steadily")) << retained.front();
+    const json& retained_bins = diff.at("retained_bins");
+    ASSERT_EQ(retained_bins.size(), 1u) << diff.dump(2);
+    EXPECT_EQ(retained_bins.front().at("label"), "≤320 B");
+}
+
+TEST(Diff, RetainedViewOfThreeSeriesLinesListsOnlyTheLeak) {
+    const WatchedRun& watched = watched_run();
+    const std::size_t a = first_line_with_full_cache(watched.lines), c = watched.lines.size() - 1;
+    ASSERT_GE(c - a, 2u) << "the cache filled up too late in the watch to take three snapshots";
+    std::vector<std::string> files;
+    for (const std::size_t index : {a, (a + c) / 2, c}) {
+        files.push_back((watched.directory / ("line" + std::to_string(index) + ".json")).string());
+        write_file(files.back(), watched.lines[index].dump());
+    }
+    const json diff =
+        json::parse(report_tool({"diff", files[0], files[1], files[2], "--format", "json"}));
+    const std::vector<std::string> retained = labels_of(diff.at("retained_sites"));
+    ASSERT_EQ(retained.size(), 1u) << diff.dump(2);
+    EXPECT_TRUE(contains(retained.front(), "leak_steadily")) << retained.front();
+}
+
+TEST(Diff, OfTwoReportsPutsTheLeakFirst) {
+    const WatchedRun& watched = watched_run();
+    const json diff = json::parse(report_tool(
+        {"diff", watched.reports.front().string(), watched.reports.back().string(), "--format", "json"}));
+    ASSERT_FALSE(diff.at("sites").empty());
+    EXPECT_TRUE(contains(diff.at("sites").front().at("label"), "leak_steadily")) << diff.dump(2);
+    EXPECT_GT(diff.at("sites").front().at("live_bytes_change").get<int64_t>(), 0);
+    ASSERT_FALSE(diff.at("bins").empty());
+    EXPECT_EQ(diff.at("bins").front().at("label"), "≤320 B");
+    const std::string text =
+        report_tool({"diff", watched.reports.front().string(), watched.reports.back().string()});
+    EXPECT_TRUE(contains(text, "leak_steadily")) << text;
+}
+
+TEST(Plot, DrawsTheLeakAndItsSizeClass) {
+    const WatchedRun& watched = watched_run();
+    const fs::path svg = watched.directory / "leak.svg", html = watched.directory / "leak.html",
+                   png = watched.directory / "leak.png";
+    report_tool({"plot", watched.series.string(), "-o", svg.string(), "--html", html.string()});
+    const std::string chart = read_file(svg);
+    EXPECT_TRUE(contains(chart, "leak_steadily")) << "the legend names the leak";
+    EXPECT_TRUE(contains(chart, "fill_bounded_cache")) << "and the cache, which grew too";
+    EXPECT_TRUE(contains(chart, "size class ≤320 B")) << "the second panel has the leak's class";
+    const std::string page = read_file(html);
+    EXPECT_TRUE(contains(page, "<svg")) << "the chart is inline";
+    EXPECT_TRUE(contains(page, "<tr class=\"leak\">")) << "and the suspects table under it";
+
+    ASSERT_NE(std::string(LEAKWRAP_RSVG_CONVERT), "")
+        << "rsvg-convert is missing: install librsvg2-bin (scripts/setup.sh)";
+    const Completed rendered =
+        run({LEAKWRAP_RSVG_CONVERT, svg.string(), "-o", png.string()}, Environment::bare());
+    ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
+    const timeseries::PngPixels picture = timeseries::read_png(png);
+    EXPECT_GE(picture.width, 900u);
+    EXPECT_GE(picture.height, 500u);
+    const std::set<timeseries::Rgb> colours(picture.pixels.begin(), picture.pixels.end());
+    EXPECT_GE(colours.size(), 8u) << "axes, text, grid and the series' colours";
+    constexpr timeseries::Rgb kFirstSeriesColour{0x4e, 0x79, 0xa7};  // the site that grew most
+    EXPECT_GE(std::count(picture.pixels.begin(), picture.pixels.end(), kFirstSeriesColour), 500)
+        << "the leak's line";
+}
+
+TEST(Watch, EndsCleanlyWhenTheProcessExits) {
+    const TemporaryDirectory directory;
+    const fs::path series = directory / "series.jsonl";
+    Target program(steady_leak_command(), Environment::profiled());
+    program.wait_ready();
+    const std::string pid = std::to_string(program.pid());
+    Target watch(watch_command(program.pid(), series, {}), Environment::bare());  // until the exit
+    start_ticks_after_first_sample(watch, program.pid());
+    EXPECT_EQ(program.release_and_wait(), 0);  // a normal exit, which removes the segment
+    watch.wait_ready("stopped, process " + pid + " exited", 20s);
+    EXPECT_EQ(watch.release_and_wait(), 0);
+    EXPECT_GE(read_lines(series).size(), 1u);
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e
