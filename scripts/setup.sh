@@ -10,6 +10,7 @@ packages=(
   libprotobuf-dev protobuf-compiler zlib1g-dev         # leakwrap-report --format pprof
   golang-go                                            # go tool pprof, reads it in the tests
   libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
+  librsvg2-bin                                         # rsvg-convert: the tests render plot's SVG
   python3 perl git                                     # workloads of the smoke tests
   sqlite3 util-linux                                   # compatibility and fault tests
   clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)
