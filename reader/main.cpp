@@ -68,10 +68,12 @@ int run(const CommandLine& command) {
     }
     if (command.clean) return clean_segments(std::cout).failed == 0 ? 0 : kExitRuntimeError;
 
-    const Snapshot snapshot = command.segment.empty() ? read_by_pid(static_cast<pid_t>(command.pid))
-                                                      : read_segment_file(command.segment);
+    Snapshot snapshot = command.segment.empty() ? read_by_pid(static_cast<pid_t>(command.pid))
+                                                : read_segment_file(command.segment);
+    const OwnerState state = owner_state(snapshot);
+    snapshot.command_line = current_command_line(snapshot, state);
     Symbolizer symbolizer(snapshot.modules);
-    const ReportInput input{snapshot, owner_state(snapshot), symbolizer, command.report};
+    const ReportInput input{snapshot, state, symbolizer, command.report};
     if (command.output.empty()) {
         write_report(std::cout, input);
         return 0;

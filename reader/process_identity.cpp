@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <iterator>
@@ -88,6 +89,18 @@ std::string_view owner_state_name(OwnerState state) {
             return "stale";
     }
     return "unknown";
+}
+
+}  // namespace leakwrap
+
+namespace leakwrap {
+
+std::string current_command_line(const Snapshot& snapshot, OwnerState state) {
+    if (state != OwnerState::alive) return snapshot.command_line;
+    std::string line = read_small_file("/proc/" + std::to_string(snapshot.pid) + "/cmdline");
+    std::replace(line.begin(), line.end(), '\0', ' ');
+    line = without_trailing_space(std::move(line));
+    return line.empty() ? snapshot.command_line : line;
 }
 
 }  // namespace leakwrap

@@ -27,6 +27,11 @@ std::string_view owner_state_name(OwnerState state);
 // True if a process with this pid exists, even one we may not signal.
 bool process_exists(pid_t pid);
 
+// The command line to show for a segment's owner: a live owner's current one (forked servers
+// retitle their workers, e.g. "puma: cluster worker 0", after the segment recorded the parent's),
+// else the one the segment recorded.
+std::string current_command_line(const Snapshot& snapshot, OwnerState state);
+
 // Field 22 of /proc/<pid>/stat, nullopt if the process is gone or the file is unreadable.
 std::optional<uint64_t> process_start_time_ticks(pid_t pid);
 

@@ -26,10 +26,11 @@ void list_segments(std::ostream& out, const std::filesystem::path& directory) {
         const std::string pid = std::to_string(entry.pid);
         try {
             const auto snapshot = read_segment(entry);
-            write_row(out, pid, owner_state_name(owner_state(snapshot)),
-                      std::to_string(snapshot.totals.live_bytes()),
+            const OwnerState state = owner_state(snapshot);
+            write_row(out, pid, owner_state_name(state), std::to_string(snapshot.totals.live_bytes()),
                       std::to_string(snapshot.totals.live_blocks()),
-                      std::to_string(snapshot.sites_in_use()), snapshot.exe, snapshot.command_line);
+                      std::to_string(snapshot.sites_in_use()), snapshot.exe,
+                      current_command_line(snapshot, state));
         } catch (const std::exception& error) {
             write_row(out, pid, "unreadable", "-", "-", "-", "-",
                       std::string("error: ") + error.what());
