@@ -1,5 +1,5 @@
 // The installed man pages document every option that the installed programs' --help shows, with
-// the same default, and libleakwrap(7) every setting of README's table with its default.
+// the same default, and every option and setting of README's tables with the default it gives.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -87,6 +87,41 @@ TEST_F(ManPages, LibraryPageHasEverySettingOfTheReadmeWithItsDefault) {
             << name << ": README says default " << default_value << "; " << entry->text;
     }
     EXPECT_GE(settings, 5u) << "README's settings table was not found";
+}
+
+TEST_F(ManPages, ReportPageAgreesWithTheReadmeOptionsTable) {
+    const ManPage page = parse_man_page(read_file(installed.man("man1/leakwrap-report.1")));
+    static const std::regex option_name(R"(`(--?[a-z][a-z-]*))");
+    std::size_t options = 0;
+    bool in_table = false;
+    std::istringstream readme(read_file(LEAKWRAP_SOURCE_DIR "/README.md"));
+    for (std::string line; std::getline(readme, line);) {
+        if (line.starts_with("#")) in_table = line == "### Options of `leakwrap-report`";
+        if (!in_table || !line.starts_with("| `-")) continue;
+        // | `--sort live\|allocs\|bytes` | `live` | meaning |: cells split at unescaped bars.
+        std::vector<std::string> cells(1);
+        for (std::size_t i = 1; i < line.size(); ++i) {
+            if (line[i] == '|' && line[i - 1] != '\\') cells.emplace_back();
+            else cells.back() += line[i];
+        }
+        ASSERT_GE(cells.size(), 3u) << line;
+        const std::string names = cells[0];
+        std::string default_value = cells[1];
+        std::erase(default_value, '`');
+        std::erase(default_value, ' ');
+        for (auto it = std::sregex_iterator(names.begin(), names.end(), option_name);
+             it != std::sregex_iterator(); ++it) {
+            ++options;
+            const std::string name = (*it)[1];
+            const ManEntry* entry = find_entry(page, "OPTIONS", name);
+            ASSERT_NE(entry, nullptr) << name << " is in README's table but not in OPTIONS";
+            if (!default_value.empty()) {
+                EXPECT_NE(entry->text.find("default: " + default_value), std::string::npos)
+                    << name << ": README says default " << default_value << "; " << entry->text;
+            }
+        }
+    }
+    EXPECT_GE(options, 10u) << "README's options table of leakwrap-report was not found";
 }
 
 TEST_F(ManPages, BashCompletionCompletesFormatsFromTheInstalledHelp) {
