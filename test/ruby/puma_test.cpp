@@ -15,7 +15,7 @@ namespace leakwrap::e2e::ruby {
 namespace {
 
 constexpr long long kRequests = 200;
-constexpr long long kOptionsSize = 64;  // sizeof(struct render_options) in markdown_renderer.c
+constexpr long long kOptionsSize = 512;  // sizeof(struct render_options) in markdown_renderer.c
 constexpr const char* kExtension = "/markdown_renderer.so";
 
 // puma running examples/puma/config.ru under the preload, on a loopback port the kernel picks.

@@ -17,7 +17,7 @@
 
 struct render_options {
     bool escape_html;
-    char reserved[63]; /* room for the options a real renderer has: link attributes, flags… */
+    char reserved[511]; /* room for the options a real renderer has: link attributes, flags… */
 };
 
 struct renderer {
@@ -25,7 +25,7 @@ struct renderer {
     char state[312]; /* stands in for a real renderer's callback table and buffers */
 };
 
-_Static_assert(sizeof(struct render_options) == 64, "options are one 64-byte block");
+_Static_assert(sizeof(struct render_options) == 512, "options are one 512-byte block");
 _Static_assert(sizeof(struct renderer) == 320, "a renderer is one 320-byte block");
 
 /* noinline: the report names the function that allocated each block, and these two must stay
