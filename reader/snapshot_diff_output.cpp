@@ -4,6 +4,7 @@
 #include "watch_units.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iomanip>
 #include <string>
 
@@ -96,9 +97,10 @@ void write_diff_text(std::ostream& out, const SnapshotDiff& diff, const DiffOutp
                     changed_rows(diff.bins, kFirst, last), diff.totals.size(), options.top);
         return;
     }
-    const std::string rule = "grew from A to B and kept at least " +
-                             std::to_string(static_cast<int>(options.kept_percent)) +
-                             "% of that growth at C; CHANGE is C - A";
+    char kept[32];
+    std::snprintf(kept, sizeof(kept), "%g%%", options.kept_percent);  // 100%, 50%, 62.5%
+    const std::string rule = "grew from A to B and kept at least " + std::string(kept) +
+                             " of that growth at C; CHANGE is C - A";
     write_table(out, "RETAINED SITES: " + rule, retained_rows(diff.sites, options.kept_percent),
                 diff.totals.size(), options.top);
     write_table(out, "RETAINED SIZE CLASSES: " + rule,
