@@ -198,6 +198,22 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     return reinterpret_cast<Header*>(base);
 }
 
+// The parent's other threads kept counting while its snapshot was copied, bins first and sites
+// later, so the copy's bins may be ahead of its sites. In exact mode every block is counted at
+// its site too, so the child's bins are rebuilt from its sites: both then describe one moment.
+void rebuild_bins_from_sites(uint64_t sites) {
+    std::memset(g_segment.bins, 0, uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters));
+    for (uint64_t index = 0; index < sites; ++index) {
+        const layout::SiteRecord* site = site_record(static_cast<uint32_t>(index));
+        if (site->state != layout::kReady || site->size_class >= layout::kSizeClassCount) continue;
+        layout::BinCounters& bin = g_segment.bins[site->size_class * kBinShards + kSharedBinShard];
+        bin.allocs += site->allocs;
+        bin.frees += site->frees;
+        bin.alloc_bytes += site->alloc_bytes;
+        bin.free_bytes += site->free_bytes;
+    }
+}
+
 void publish(Header* h) { std::atomic_ref<uint32_t>(h->state).store(layout::kReady, std::memory_order_release); }
 
 }  // namespace
@@ -291,8 +307,14 @@ void snapshot_segment_for_fork() {
     if (copy == MAP_FAILED) return;
     g_fork_snapshot = static_cast<std::byte*>(copy);
     g_fork_snapshot_size = h->segment_size;
+    // Only backed pages are read: a slot claimed when /dev/shm had no room left was never
+    // backed, and touching it would raise SIGBUS in the host.
     auto copy_range = [&](uint64_t offset, uint64_t length) {
-        std::memcpy(g_fork_snapshot + offset, g_segment.base + offset, length);
+        int table = offset >= h->strings_offset ? 2 : offset >= h->modules_offset ? 1 : 0;
+        uint64_t backed = g_reserved_until[table].load(std::memory_order_acquire);
+        if (offset < h->sites_offset) backed = h->sites_offset;  // reserved at creation
+        uint64_t end = std::min(offset + length, backed);
+        if (end > offset) std::memcpy(g_fork_snapshot + offset, g_segment.base + offset, end - offset);
     };
     uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
     uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
@@ -339,6 +361,7 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
                 modules * sizeof(layout::ModuleRecord));
     std::memcpy(g_segment.base + g.strings_offset, g_fork_snapshot + g.strings_offset, strings);
     discard_fork_snapshot();
+    if (h->sample_interval == 0) rebuild_bins_from_sites(sites);
     h->state = layout::kEmpty;
     h->process_state = layout::kProcessRunning;
     fill_identity(h, parent_pid);
