@@ -42,7 +42,9 @@ TEST(BlockHeader, OffsetKeepsUserPointerAligned) {
 TEST(BlockHeader, StampRoundTripsSizeSiteAndRaw) {
     for (std::size_t alignment : {std::size_t{16}, std::size_t{64}, std::size_t{4096}}) {
         std::size_t offset = raw_offset_for(alignment);
-        void* raw = std::aligned_alloc(alignment, offset + 1000);
+        // aligned_alloc wants a size that is a multiple of the alignment (ASan enforces it).
+        std::size_t size = (offset + 1000 + alignment - 1) / alignment * alignment;
+        void* raw = std::aligned_alloc(alignment, size);
         ASSERT_NE(raw, nullptr);
         void* user = stamp_block(raw, offset, 777, 4242, kSecret);
         EXPECT_EQ(reinterpret_cast<uintptr_t>(user) % alignment, 0u);
