@@ -218,9 +218,16 @@ void publish(Header* h) { std::atomic_ref<uint32_t>(h->state).store(layout::kRea
 
 }  // namespace
 
+// Which reservation mark covers a segment offset: 0 sites (and what precedes them), 1 modules,
+// 2 strings.
+static int table_of(uint64_t offset) {
+    const Geometry& g = g_geometry;
+    return offset >= g.strings_offset ? 2 : offset >= g.modules_offset ? 1 : 0;
+}
+
 bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
     const Geometry& g = g_geometry;
-    int table = offset >= g.strings_offset ? 2 : offset >= g.modules_offset ? 1 : 0;
+    int table = table_of(offset);
     uint64_t table_end = table == 0 ? g.modules_offset : table == 1 ? g.strings_offset : g.size;
     // Invariant: everything of the table below `reserved` is backed. Each reservation starts at
     // the mark it read, so concurrent claimers can never leave a hole below the new mark.
@@ -310,8 +317,7 @@ void snapshot_segment_for_fork() {
     // Only backed pages are read: a slot claimed when /dev/shm had no room left was never
     // backed, and touching it would raise SIGBUS in the host.
     auto copy_range = [&](uint64_t offset, uint64_t length) {
-        int table = offset >= h->strings_offset ? 2 : offset >= h->modules_offset ? 1 : 0;
-        uint64_t backed = g_reserved_until[table].load(std::memory_order_acquire);
+        uint64_t backed = g_reserved_until[table_of(offset)].load(std::memory_order_acquire);
         if (offset < h->sites_offset) backed = h->sites_offset;  // reserved at creation
         uint64_t end = std::min(offset + length, backed);
         if (end > offset) std::memcpy(g_fork_snapshot + offset, g_segment.base + offset, end - offset);
