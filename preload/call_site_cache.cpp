@@ -13,7 +13,13 @@ namespace leakwrap {
 namespace {
 
 constexpr uint32_t kEntries = 64;  // per thread, direct-mapped
-constexpr uint32_t kMiss = UINT32_MAX;
+
+// An entry is first only seen: its key and site are noted after a fast unwind, which gives no
+// slots. Once the key has led to the same site kRepeatsBeforeFilling times in a row, the slow
+// unwind that gives slots fills it. Keys whose stacks keep changing (an interpreter's, where
+// the same C caller at the same depth runs for many scripts) then never pay for slow unwinds.
+enum EntryState : uint32_t { kEmpty, kSeen, kFilled };
+constexpr uint32_t kRepeatsBeforeFilling = 64;
 
 struct Entry {
     uintptr_t return_address;
@@ -22,8 +28,8 @@ struct Entry {
     uint32_t ruby_file;
     uint32_t ruby_line;
     uint32_t site;
-    uint32_t depth;
-    uint32_t valid;
+    uint32_t depth;    // kFilled: frames remembered; kSeen: times the key led to the site
+    uint32_t state;
     // followed by uint64_t frames[max_depth] and uint32_t slot_offsets[max_depth]
 };
 
@@ -94,48 +100,70 @@ uint32_t slot_index(const CallerContext& caller, uint32_t size_class) {
     return static_cast<uint32_t>(mixed >> 58) % kEntries;
 }
 
+bool same_key(const Entry* entry, const CallerContext& caller, uint32_t size_class,
+              const RubyLocation& ruby) {
+    return entry->return_address == caller.return_address &&
+           entry->stack_pointer == caller.stack_pointer && entry->size_class == size_class &&
+           entry->ruby_file == ruby.file && entry->ruby_line == ruby.line;
+}
+
+void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby) {
+    entry->return_address = caller.return_address;
+    entry->stack_pointer = caller.stack_pointer;
+    entry->size_class = size_class;
+    entry->ruby_file = ruby.file;
+    entry->ruby_line = ruby.line;
+}
+
 }  // namespace
 
 void init_call_site_cache() {
     g_cache_key_ready = pthread_key_create(&g_cache_key, release_cache) == 0;
 }
 
-uint32_t cached_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby) {
+CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
-    if (cache == nullptr) return kMiss;
+    if (cache == nullptr) return {kNoCachedSite, false};
     Entry* entry = entry_at(cache, slot_index(caller, size_class));
-    if (!entry->valid || entry->return_address != caller.return_address ||
-        entry->stack_pointer != caller.stack_pointer || entry->size_class != size_class ||
-        entry->ruby_file != ruby.file || entry->ruby_line != ruby.line)
-        return kMiss;
+    if (entry->state == kEmpty || !same_key(entry, caller, size_class, ruby))
+        return {kNoCachedSite, false};
+    if (entry->state == kSeen) return {kNoCachedSite, entry->depth >= kRepeatsBeforeFilling};
     const uint64_t* frames = entry_frames(entry);
     const uint32_t* offsets = entry_slot_offsets(entry);
     uintptr_t base = slot_base(caller);
     for (uint32_t i = 0; i < entry->depth; ++i) {
         auto* slot = reinterpret_cast<const uint64_t*>(base + offsets[i]);
-        if (*slot != frames[i]) return kMiss;
+        if (*slot != frames[i]) {
+            entry->state = kSeen;  // the stack above changed: start counting again
+            entry->depth = 0;
+            return {kNoCachedSite, false};
+        }
     }
-    return entry->site;
+    return {entry->site, false};
 }
 
 void remember_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby,
                    const CapturedStack& stack, uint32_t site) {
-    if (!stack.slots_known) return;
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return;
+    Entry* entry = entry_at(cache, slot_index(caller, size_class));
+    if (!stack.slots_known) {
+        bool repeated = entry->state == kSeen && entry->site == site &&
+                        same_key(entry, caller, size_class, ruby);
+        entry->state = kSeen;
+        set_key(entry, caller, size_class, ruby);
+        entry->site = site;
+        entry->depth = repeated ? entry->depth + 1 : 1;
+        return;
+    }
     uintptr_t base = slot_base(caller);
     for (uint32_t i = 0; i < stack.depth; ++i) {
         uintptr_t slot = stack.slots[i];
         if (slot < base || slot + sizeof(uint64_t) > cache->stack_high || slot - base > UINT32_MAX)
             return;
     }
-    Entry* entry = entry_at(cache, slot_index(caller, size_class));
-    entry->valid = 0;
-    entry->return_address = caller.return_address;
-    entry->stack_pointer = caller.stack_pointer;
-    entry->size_class = size_class;
-    entry->ruby_file = ruby.file;
-    entry->ruby_line = ruby.line;
+    entry->state = kEmpty;
+    set_key(entry, caller, size_class, ruby);
     entry->site = site;
     entry->depth = stack.depth;
     uint64_t* frames = entry_frames(entry);
@@ -144,7 +172,7 @@ void remember_site(const CallerContext& caller, uint32_t size_class, const RubyL
         frames[i] = stack.frames[i];
         offsets[i] = static_cast<uint32_t>(stack.slots[i] - base);
     }
-    entry->valid = 1;
+    entry->state = kFilled;
 }
 
 }  // namespace leakwrap

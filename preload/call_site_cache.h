@@ -1,5 +1,8 @@
 // Per-thread cache of recent call sites, so that a repeated allocation skips the unwind.
 //
+// Unwinding with slots costs about a hundred times the fast unwind, so a key is only filled
+// once it has led to the same site a few times in a row (see EntryState).
+//
 // An entry remembers, for a (return address, caller stack pointer, size class, Ruby location),
 // the frames of the stack and the stack slot each return address was read from. A hit requires
 // the same caller address and stack pointer, and every remembered slot to hold the same return
@@ -21,9 +24,16 @@ namespace leakwrap {
 
 void init_call_site_cache();
 
-// The cached site for this call, or UINT32_MAX.
-uint32_t cached_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby);
+inline constexpr uint32_t kNoCachedSite = UINT32_MAX;
 
+struct CacheLookup {
+    uint32_t site;        // kNoCachedSite on a miss
+    bool fill;            // a miss worth the slow unwind that gives the slots to fill the entry
+};
+
+CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby);
+
+// Fills the call's entry if the stack's slots are known; otherwise only notes its key.
 void remember_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby,
                    const CapturedStack& stack, uint32_t site);
 

@@ -111,18 +111,21 @@ bool init_site_table() {
 uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
     uint32_t size_class = layout::size_class_of(size);
     RubyLocation ruby = current_ruby_location();
-    uint32_t site = cached_site(caller, size_class, ruby);
-    if (site != UINT32_MAX) return site;
+    CacheLookup cached = look_up_site(caller, size_class, ruby);
+    if (cached.site != kNoCachedSite) return cached.site;
 
     CapturedStack stack;
-    capture_stack(caller, g_segment.max_depth, &stack);
+    if (cached.fill)
+        capture_stack_with_slots(caller, g_segment.max_depth, &stack);
+    else
+        capture_stack(g_segment.max_depth, &stack);
     SiteKey key{stack.frames, stack.depth, size_class, ruby};
     uint64_t hash = hash_key(key);
     urcu_bp_read_lock();
     cds_lfht_iter iter;
     cds_lfht_lookup(g_table, hash, matches_key, &key, &iter);
     cds_lfht_node* found = cds_lfht_iter_get_node(&iter);
-    site = found != nullptr ? caa_container_of(found, SiteNode, node)->index : insert_site(key, hash);
+    uint32_t site = found != nullptr ? caa_container_of(found, SiteNode, node)->index : insert_site(key, hash);
     urcu_bp_read_unlock();
     remember_site(caller, size_class, ruby, stack, site);
     return site;

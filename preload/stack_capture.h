@@ -21,8 +21,13 @@ struct CapturedStack {
     bool slots_known;  // false when the unwind went through a signal frame or lost the caller
 };
 
-// Unwinds from the caller of the interposed function, up to max_depth frames.
-void capture_stack(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
+// Unwinds from the caller of the interposed function, up to max_depth frames, fast; the slots
+// stay unknown.
+void capture_stack(uint32_t max_depth, CapturedStack* out);
+
+// The same frames and their slots (unless the caller was lost or a signal frame crossed), at
+// about a hundred times the cost: for the stacks the call-site cache will remember.
+void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
 // The hash the site table is keyed by.
 inline uint64_t hash_stack(const uint64_t* frames, uint32_t depth) {
