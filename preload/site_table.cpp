@@ -26,7 +26,8 @@ struct SiteNode {
 
 constinit cds_lfht* g_table = nullptr;
 constinit SiteNode* g_nodes = nullptr;
-constinit std::atomic<bool> g_full_reported{false};
+constinit std::atomic<bool> g_table_full_reported{false};
+constinit std::atomic<bool> g_shm_full_reported{false};
 
 struct SiteKey {
     const uint64_t* frames;
@@ -48,12 +49,21 @@ int matches_key(cds_lfht_node* node, const void* key_pointer) {
            std::memcmp(site_frames(record), key->frames, sizeof(uint64_t) * key->depth) == 0;
 }
 
-uint32_t overflow(layout::Header* h, uint32_t size_class) {
+enum class Overflow { table_full, shm_full };
+
+// Counts a new site that found no room in the overflow site of its size class, and says why
+// once per reason: raising LEAKWRAP_MAX_SITES does not help when /dev/shm itself is full.
+uint32_t overflow(layout::Header* h, uint32_t size_class, Overflow reason) {
     std::atomic_ref<uint64_t>(h->lost_sites).fetch_add(1, std::memory_order_relaxed);
-    if (!g_full_reported.exchange(true, std::memory_order_relaxed))
-        warn("site table full (%u sites): allocations from further new call sites are counted "
-             "in the overflow site (raise LEAKWRAP_MAX_SITES)",
-             h->site_capacity);
+    if (reason == Overflow::table_full) {
+        if (!g_table_full_reported.exchange(true, std::memory_order_relaxed))
+            warn("site table full (%u sites): allocations from further new call sites are counted "
+                 "in the overflow site (raise LEAKWRAP_MAX_SITES)",
+                 h->site_capacity);
+    } else if (!g_shm_full_reported.exchange(true, std::memory_order_relaxed)) {
+        warn("/dev/shm is full: allocations from further new call sites are counted in the "
+             "overflow site (free space in /dev/shm)");
+    }
     return size_class;  // the overflow site of this size class
 }
 
@@ -63,10 +73,11 @@ uint32_t insert_site(const SiteKey& key, uint64_t hash) {
     std::atomic_ref<uint32_t> claimed(h->sites_claimed);
     uint32_t slot = claimed.load(std::memory_order_relaxed);
     do {
-        if (slot >= g_segment.site_capacity) return overflow(h, key.size_class);
+        if (slot >= g_segment.site_capacity) return overflow(h, key.size_class, Overflow::table_full);
     } while (!claimed.compare_exchange_weak(slot, slot + 1, std::memory_order_relaxed));
     uint64_t offset = h->sites_offset + uint64_t{slot} * g_segment.site_record_size;
-    if (!reserve_segment_bytes(offset, g_segment.site_record_size)) return overflow(h, key.size_class);
+    if (!reserve_segment_bytes(offset, g_segment.site_record_size))
+        return overflow(h, key.size_class, Overflow::shm_full);
 
     SiteRecord* record = site_record(slot);
     record->depth = key.depth;
