@@ -19,8 +19,10 @@ constexpr uint32_t kMaxTracked = 2048;
 constinit uint32_t g_mapped[kMaxTracked]{};
 constinit bool g_still_mapped[kMaxTracked]{};
 constinit uint32_t g_mapped_count = 0;
-constinit unsigned long long g_seen_adds = 0;
-constinit unsigned long long g_seen_subs = 0;
+// The loader's counters at the last scan. Written under g_scanning but read without it (a hint
+// whether to scan), so atomic: relaxed is enough, the scan itself is ordered by g_scanning.
+constinit std::atomic<unsigned long long> g_seen_adds{0};
+constinit std::atomic<unsigned long long> g_seen_subs{0};
 constinit std::atomic_flag g_scanning = ATOMIC_FLAG_INIT;
 
 struct LoaderCounters {
@@ -132,8 +134,8 @@ void rescan(const LoaderCounters& counters) {
             .store(context.generation, std::memory_order_release);
     }
     g_mapped_count = kept;
-    g_seen_adds = counters.adds;
-    g_seen_subs = counters.subs;
+    g_seen_adds.store(counters.adds, std::memory_order_relaxed);
+    g_seen_subs.store(counters.subs, std::memory_order_relaxed);
     generation.store(context.generation, std::memory_order_release);
 }
 
@@ -154,7 +156,8 @@ uint32_t current_module_generation() {
     layout::Header* h = g_segment.header;
     LoaderCounters counters;
     dl_iterate_phdr(read_loader_counters, &counters);
-    if ((counters.adds != g_seen_adds || counters.subs != g_seen_subs) &&
+    if ((counters.adds != g_seen_adds.load(std::memory_order_relaxed) ||
+         counters.subs != g_seen_subs.load(std::memory_order_relaxed)) &&
         !g_scanning.test_and_set(std::memory_order_acquire)) {
         // Never wait for a scan in progress: the scanning thread may be waiting for the loader
         // lock that this thread's caller holds. The reader falls back to address ranges.

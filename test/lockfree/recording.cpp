@@ -1,0 +1,105 @@
+// libleakwrap.so's recording paths without its interposers: the driver behind recording.h, and
+// what lifecycle.cpp would otherwise define.
+#include "recording.h"
+
+#include <cstring>
+
+#include "bins.h"
+#include "call_site_cache.h"
+#include "caller.h"
+#include "config.h"
+#include "guard.h"
+#include "lifecycle.h"
+#include "modules.h"
+#include "ruby_location.h"
+#include "segment.h"
+#include "site_table.h"
+#include "stack_capture.h"
+#include "thread_stacks.h"
+#if __has_include("site_counters.h")
+#include "site_counters.h"  // count_allocation/count_free, where they moved from site_table.h
+#endif
+
+// What lifecycle.cpp defines (it is left out: its constructor would start the preload's own
+// tracking in the test process, and it interposes _exit).
+namespace leakwrap {
+constinit std::atomic<int> g_mode{kTracking};
+constinit uint64_t g_tag_secret = 0x5bd1e9955bd1e995ull;
+constinit Config g_config{};
+__thread int t_inside_leakwrap = 0;
+}  // namespace leakwrap
+
+namespace leakwrap::recording {
+namespace {
+constinit bool g_process_state_ready = false;
+constinit bool g_recording = false;
+}  // namespace
+
+bool start(const Options& options) {
+    stop();
+    GuardScope guard;
+    Config config{};
+    config.depth = options.depth;
+    config.max_sites = options.max_sites;
+    g_config = config;
+    if (!create_segment(config)) return false;
+    if (!init_site_table()) {
+        unlink_segment();
+        return false;
+    }
+    // Process-wide state the preload sets up once (pthread keys, unwinder, Ruby probe).
+    if (!g_process_state_ready) {
+        init_bin_shards();
+        init_stack_capture();
+        init_call_site_cache();
+        init_ruby_location();
+        g_process_state_ready = true;
+    }
+    record_thread_stack_bounds();
+    scan_modules();
+    g_recording = true;
+    return true;
+}
+
+void stop() {
+    if (g_recording) unlink_segment();
+    g_recording = false;
+}
+
+std::string segment_path() {
+    return std::string(layout::kShmDirectory) + "/" + layout::kSegmentPrefix +
+           std::to_string(g_segment.header->pid);
+}
+
+void enter_thread() { record_thread_stack_bounds(); }
+
+// As malloc_api.cpp's account_allocation in exact mode, entered like malloc: the caller context
+// is taken in this, the exported function's own frame.
+__attribute__((noinline)) uint32_t record_allocation(uint64_t size) {
+    CallerContext caller = LEAKWRAP_CALLER();
+    GuardScope guard;
+    count_bin_allocation(layout::size_class_of(size), size);
+    uint32_t site = site_for_allocation(size, caller);
+    count_allocation(site, size);
+    return site;
+}
+
+// As malloc_api.cpp's account_free.
+__attribute__((noinline)) void record_free(uint32_t site, uint64_t size) {
+    count_bin_free(layout::size_class_of(size), size);
+    if (site < g_segment.site_capacity) count_free(site, size);
+}
+
+bool intern(std::string_view text, layout::StringRef* out) {
+    return intern_string(text.data(), text.size(), out);
+}
+
+std::string_view pooled(const layout::StringRef& ref) {
+    return {pool_string(ref.offset), ref.length};
+}
+
+const layout::Header& header() { return *g_segment.header; }
+const layout::SiteRecord& site(uint32_t index) { return *site_record(index); }
+const uint64_t* site_frames(uint32_t index) { return leakwrap::site_frames(site_record(index)); }
+
+}  // namespace leakwrap::recording
