@@ -31,11 +31,17 @@ inline void add_to_counter(uint64_t& counter, uint64_t amount, bool owned) {
         value.fetch_add(amount, std::memory_order_relaxed);
 }
 
-inline void count_in_bin(uint32_t size_class, uint64_t bytes, bool allocation) {
+// The calling thread's shard, claimed at its first count.
+inline uint32_t current_bin_shard() {
     uint32_t shard = t_bin_shard;
     if (__builtin_expect(shard == 0, 0)) shard = claim_bin_shard();
-    bool owned = shard - 1 != kSharedBinShard;
-    layout::BinCounters* bin = g_segment.bins + size_class * kBinShards + (shard - 1);
+    return shard - 1;
+}
+
+inline void count_in_bin(uint32_t size_class, uint64_t bytes, bool allocation) {
+    uint32_t shard = current_bin_shard();
+    bool owned = shard != kSharedBinShard;
+    layout::BinCounters* bin = g_segment.bins + size_class * kBinShards + shard;
     if (allocation) {
         add_to_counter(bin->alloc_bytes, bytes, owned);
         add_to_counter(bin->allocs, 1, owned);

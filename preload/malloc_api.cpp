@@ -7,7 +7,8 @@
 //    sees the reentrancy guard and goes straight to the real allocator, untracked;
 //  - before the real functions are known, the static bootstrap arena serves;
 //  - bookkeeping takes no lock that an allocation could also need: the site lookup is a
-//    lock-free RCU hash table and the counters are atomic adds in shared memory;
+//    lock-free RCU hash table and the counters are plain stores to the thread's own entries
+//    or atomic adds in shared memory;
 //  - errno is preserved on success, as the host's code would see without us.
 #include <malloc.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "lifecycle.h"
 #include "real_allocator.h"
 #include "sampler.h"
+#include "site_counters.h"
 #include "site_table.h"
 
 using namespace leakwrap;

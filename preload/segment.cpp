@@ -17,6 +17,7 @@
 #include "bins.h"
 #include "diagnostics.h"
 #include "proc_self.h"
+#include "site_counters.h"
 
 namespace leakwrap {
 
@@ -58,7 +59,7 @@ uint64_t align_up(uint64_t value, uint64_t alignment) {
 }
 
 struct Geometry {
-    uint64_t bins_offset, sites_offset, modules_offset, strings_offset, size;
+    uint64_t bins_offset, site_deltas_offset, sites_offset, modules_offset, strings_offset, size;
     uint32_t site_record_size;
 };
 
@@ -68,9 +69,10 @@ Geometry geometry_for(const Config& config) {
     Geometry g{};
     g.site_record_size = layout::site_record_size_for(config.depth);
     g.bins_offset = align_up(sizeof(Header), 4096);
+    g.site_deltas_offset =
+        g.bins_offset + uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters);
     g.sites_offset = align_up(
-        g.bins_offset + uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters),
-        4096);
+        g.site_deltas_offset + uint64_t{kBinShards} * kSiteDeltaSlots * sizeof(layout::SiteDelta), 4096);
     g.modules_offset =
         align_up(g.sites_offset + uint64_t{config.max_sites} * g.site_record_size, 4096);
     g.strings_offset =
@@ -186,8 +188,9 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     auto* base = static_cast<std::byte*>(stored_region().get_address());
     g_segment = SegmentView{base, reinterpret_cast<Header*>(base),
                             reinterpret_cast<layout::BinCounters*>(base + g.bins_offset),
+                            reinterpret_cast<layout::SiteDelta*>(base + g.site_deltas_offset),
                             config.max_sites, g.site_record_size, config.depth};
-    // The header, the bins and the overflow sites are written at once; later slots are backed
+    // The header, the bins, the site deltas and the overflow sites are written at once; later slots are backed
     // on claim.
     if (posix_fallocate(g_segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
         !reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * g.site_record_size)) {
@@ -284,6 +287,10 @@ bool create_segment(const Config& config) {
     h->strings_offset = g.strings_offset;
     h->bins_offset = g.bins_offset;
     h->bin_shards = kBinShards;
+    h->site_delta_slots = kSiteDeltaSlots;
+    h->site_deltas_offset = g.site_deltas_offset;
+    for (uint32_t entry = 0; entry < kBinShards * kSiteDeltaSlots; ++entry)
+        g_segment.site_deltas[entry].site = layout::kNoDeltaSite;
     h->sample_interval = config.sample_interval;
     set_exe_and_command_line(h);
     // The overflow sites, one per size class: empty stack, always visible.
@@ -324,7 +331,7 @@ void snapshot_segment_for_fork() {
     };
     uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
     uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
-    copy_range(0, h->sites_offset);  // header and bins
+    copy_range(0, h->sites_offset);  // header, bins and site deltas
     copy_range(h->sites_offset, sites * h->site_record_size);
     copy_range(h->modules_offset, modules * h->module_record_size);
     copy_range(h->strings_offset, std::min(h->strings_used, h->strings_capacity));
@@ -360,13 +367,14 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
         discard_fork_snapshot();
         return false;
     }
-    std::memcpy(g_segment.base, g_fork_snapshot, g.sites_offset);  // header and bins
+    std::memcpy(g_segment.base, g_fork_snapshot, g.sites_offset);  // header, bins, site deltas
     std::memcpy(g_segment.base + g.sites_offset, g_fork_snapshot + g.sites_offset,
                 sites * g.site_record_size);
     std::memcpy(g_segment.base + g.modules_offset, g_fork_snapshot + g.modules_offset,
                 modules * sizeof(layout::ModuleRecord));
     std::memcpy(g_segment.base + g.strings_offset, g_fork_snapshot + g.strings_offset, strings);
     discard_fork_snapshot();
+    move_all_site_deltas_to_records(sites);
     if (h->sample_interval == 0) rebuild_bins_from_sites(sites);
     h->state = layout::kEmpty;
     h->process_state = layout::kProcessRunning;

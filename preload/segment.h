@@ -18,6 +18,7 @@ struct SegmentView {
     std::byte* base;
     layout::Header* header;
     layout::BinCounters* bins;
+    layout::SiteDelta* site_deltas;
     uint32_t site_capacity;
     uint32_t site_record_size;
     uint32_t max_depth;

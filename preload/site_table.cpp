@@ -4,6 +4,7 @@
 #include <urcu-bp.h>
 #include <urcu/rculfhash.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "diagnostics.h"
@@ -41,9 +42,18 @@ uint64_t hash_key(const SiteKey& key) {
     return hash_stack(key.frames, key.depth) ^ (extra * 0x9E3779B97F4A7C15ull);
 }
 
+// The slot of a node found in the table. insert_site stores it with release once the slot's
+// record is written, so whoever finds the node through the table also sees the record's key:
+// leakwrap's own hand-off (visible to ThreadSanitizer), not only implied by the ordering inside
+// liburcu's publication.
+uint32_t index_of(cds_lfht_node* node) {
+    return std::atomic_ref<uint32_t>(caa_container_of(node, SiteNode, node)->index)
+        .load(std::memory_order_acquire);
+}
+
 int matches_key(cds_lfht_node* node, const void* key_pointer) {
     const auto* key = static_cast<const SiteKey*>(key_pointer);
-    SiteRecord* record = site_record(caa_container_of(node, SiteNode, node)->index);
+    SiteRecord* record = site_record(index_of(node));
     return record->depth == key->depth && record->size_class == key->size_class &&
            record->ruby_file == key->ruby.file && record->ruby_line == key->ruby.line &&
            std::memcmp(site_frames(record), key->frames, sizeof(uint64_t) * key->depth) == 0;
@@ -89,13 +99,13 @@ uint32_t insert_site(const SiteKey& key, uint64_t hash) {
     record->module_generation = current_module_generation();
 
     SiteNode* node = &g_nodes[slot];
-    node->index = slot;
+    std::atomic_ref<uint32_t>(node->index).store(slot, std::memory_order_release);
     cds_lfht_node* winner = cds_lfht_add_unique(g_table, hash, matches_key, &key, &node->node);
     std::atomic_ref<uint32_t> state(record->state);
     if (winner != &node->node) {
         // Another thread inserted the same stack first: use its site, retire this slot.
         state.store(layout::kAbandoned, std::memory_order_release);
-        return caa_container_of(winner, SiteNode, node)->index;
+        return index_of(winner);
     }
     state.store(layout::kReady, std::memory_order_release);
     return slot;
@@ -136,7 +146,7 @@ uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
     cds_lfht_iter iter;
     cds_lfht_lookup(g_table, hash, matches_key, &key, &iter);
     cds_lfht_node* found = cds_lfht_iter_get_node(&iter);
-    uint32_t site = found != nullptr ? caa_container_of(found, SiteNode, node)->index : insert_site(key, hash);
+    uint32_t site = found != nullptr ? index_of(found) : insert_site(key, hash);
     urcu_bp_read_unlock();
     remember_site(caller, size_class, ruby, stack, site);
     return site;

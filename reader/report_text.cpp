@@ -136,7 +136,7 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
             << "): the totals are exact, the numbers per site are estimated\n";
     if (snapshot.lost_sites > 0)
         out << "warning: the site table overflowed: " << snapshot.lost_sites
-            << " distinct stacks were counted in the overflow site "
+            << " allocations from stacks without a record were counted in the overflow site "
                "(raise LEAKWRAP_MAX_SITES to see them separately)\n";
 
     const auto rows = report_rows(snapshot, input.options.by);

@@ -26,7 +26,7 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 2;
+inline constexpr uint32_t kLayoutVersion = 3;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
 inline constexpr const char* kSegmentPrefix = "leakwrap.";
@@ -86,7 +86,8 @@ struct alignas(64) Header {
     uint64_t strings_offset;
     uint64_t bins_offset;         // kSizeClassCount x bin_shards BinCounters, class-major
     uint32_t bin_shards;
-    uint32_t reserved;
+    uint32_t site_delta_slots;    // SiteDelta entries per bin shard (a power of two, or 0)
+    uint64_t site_deltas_offset;  // bin_shards x site_delta_slots SiteDelta, shard-major
     // 0: every allocation is attributed to its site (exact mode). Otherwise LEAKWRAP_SAMPLE:
     // the mean number of bytes between sampled allocations (Poisson sampling by bytes); site
     // counters then count sampled blocks only, and a reader estimates the true numbers by
@@ -99,14 +100,14 @@ struct alignas(64) Header {
     uint32_t modules_claimed;
     uint32_t strings_used;       // bytes of the string pool handed out
     uint32_t module_generation;  // bumped whenever the module list changes
-    uint64_t lost_sites;         // distinct stacks folded into the overflow site
+    uint64_t lost_sites;         // allocations of new stacks counted in an overflow site
     uint32_t process_state;      // kProcessRunning / kProcessExited
     uint32_t state;              // kReady once the fields above are valid
 };
 
 // One allocation call site: the key is (native stack, Ruby location, size class), so that the
 // size-class bins can name the sites that fill them. Counters are atomic;
-// live = allocs - frees, alloc_bytes - free_bytes.
+// live = allocs - frees, alloc_bytes - free_bytes, after adding the site's SiteDelta entries.
 struct alignas(64) SiteRecord {
     uint64_t allocs;
     uint64_t frees;
@@ -134,6 +135,23 @@ struct alignas(64) BinCounters {
     uint64_t alloc_bytes;
     uint64_t free_bytes;
 };
+
+// Counts not yet added to a site record. The thread that owns a bin shard also owns that shard's
+// SiteDelta entries (direct-mapped by site index) and counts there with plain stores, so threads
+// allocating from one site never share its record's cache line. A site's counts are its
+// record's plus every entry naming it. An entry whose `site` is kNoDeltaSite holds nothing; the
+// owner sets it so while it moves the entry's counts into the record (atomic adds), so a reader
+// copying meanwhile may briefly see fewer counts, never more.
+struct SiteDelta {
+    uint32_t site;  // site index, or kNoDeltaSite
+    uint32_t unused;
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t alloc_bytes;
+    uint64_t free_bytes;
+};
+
+inline constexpr uint32_t kNoDeltaSite = 0xffffffffu;
 
 // One loaded module (executable, shared library). Append-only: a module that is unloaded keeps
 // its record with unload_generation set, so stacks captured while it was mapped still resolve.
@@ -216,7 +234,8 @@ constexpr bool is_overflow_site(uint32_t index) { return index < kOverflowSites;
 static_assert(std::is_standard_layout_v<Header> && std::is_trivially_copyable_v<Header>);
 static_assert(std::is_standard_layout_v<SiteRecord> && std::is_trivially_copyable_v<SiteRecord>);
 static_assert(std::is_standard_layout_v<ModuleRecord> && std::is_trivially_copyable_v<ModuleRecord>);
-static_assert(sizeof(SiteRecord) == 64);
+static_assert(std::is_standard_layout_v<SiteDelta> && std::is_trivially_copyable_v<SiteDelta>);
+static_assert(sizeof(SiteRecord) == 64 && sizeof(SiteDelta) == 40);
 static_assert(sizeof(ModuleRecord) % 64 == 0 && sizeof(Header) % 64 == 0);
 
 }  // namespace leakwrap::layout

@@ -115,7 +115,7 @@ TEST(TextReport, ShowsExactTotalsOverflowWarningAndRankedRows) {
     EXPECT_PRED2(contains, text,
                  "live: 51202000 B (48.8 MiB) in 1030 blocks; 10027 allocs, 8997 frees");
     EXPECT_PRED2(contains, text, "; 4 sites\n");
-    EXPECT_PRED2(contains, text, "5 distinct stacks");
+    EXPECT_PRED2(contains, text, "5 allocations from stacks without a record");
     EXPECT_PRED2(contains, text, "LEAKWRAP_MAX_SITES");
     EXPECT_PRED2(contains, text, "\n#1 site 88: 51200000 B (48.8 MiB) live in 1000 blocks");
     EXPECT_PRED2(contains, text, "allocated\n    ruby: app/cache.rb:17\n    #0 0x1234 ??");
