@@ -170,8 +170,19 @@ void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_
     copy_range(
         destination, source, size, header.sites_offset,
         uint64_t{std::min(header.sites_claimed, header.site_capacity)} * header.site_record_size);
-    // After the sites: the writer counts a block in its bin before its site, so the exact totals
-    // copied now cover every block the copied site counters show.
+    // After the sites: a thread moves a delta entry's counts into the site record after marking
+    // the entry empty, so copying the entries after the records may miss counts in transit but
+    // never counts them twice. Entries naming sites claimed after sites_claimed was read are
+    // ignored by the parser. The writer backs the whole table at creation, so reading it all
+    // allocates nothing; a corrupt size is clamped to the file like every range.
+    const uint64_t delta_entries = uint64_t{header.bin_shards} * header.site_delta_slots;
+    copy_range(destination, source, size, header.site_deltas_offset,
+               delta_entries > size / sizeof(layout::SiteDelta)
+                   ? size
+                   : delta_entries * sizeof(layout::SiteDelta));
+    // After the sites and their deltas: the writer counts a block in its bin before its site (or
+    // the site's delta entry), so the exact totals copied now cover every block the copied site
+    // counters show.
     copy_range(destination, source, size, header.bins_offset,
                uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters));
     copy_range(destination, source, size, header.modules_offset,

@@ -15,6 +15,8 @@ namespace layout = leakwrap::layout;
 
 // Bounds the work of summing the shards; the writer keeps far fewer (one per thread, up to 64).
 constexpr uint32_t kMaxBinShards = 256;
+// Bounds the site delta table with it (at most 1M entries, 40 MiB); the writer keeps far fewer.
+constexpr uint32_t kMaxSiteDeltaSlots = 4096;
 
 [[noreturn]] void fail(const std::string& message) { throw SegmentError(message); }
 
@@ -51,11 +53,16 @@ void check_disjoint(const Region& a, const Region& b) {
         fail(std::string(a.name) + " overlaps " + b.name);
 }
 
-uint64_t checked_sum(uint64_t a, uint64_t b, const char* what) {
-    uint64_t sum;
-    if (__builtin_add_overflow(a, b, &sum))
-        fail(std::string("total ") + what + " overflows 64 bits");
-    return sum;
+// Adds `more` to `sum`; returns the name of the first counter that overflowed, or nullptr.
+// Cheap enough for every delta entry: no message is built unless a sum overflows.
+const char* add_checked(Counters& sum, const Counters& more) {
+    if (__builtin_add_overflow(sum.allocs, more.allocs, &sum.allocs)) return "allocations";
+    if (__builtin_add_overflow(sum.frees, more.frees, &sum.frees)) return "frees";
+    if (__builtin_add_overflow(sum.alloc_bytes, more.alloc_bytes, &sum.alloc_bytes))
+        return "allocated bytes";
+    if (__builtin_add_overflow(sum.free_bytes, more.free_bytes, &sum.free_bytes))
+        return "freed bytes";
+    return nullptr;
 }
 
 class StringPool {
@@ -131,6 +138,13 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     if (header.bin_shards < 1 || header.bin_shards > kMaxBinShards)
         fail("bin_shards " + number(header.bin_shards) + " is outside [1, " +
              number(kMaxBinShards) + "]");
+    // 0: no delta table (its offset is then never used).
+    if (header.site_delta_slots > kMaxSiteDeltaSlots)
+        fail("site_delta_slots " + number(header.site_delta_slots) + " exceeds the limit of " +
+             number(kMaxSiteDeltaSlots));
+    if ((header.site_delta_slots & (header.site_delta_slots - 1)) != 0)
+        fail("site_delta_slots " + number(header.site_delta_slots) +
+             " is not a power of two (nor 0)");
 
     // 32-bit counts times 32-bit sizes cannot overflow 64 bits.
     const Region sites{"site table", header.sites_offset,
@@ -141,7 +155,11 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     const Region bins{
         "bin table", header.bins_offset,
         uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters)};
-    const Region regions[] = {sites, modules, strings, bins};
+    // Both factors are bounded above, so this cannot overflow either.
+    const Region deltas{
+        "site delta table", header.site_deltas_offset,
+        uint64_t{header.bin_shards} * header.site_delta_slots * sizeof(layout::SiteDelta)};
+    const Region regions[] = {sites, modules, strings, bins, deltas};
     for (const auto& region : regions)
         check_region(region, header.header_size, header.segment_size);
     for (size_t i = 0; i < std::size(regions); ++i)
@@ -225,9 +243,38 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
 }
 
 Counters checked_sum(const Counters& a, const Counters& b) {
-    return {checked_sum(a.allocs, b.allocs, "allocations"), checked_sum(a.frees, b.frees, "frees"),
-            checked_sum(a.alloc_bytes, b.alloc_bytes, "allocated bytes"),
-            checked_sum(a.free_bytes, b.free_bytes, "freed bytes")};
+    Counters sum = a;
+    if (const char* counter = add_checked(sum, b))
+        fail(std::string("total ") + counter + " overflows 64 bits");
+    return sum;
+}
+
+// A site's counts are its record's plus those of every delta entry naming it (each writer thread
+// counts in its own shard's entries and moves them into the record now and then). An entry may
+// name a slot that was claimed after this copy read sites_claimed, or one not ready yet: a live
+// writer's benign race, not corruption, so such entries are ignored like the slots themselves.
+void add_site_deltas(std::span<const std::byte> bytes, const layout::Header& header,
+                     std::vector<Site>& sites) {
+    if (header.site_delta_slots == 0 || sites.empty()) return;
+    // Slot -> position in `sites` (slot order, with gaps where slots are not ready).
+    constexpr uint32_t kNotParsed = UINT32_MAX;
+    std::vector<uint32_t> position_of_slot(sites.back().id + uint64_t{1}, kNotParsed);
+    for (uint32_t position = 0; position < sites.size(); ++position)
+        position_of_slot[sites[position].id] = position;
+
+    const uint64_t entries = uint64_t{header.bin_shards} * header.site_delta_slots;
+    for (uint64_t entry = 0; entry < entries; ++entry) {
+        const auto delta = load<layout::SiteDelta>(
+            bytes, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
+        if (delta.site == layout::kNoDeltaSite || delta.site >= position_of_slot.size()) continue;
+        const uint32_t position = position_of_slot[delta.site];
+        if (position == kNotParsed) continue;
+        if (const char* counter =
+                add_checked(sites[position].counters,
+                            {delta.allocs, delta.frees, delta.alloc_bytes, delta.free_bytes}))
+            fail("site " + number(delta.site) + " " + counter +
+                 " overflow 64 bits with delta entry " + number(entry) + " added");
+    }
 }
 
 // Shards exist only so that writer threads do not contend; a class's counts are their sum.
@@ -275,6 +322,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes) {
     snapshot.sample_interval = header.sample_interval;
     snapshot.modules = parse_modules(bytes, header, strings);
     snapshot.sites = parse_sites(bytes, header, strings);
+    add_site_deltas(bytes, header, snapshot.sites);
     snapshot.bins = parse_bins(bytes, header);
     snapshot.totals = sum_bins(snapshot.bins);
     return snapshot;

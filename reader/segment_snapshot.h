@@ -35,8 +35,10 @@ struct Counters {
     uint64_t alloc_bytes = 0;
     uint64_t free_bytes = 0;
 
-    // Frees can only exceed allocations in a corrupt segment or in a sampled estimate; clamp
-    // rather than report a wrapped-around, astronomically large leak.
+    // Frees can exceed allocations in a corrupt segment, in a sampled estimate, and in a copy of
+    // a live segment that caught a site delta in transit (its allocations on their way into the
+    // record, their frees already counted in another shard's entry); clamp rather than report a
+    // wrapped-around, astronomically large leak.
     uint64_t live_blocks() const { return allocs > frees ? allocs - frees : 0; }
     uint64_t live_bytes() const { return alloc_bytes > free_bytes ? alloc_bytes - free_bytes : 0; }
 
@@ -52,7 +54,8 @@ struct RubyLocation {
 };
 
 // One record of the site table, as the writer keeps it: the key is (native stack, Ruby location,
-// size class), and in sampling mode the counters count sampled blocks only.
+// size class), and in sampling mode the counters count sampled blocks only. The counters are the
+// record's plus those of every site delta entry naming it.
 struct Site {
     uint32_t id = 0;  // slot index in the site table
     bool overflow = false;

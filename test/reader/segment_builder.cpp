@@ -59,13 +59,20 @@ std::vector<BuiltSite> sites_by_slot(const SegmentBuilder& builder) {
     return slots;
 }
 
-std::vector<BuiltBin> bins_of_sites(const std::vector<BuiltSite>& slots, uint32_t bin_shards) {
+std::vector<BuiltBin> bins_of_sites(const std::vector<BuiltSite>& slots,
+                                    const std::vector<BuiltDelta>& deltas, uint32_t bin_shards) {
     std::vector<BuiltBin> bins;
     for (uint32_t slot = 0; slot < slots.size(); ++slot) {
         const BuiltSite& site = slots[slot];
         if (site.state != layout::kReady) continue;
         bins.push_back({size_class_of_site(site), slot % bin_shards, site.allocs, site.frees,
                         site.alloc_bytes, site.free_bytes});
+    }
+    // A delta naming no ready site (a later slot, a race the reader tolerates) has no class.
+    for (const BuiltDelta& delta : deltas) {
+        if (delta.site >= slots.size() || slots[delta.site].state != layout::kReady) continue;
+        bins.push_back({size_class_of_site(slots[delta.site]), delta.shard, delta.allocs,
+                        delta.frees, delta.alloc_bytes, delta.free_bytes});
     }
     return bins;
 }
@@ -92,13 +99,18 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.module_record_size = sizeof(layout::ModuleRecord);
     header.strings_capacity = strings_capacity;
     header.bin_shards = bin_shards;
+    header.site_delta_slots = site_delta_slots;
     header.sample_interval = sample_interval;
     header.sites_offset = sizeof(layout::Header);
     header.modules_offset = header.sites_offset + uint64_t{site_capacity} * site_record_size;
     header.bins_offset = round_up_to_cache_line(
         header.modules_offset + uint64_t{module_capacity} * sizeof(layout::ModuleRecord));
     header.strings_offset = header.bins_offset + bins_size;
-    header.segment_size = round_up_to_cache_line(header.strings_offset + strings_capacity);
+    // Last, so that the other parts lie where they did before layout version 3.
+    header.site_deltas_offset = round_up_to_cache_line(header.strings_offset + strings_capacity);
+    header.segment_size = round_up_to_cache_line(
+        header.site_deltas_offset +
+        uint64_t{bin_shards} * site_delta_slots * sizeof(layout::SiteDelta));
     const std::vector<BuiltSite> slots = sites_by_slot(*this);
     header.sites_claimed = static_cast<uint32_t>(slots.size());
     header.modules_claimed = static_cast<uint32_t>(modules.size());
@@ -133,7 +145,30 @@ std::vector<std::byte> SegmentBuilder::build() const {
             std::memcpy(segment.data() + at + layout::kFramesOffsetInSite, site.frames.data(),
                         frames_kept * sizeof(uint64_t));
     }
-    for (const BuiltBin& bin : bins.value_or(bins_of_sites(slots, bin_shards))) {
+    for (uint64_t entry = 0; entry < uint64_t{bin_shards} * site_delta_slots; ++entry) {
+        layout::SiteDelta empty{};
+        empty.site = layout::kNoDeltaSite;
+        std::memcpy(segment.data() + header.site_deltas_offset + entry * sizeof(empty), &empty,
+                    sizeof(empty));
+    }
+    std::vector<bool> entry_used(uint64_t{bin_shards} * site_delta_slots);
+    for (const BuiltDelta& delta : deltas) {
+        const uint32_t slot = delta.slot.value_or(delta.site & (site_delta_slots - 1));
+        if (delta.shard >= bin_shards || slot >= site_delta_slots)
+            throw std::out_of_range("delta entry outside the delta table");
+        const uint64_t entry = uint64_t{delta.shard} * site_delta_slots + slot;
+        if (entry_used[entry]) throw std::logic_error("two deltas for one delta entry");
+        entry_used[entry] = true;
+        layout::SiteDelta record{};
+        record.site = delta.site;
+        record.allocs = delta.allocs;
+        record.frees = delta.frees;
+        record.alloc_bytes = delta.alloc_bytes;
+        record.free_bytes = delta.free_bytes;
+        std::memcpy(segment.data() + header.site_deltas_offset + entry * sizeof(record), &record,
+                    sizeof(record));
+    }
+    for (const BuiltBin& bin : bins.value_or(bins_of_sites(slots, deltas, bin_shards))) {
         const uint64_t at =
             header.bins_offset +
             (uint64_t{bin.size_class} * bin_shards + bin.shard) * sizeof(layout::BinCounters);
@@ -182,6 +217,12 @@ uint64_t bin_offset(const std::vector<std::byte>& segment, uint32_t size_class, 
     const auto header = header_of(segment);
     return header.bins_offset +
            (uint64_t{size_class} * header.bin_shards + shard) * sizeof(layout::BinCounters);
+}
+
+uint64_t site_delta_offset(const std::vector<std::byte>& segment, uint32_t shard, uint32_t slot) {
+    const auto header = header_of(segment);
+    return header.site_deltas_offset +
+           (uint64_t{shard} * header.site_delta_slots + slot) * sizeof(layout::SiteDelta);
 }
 
 void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes,

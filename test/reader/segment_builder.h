@@ -44,6 +44,18 @@ struct BuiltBin {
     uint64_t free_bytes = 0;
 };
 
+// Counts in one entry of the site delta table, not yet added to the site's record.
+struct BuiltDelta {
+    uint32_t shard = 0;
+    uint32_t site = 0;  // the slot it names (layout::kNoDeltaSite: an empty entry)
+    uint64_t allocs = 0;
+    uint64_t frees = 0;
+    uint64_t alloc_bytes = 0;
+    uint64_t free_bytes = 0;
+    // Index within the shard; default: the writer's direct mapping, site & (site_delta_slots - 1).
+    std::optional<uint32_t> slot;
+};
+
 struct BuiltModule {
     std::string path;
     uint64_t load_bias = 0;
@@ -68,14 +80,19 @@ struct SegmentBuilder {
     uint32_t module_capacity = 4;
     uint32_t strings_capacity = 1024;
     uint32_t bin_shards = 3;
+    uint32_t site_delta_slots = 4;  // per shard; 0: no delta table
     uint64_t sample_interval = 0;
     uint64_t lost_sites = 0;
     uint32_t process_state = layout::kProcessRunning;
     std::map<uint32_t, BuiltSite> overflow_sites;  // by size class, which is also the slot
     std::vector<BuiltSite> sites;                  // slots kFirstSiteSlot, kFirstSiteSlot + 1, ...
     std::vector<BuiltModule> modules;
-    // Default: every site's counters in the bin of its class, in shard (slot % bin_shards), as an
-    // exact-mode writer would have counted them.
+    // Entries of the site delta table; every other entry is empty (kNoDeltaSite). Two deltas
+    // for the same entry are an error.
+    std::vector<BuiltDelta> deltas;
+    // Default: every site's counters, and every delta's, in the bin of the site's class (sites in
+    // shard slot % bin_shards, deltas in their own), as an exact-mode writer would have counted
+    // them.
     std::optional<std::vector<BuiltBin>> bins;
 
     std::vector<std::byte> build() const;
@@ -85,6 +102,7 @@ struct SegmentBuilder {
 uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot);
 uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot);
 uint64_t bin_offset(const std::vector<std::byte>& segment, uint32_t size_class, uint32_t shard);
+uint64_t site_delta_offset(const std::vector<std::byte>& segment, uint32_t shard, uint32_t slot);
 
 // Copies a record out, lets the test change it, and writes it back.
 template <class Record, class Change>

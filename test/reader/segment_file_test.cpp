@@ -149,13 +149,16 @@ TEST_F(SegmentFileTest, SurvivesTruncationDuringTheCopy) {
 }
 
 // Like the writer's segment: the file has its full size, but only the blocks holding data exist,
-// and the bin table, which the writer backs in full when it creates the segment.
+// and the bin and site delta tables, which the writer backs in full when it creates the segment.
 void write_sparse_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
     layout::Header header;
     std::memcpy(&header, bytes.data(), sizeof(header));
     const uint64_t bins_end = header.bins_offset + uint64_t{layout::kSizeClassCount} *
                                                        header.bin_shards *
                                                        sizeof(layout::BinCounters);
+    const uint64_t deltas_end =
+        header.site_deltas_offset +
+        uint64_t{header.bin_shards} * header.site_delta_slots * sizeof(layout::SiteDelta);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
@@ -163,7 +166,8 @@ void write_sparse_file(const std::filesystem::path& path, const std::vector<std:
     for (size_t at = 0; at < bytes.size(); at += kBlock) {
         const size_t length = std::min(kBlock, bytes.size() - at);
         const bool in_bins = at < bins_end && header.bins_offset < at + length;
-        if (!in_bins && std::all_of(bytes.begin() + at, bytes.begin() + at + length,
+        const bool in_deltas = at < deltas_end && header.site_deltas_offset < at + length;
+        if (!in_bins && !in_deltas && std::all_of(bytes.begin() + at, bytes.begin() + at + length,
                                     [](std::byte b) { return b == std::byte{0}; }))
             continue;
         ASSERT_EQ(::pwrite(fd, bytes.data() + at, length, static_cast<off_t>(at)),
@@ -184,6 +188,8 @@ TEST_F(SegmentFileTest, LeavesTheUnusedPartOfASparseSegmentUnallocated) {
     SegmentBuilder builder;
     builder.site_capacity = 100000;  // 12.8 MB of site table, one slot in use
     builder.sites = {{.allocs = 1, .frames = {0x1234}}};
+    builder.site_delta_slots = 64;  // as many as the writer keeps
+    builder.deltas = {{.shard = 2, .site = testing::kFirstSiteSlot, .allocs = 1}};
     const auto path =
         std::filesystem::path("/dev/shm") / ("leakwrap-reader-test." + std::to_string(::getpid()));
     write_sparse_file(path, builder.build());
@@ -193,6 +199,52 @@ TEST_F(SegmentFileTest, LeavesTheUnusedPartOfASparseSegmentUnallocated) {
     EXPECT_EQ(snapshot.sites_in_use(), 1u);
     EXPECT_EQ(allocated_blocks(path), before);
     std::filesystem::remove(path);
+}
+
+// The copy must take the delta table along: left out, it would read as zeros (entries naming
+// site 0 with nothing in them) and the counts below would come out short.
+TEST_F(SegmentFileTest, CopiesTheSiteDeltaTable) {
+    SegmentBuilder builder;
+    builder.site_capacity = 20000;
+    builder.sites = {{.allocs = 3, .alloc_bytes = 300, .frames = {0x1234}}};
+    builder.overflow_sites[0] = {.allocs = 1, .alloc_bytes = 8};
+    builder.site_delta_slots = 64;
+    builder.deltas = {
+        {.shard = 0, .site = testing::kFirstSiteSlot, .frees = 2, .free_bytes = 200},
+        {.shard = 2, .site = testing::kFirstSiteSlot, .allocs = 4, .alloc_bytes = 400, .slot = 63},
+        {.shard = 2, .site = 0, .allocs = 5, .alloc_bytes = 40}};
+    const auto path = directory_.path() / "deltas";
+    write_sparse_file(path, builder.build());
+
+    const auto snapshot = read_segment_file(path);
+    const auto& site = snapshot.sites.back();
+    ASSERT_EQ(site.id, testing::kFirstSiteSlot);
+    EXPECT_EQ(site.counters.allocs, 7u);
+    EXPECT_EQ(site.counters.live_bytes(), 500u);
+    EXPECT_EQ(snapshot.sites.front().counters.allocs, 6u);
+    EXPECT_EQ(snapshot.totals.allocs, 13u);
+}
+
+// A corrupt header's delta table size (here (2^32 - 1) x 2^31 entries of 40 bytes, more than 64
+// bits can count) must not steer the copy past the file; the parser then names the field.
+TEST_F(SegmentFileTest, RefusesAnAbsurdDeltaTableWithoutCopyingPastTheFile) {
+    for (const uint64_t offset : {uint64_t{4096}, ~uint64_t{0} - 64}) {
+        auto bytes = SegmentBuilder().build();
+        testing::patch_header(bytes, [offset](layout::Header& h) {
+            h.bin_shards = 0xffffffffu;
+            h.site_delta_slots = 0x80000000u;
+            h.site_deltas_offset = offset;
+        });
+        const auto path = directory_.path() / "absurd";
+        write_file(path, bytes);
+        EXPECT_NE(read_error(path).find("bin_shards 4294967295 is outside"), std::string::npos)
+            << offset;
+        testing::patch_header(bytes, [](layout::Header& h) { h.bin_shards = 3; });
+        write_file(path, bytes);
+        EXPECT_NE(read_error(path).find("site_delta_slots 2147483648 exceeds the limit"),
+                  std::string::npos)
+            << offset;
+    }
 }
 
 }  // namespace

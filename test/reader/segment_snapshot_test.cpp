@@ -1,10 +1,12 @@
 #include "segment_snapshot.h"
+#include "report_rows.h"
 #include "segment_builder.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <stdexcept>
 
@@ -245,18 +247,21 @@ TEST(ParseSegment, RejectsOtherLayoutVersions) {
     auto bytes = typical_builder().build();
     patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
     EXPECT_EQ(parse_error(bytes),
-              std::string("segment layout version 7, this reader understands 2") + kAdvice);
+              std::string("segment layout version 7, this reader understands 3") + kAdvice);
 }
 
-// A v1 writer's segment: its header is 64 bytes shorter and lays the fields out differently, so
-// nothing after the version may be read.
-TEST(ParseSegment, RejectsALayoutVersion1Segment) {
-    std::vector<std::byte> bytes(4096);
-    std::memcpy(bytes.data(), layout::kMagic, sizeof(layout::kMagic));
-    const uint32_t version = 1;
-    std::memcpy(bytes.data() + offsetof(layout::Header, layout_version), &version, sizeof(version));
-    EXPECT_PRED2(contains, parse_error(bytes),
-                 "segment layout version 1, this reader understands 2");
+// Older writers' segments: a v1 header is 64 bytes shorter and lays the fields out differently,
+// and a v2 one keeps no site deltas, so nothing after the version may be read.
+TEST(ParseSegment, RejectsOlderLayoutVersionSegments) {
+    for (const uint32_t version : {1u, 2u}) {
+        std::vector<std::byte> bytes(4096);
+        std::memcpy(bytes.data(), layout::kMagic, sizeof(layout::kMagic));
+        std::memcpy(bytes.data() + offsetof(layout::Header, layout_version), &version,
+                    sizeof(version));
+        EXPECT_PRED2(contains, parse_error(bytes),
+                     "segment layout version " + std::to_string(version) +
+                         ", this reader understands 3");
+    }
 }
 
 TEST(ParseSegment, RejectsAHeaderThatIsNotReady) {
@@ -370,8 +375,222 @@ INSTANTIATE_TEST_SUITE_P(
                          "string pool overlaps bin table"},
         HeaderCorruption{"CommandLineWraps",
                          [](layout::Header& h) { h.command_line = {8, 0xfffffffcu}; },
-                         "command line string"}),
+                         "command line string"},
+        // The typical segment has 3 bin shards of 4 site delta slots, after the string pool.
+        HeaderCorruption{"DeltaSlotsNotAPowerOfTwo",
+                         [](layout::Header& h) { h.site_delta_slots = 3; },
+                         "site_delta_slots 3 is not a power of two (nor 0)"},
+        HeaderCorruption{"DeltaSlotsAboveLimit",
+                         [](layout::Header& h) { h.site_delta_slots = 8192; },
+                         "site_delta_slots 8192 exceeds the limit of 4096"},
+        HeaderCorruption{"DeltaSlotsHuge",
+                         [](layout::Header& h) { h.site_delta_slots = 0x80000000u; },
+                         "site_delta_slots 2147483648 exceeds the limit of 4096"},
+        HeaderCorruption{"DeltaTableGrowsPastTheEnd",
+                         [](layout::Header& h) { h.site_delta_slots = 4096; },
+                         "site delta table ["},
+        HeaderCorruption{"DeltasBeyondEnd",
+                         [](layout::Header& h) { h.site_deltas_offset = h.segment_size - 64; },
+                         "site delta table ["},
+        HeaderCorruption{"DeltasOffsetHuge",
+                         [](layout::Header& h) { h.site_deltas_offset = ~0ull - 8; },
+                         "site delta table ["},
+        HeaderCorruption{"DeltasOverlapHeader",
+                         [](layout::Header& h) { h.site_deltas_offset = 64; },
+                         "site delta table at offset 64 overlaps the header"},
+        HeaderCorruption{"DeltasOverlapSites",
+                         [](layout::Header& h) { h.site_deltas_offset = h.sites_offset + 40; },
+                         "site table overlaps site delta table"},
+        HeaderCorruption{"DeltasOverlapModules",
+                         [](layout::Header& h) { h.site_deltas_offset = h.modules_offset; },
+                         "module table overlaps site delta table"},
+        HeaderCorruption{"DeltasOverlapStrings",
+                         [](layout::Header& h) { h.site_deltas_offset = h.strings_offset + 8; },
+                         "string pool overlaps site delta table"},
+        HeaderCorruption{"DeltasOverlapBins",
+                         [](layout::Header& h) { h.site_deltas_offset = h.bins_offset + 40; },
+                         "bin table overlaps site delta table"},
+        HeaderCorruption{"DeltasGrowIntoTheStrings",
+                         [](layout::Header& h) {
+                             h.site_deltas_offset = h.strings_offset - 64;
+                         },
+                         "string pool overlaps site delta table"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// A writer thread counts in its own shard's delta entries and moves them into the record now
+// and then: a site's counts are its record's plus every entry naming it, in any shard.
+TEST(ParseSegment, AddsEverySiteDeltaToTheSiteItNames) {
+    auto builder = typical_builder();
+    builder.deltas = {
+        {.shard = 0, .site = kFirst, .allocs = 2, .alloc_bytes = 200},
+        {.shard = 2,
+         .site = kFirst,
+         .allocs = 1,
+         .frees = 3,
+         .alloc_bytes = 100,
+         .free_bytes = 300},
+        // The reader goes by the site an entry names, not by where the entry lies.
+        {.shard = 1, .site = kFirst, .allocs = 4, .alloc_bytes = 400, .slot = 1},
+        {.shard = 1, .site = kClassOf100, .allocs = 1, .alloc_bytes = 100},
+    };
+    const auto snapshot = parse_segment(builder.build());
+
+    const Counters& first = site_in_slot(snapshot, kFirst).counters;
+    EXPECT_EQ(first.allocs, 10u + 2 + 1 + 4);
+    EXPECT_EQ(first.frees, 4u + 3);
+    EXPECT_EQ(first.alloc_bytes, 1000u + 200 + 100 + 400);
+    EXPECT_EQ(first.free_bytes, 400u + 300);
+    EXPECT_EQ(first.live_blocks(), 10u);
+    EXPECT_EQ(first.live_bytes(), 1000u);
+    const Counters& overflow = site_in_slot(snapshot, kClassOf100).counters;
+    EXPECT_EQ(overflow.allocs, 3u + 1);
+    EXPECT_EQ(overflow.live_bytes(), 300u);
+    const Counters& second = site_in_slot(snapshot, kFirst + 1).counters;
+    EXPECT_EQ(second.allocs, 5u);
+    EXPECT_EQ(second.frees, 5u);
+    // The builder counted the deltas in the bins too, as the writer does.
+    EXPECT_EQ(snapshot.bins[kClassOf100].allocs, 13u + 8);
+    EXPECT_EQ(snapshot.totals.live_bytes(), 300u + 1000u);
+}
+
+TEST(ParseSegment, IgnoresEmptyDeltaEntries) {
+    auto builder = typical_builder();
+    // What an entry holds while its owner moves it into the record: nothing, whatever it says.
+    builder.deltas = {{.shard = 1,
+                       .site = layout::kNoDeltaSite,
+                       .allocs = UINT64_MAX,
+                       .frees = 7,
+                       .alloc_bytes = UINT64_MAX,
+                       .slot = 0}};
+    const auto snapshot = parse_segment(builder.build());
+    const auto expected = parse_segment(typical_builder().build());
+    ASSERT_EQ(snapshot.sites.size(), expected.sites.size());
+    for (std::size_t i = 0; i < snapshot.sites.size(); ++i) {
+        EXPECT_EQ(snapshot.sites[i].counters.allocs, expected.sites[i].counters.allocs) << i;
+        EXPECT_EQ(snapshot.sites[i].counters.frees, expected.sites[i].counters.frees) << i;
+    }
+}
+
+// A live writer may claim a site and count in a delta entry for it after the reader copied
+// sites_claimed, or count before the record is published: the entry is ignored like the slot.
+TEST(ParseSegment, IgnoresDeltasNamingSlotsWithoutAReadySite) {
+    auto builder = typical_builder();
+    builder.sites.push_back({.allocs = 1, .alloc_bytes = 8, .state = layout::kAbandoned});
+    builder.sites.push_back({.state = layout::kEmpty});
+    const uint32_t abandoned = kFirst + 2, unpublished = kFirst + 3;
+    const uint32_t unclaimed = kFirst + 6;  // within the capacity, beyond sites_claimed
+    builder.deltas = {
+        {.shard = 0, .site = abandoned, .allocs = UINT64_MAX, .alloc_bytes = UINT64_MAX},
+        {.shard = 0, .site = unpublished, .allocs = UINT64_MAX, .frees = 1},
+        {.shard = 1, .site = unclaimed, .allocs = UINT64_MAX, .alloc_bytes = 5},
+        {.shard = 2, .site = builder.site_capacity + 1000, .frees = UINT64_MAX, .slot = 0},
+        {.shard = 2, .site = layout::kNoDeltaSite - 1, .allocs = 9, .slot = 1},
+        {.shard = 2, .site = kFirst + 1, .allocs = 1, .frees = 1, .alloc_bytes = 10,
+         .free_bytes = 10, .slot = 2},
+    };
+    builder.bins = std::vector<testing::BuiltBin>{};
+    const auto snapshot = parse_segment(builder.build());
+    EXPECT_EQ(snapshot.sites.size(), kFirst + 2);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.allocs, 10u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst + 1).counters.allocs, 6u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst + 1).counters.frees, 6u);
+}
+
+TEST(ParseSegment, RejectsASiteDeltaThatOverflowsItsSite) {
+    SegmentBuilder builder;
+    builder.sites = {{.allocs = UINT64_MAX - 1, .alloc_bytes = 8}};
+    builder.deltas = {{.shard = 1, .site = kFirst, .frees = 1},
+                      {.shard = 2, .site = kFirst, .allocs = 2}};
+    builder.bins = std::vector<testing::BuiltBin>{};
+    // kFirst & 3 is 0: the second delta lies in entry 2 * 4 + 0 of the table.
+    EXPECT_EQ(parse_error(builder.build()),
+              "site 88 allocations overflow 64 bits with delta entry 8 added");
+}
+
+// Frees in one thread's delta of blocks whose allocations are in the record (or in another
+// thread's delta): only the sum of all of them is the site's count.
+TEST(ParseSegment, CountsLiveBlocksAcrossTheRecordAndItsDeltas) {
+    SegmentBuilder builder;
+    builder.sites = {
+        {.allocs = 5, .alloc_bytes = 500, .frames = {0x1001}, .size_class = kClassOf100},
+        {.frees = 3, .free_bytes = 30, .frames = {0x1002}, .size_class = kClassOf10},
+        // Its allocations were on their way from a delta into the record when the copy was made.
+        {.frees = 2, .free_bytes = 200, .frames = {0x1003}, .size_class = kClassOf100},
+    };
+    builder.deltas = {{.shard = 1, .site = kFirst, .frees = 3, .free_bytes = 300},
+                      {.shard = 0, .site = kFirst + 1, .allocs = 4, .alloc_bytes = 40},
+                      {.shard = 2, .site = kFirst + 2, .frees = 1, .free_bytes = 100}};
+    const auto snapshot = parse_segment(builder.build());
+
+    const Counters& record_allocs = site_in_slot(snapshot, kFirst).counters;
+    EXPECT_EQ(record_allocs.live_blocks(), 2u);
+    EXPECT_EQ(record_allocs.live_bytes(), 200u);
+    const Counters& delta_allocs = site_in_slot(snapshot, kFirst + 1).counters;
+    EXPECT_EQ(delta_allocs.live_blocks(), 1u);
+    EXPECT_EQ(delta_allocs.live_bytes(), 10u);
+    const Counters& in_transit = site_in_slot(snapshot, kFirst + 2).counters;
+    EXPECT_EQ(in_transit.frees, 3u);
+    EXPECT_EQ(in_transit.live_blocks(), 0u);
+    EXPECT_EQ(in_transit.live_bytes(), 0u);
+
+    // The rows see the sums too.
+    std::map<uint32_t, Counters> row_counters;
+    for (const ReportRow& row : report_rows(snapshot, Grouping::native))
+        row_counters[row.id] = row.counters;
+    ASSERT_EQ(row_counters.size(), 3u);
+    EXPECT_EQ(row_counters[kFirst].live_bytes(), 200u);
+    EXPECT_EQ(row_counters[kFirst + 1].live_blocks(), 1u);
+    EXPECT_EQ(row_counters[kFirst + 2].live_blocks(), 0u);
+    EXPECT_EQ(row_counters[kFirst + 2].live_bytes(), 0u);
+}
+
+TEST(ParseSegment, IgnoresTheDeltaOffsetWithoutADeltaTable) {
+    auto builder = typical_builder();
+    builder.site_delta_slots = 0;
+    auto bytes = builder.build();
+    patch_header(bytes, [](layout::Header& h) { h.site_deltas_offset = ~0ull - 8; });
+    EXPECT_EQ(parse_error(bytes), "");
+    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).counters.allocs, 10u);
+}
+
+TEST(ParseSegment, AcceptsTheLargestDeltaTable) {
+    SegmentBuilder builder;
+    builder.bin_shards = 2;
+    builder.site_delta_slots = 4096;
+    builder.sites = {{.allocs = 1, .alloc_bytes = 8}};
+    builder.deltas = {{.shard = 1, .site = kFirst, .allocs = 1, .alloc_bytes = 8, .slot = 4095}};
+    const auto snapshot = parse_segment(builder.build());
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.allocs, 2u);
+}
+
+// 75k sites and a full table of 64 shards x 64 entries, every entry in use, as a busy writer
+// leaves them: each entry is looked up once, so this stays quick.
+TEST(ParseSegment, AddsTheDeltasOfAFullTableToManySites) {
+    SegmentBuilder builder;
+    builder.max_depth = 1;
+    builder.site_capacity = kFirst + 75000;
+    builder.sites.resize(75000, {.allocs = 1, .alloc_bytes = 16, .frames = {0x1000}});
+    builder.bin_shards = 64;
+    builder.site_delta_slots = 64;
+    for (uint32_t shard = 0; shard < 64; ++shard)
+        for (uint32_t slot = 0; slot < 64; ++slot)
+            builder.deltas.push_back({.shard = shard,
+                                      .site = kFirst + (shard * 1171 + slot) * 17 % 75000,
+                                      .allocs = 1,
+                                      .frees = 1,
+                                      .alloc_bytes = 16,
+                                      .free_bytes = 16,
+                                      .slot = slot});
+    const auto snapshot = parse_segment(builder.build());
+    uint64_t allocs = 0, frees = 0;
+    for (const Site& site : snapshot.sites) {
+        allocs += site.counters.allocs;
+        frees += site.counters.frees;
+    }
+    EXPECT_EQ(allocs, 75000u + 64 * 64);
+    EXPECT_EQ(frees, 64u * 64);
+    EXPECT_EQ(snapshot.totals.allocs, allocs);
+}
 
 TEST(ParseSegment, RejectsASiteDeeperThanMaxDepth) {
     auto bytes = typical_builder().build();
