@@ -1,6 +1,8 @@
 // Makes fuzzing seeds of a real segment. A segment is as large as its capacities (megabytes,
 // mostly holes); its compact copy keeps only what was claimed, each table right after the
-// previous one, the bin shards summed into one: the same content, parsed the same way, in a few
+// previous one, the bin shards summed into one and the site delta entries of all shards merged
+// into one shard's (at most 64 entries, direct-mapped as the writer maps them; counts that find
+// their entry taken go into the site's record): the same content, parsed the same way, in a few
 // kilobytes. With --with-variants, next to it go variants that break one rule each, so the
 // fuzzer starts at the parser's every check instead of having to find them.
 //
@@ -9,12 +11,14 @@
 // test/fuzz/make_corpus.sh runs real programs under the preload and calls this on their segments.
 #include <leakwrap/segment_layout.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <vector>
 
 namespace {
@@ -23,6 +27,9 @@ using namespace leakwrap;
 namespace fs = std::filesystem;
 
 uint64_t align64(uint64_t offset) { return (offset + 63) / 64 * 64; }
+
+// Delta entries per shard in a compact segment (the writer keeps 64).
+constexpr uint32_t kCompactDeltaSlots = 64;
 
 template <class T>
 T load(const std::vector<char>& bytes, uint64_t offset) {
@@ -45,6 +52,14 @@ std::vector<char> compact(const std::vector<char>& segment) {
     const uint64_t modules_bytes = uint64_t{modules} * header.module_record_size;
     const uint64_t bins_bytes = uint64_t{layout::kSizeClassCount} * sizeof(layout::BinCounters);
 
+    // A table the file does not hold (not a segment of our writer) is left out.
+    const uint64_t delta_entries = uint64_t{header.bin_shards} * header.site_delta_slots;
+    const bool deltas_present =
+        delta_entries != 0 && header.site_deltas_offset <= segment.size() &&
+        delta_entries <= (segment.size() - header.site_deltas_offset) / sizeof(layout::SiteDelta);
+    const uint32_t delta_slots =
+        deltas_present ? std::min(header.site_delta_slots, kCompactDeltaSlots) : 0;
+
     layout::Header compacted = header;
     compacted.site_capacity = compacted.sites_claimed = sites;
     compacted.module_capacity = compacted.modules_claimed = modules;
@@ -54,7 +69,10 @@ std::vector<char> compact(const std::vector<char>& segment) {
     compacted.modules_offset = align64(compacted.sites_offset + sites_bytes);
     compacted.strings_offset = align64(compacted.modules_offset + modules_bytes);
     compacted.bins_offset = align64(compacted.strings_offset + strings);
-    compacted.segment_size = compacted.bins_offset + bins_bytes;
+    compacted.site_delta_slots = delta_slots;
+    compacted.site_deltas_offset = align64(compacted.bins_offset + bins_bytes);
+    compacted.segment_size =
+        compacted.site_deltas_offset + uint64_t{delta_slots} * sizeof(layout::SiteDelta);
 
     std::vector<char> out(compacted.segment_size);
     store(out, 0, compacted);
@@ -74,13 +92,53 @@ std::vector<char> compact(const std::vector<char>& segment) {
         }
         store(out, compacted.bins_offset + uint64_t{size_class} * sizeof sum, sum);
     }
+
+    // The deltas of each kept, ready site, summed over the shards. Entries naming no such site
+    // (claimed after the count was taken, not ready yet) count for nothing in the reader either.
+    std::map<uint32_t, layout::SiteDelta> delta_of_site;
+    for (uint64_t entry = 0; deltas_present && entry < delta_entries; ++entry) {
+        const auto delta = load<layout::SiteDelta>(
+            segment, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
+        if (delta.site == layout::kNoDeltaSite || delta.site >= sites) continue;
+        const auto record = load<layout::SiteRecord>(
+            out, compacted.sites_offset + uint64_t{delta.site} * header.site_record_size);
+        if (record.state != layout::kReady) continue;
+        layout::SiteDelta& sum = delta_of_site.try_emplace(delta.site).first->second;
+        sum.site = delta.site;
+        sum.allocs += delta.allocs;
+        sum.frees += delta.frees;
+        sum.alloc_bytes += delta.alloc_bytes;
+        sum.free_bytes += delta.free_bytes;
+    }
+    for (uint32_t slot = 0; slot < delta_slots; ++slot) {
+        layout::SiteDelta empty{};
+        empty.site = layout::kNoDeltaSite;
+        store(out, compacted.site_deltas_offset + uint64_t{slot} * sizeof empty, empty);
+    }
+    for (const auto& [site, delta] : delta_of_site) {
+        const uint64_t entry_at =
+            compacted.site_deltas_offset + uint64_t{site & (delta_slots - 1)} * sizeof delta;
+        if (load<layout::SiteDelta>(out, entry_at).site == layout::kNoDeltaSite) {
+            store(out, entry_at, delta);
+            continue;
+        }
+        const uint64_t record_at =
+            compacted.sites_offset + uint64_t{site} * header.site_record_size;
+        auto record = load<layout::SiteRecord>(out, record_at);
+        record.allocs += delta.allocs;
+        record.frees += delta.frees;
+        record.alloc_bytes += delta.alloc_bytes;
+        record.free_bytes += delta.free_bytes;
+        store(out, record_at, record);
+    }
     return out;
 }
 
-// A compact segment with one rule broken.
+// A compact segment with one rule broken (or, for the deltas, bent the way a live writer may).
 struct Variant {
     const char* name;
     std::function<void(std::vector<char>&)> change;
+    bool needs_delta_table = false;
 };
 
 void change_header(std::vector<char>& segment, const std::function<void(layout::Header&)>& change) {
@@ -95,6 +153,21 @@ void change_last_site(std::vector<char>& segment, const std::function<void(layou
     auto site = load<layout::SiteRecord>(segment, at);
     change(site);
     store(segment, at, site);
+}
+
+// The entry the writer would use for `site` in the compact segment's single shard.
+void change_delta_entry_of(std::vector<char>& segment, uint32_t site,
+                           const std::function<void(layout::SiteDelta&)>& change) {
+    const auto header = load<layout::Header>(segment, 0);
+    const uint64_t at = header.site_deltas_offset +
+                        uint64_t{site & (header.site_delta_slots - 1)} * sizeof(layout::SiteDelta);
+    auto delta = load<layout::SiteDelta>(segment, at);
+    change(delta);
+    store(segment, at, delta);
+}
+
+uint32_t last_site(const std::vector<char>& segment) {
+    return load<layout::Header>(segment, 0).sites_claimed - 1;
 }
 
 // Only rules deep inside the segment: the fuzzer finds the header's own checks by itself, and the
@@ -112,6 +185,24 @@ const Variant kVariants[] = {
          const uint32_t pool_end = load<layout::Header>(s, 0).strings_capacity;
          change_last_site(s, [pool_end](auto& site) { site.ruby_file = pool_end; });
      }},
+    // The record counts one allocation, the delta the rest of 2^64.
+    {"delta-overflowing-its-site",
+     [](auto& s) {
+         change_last_site(s, [](auto& site) { site.allocs = std::max<uint64_t>(site.allocs, 1); });
+         change_delta_entry_of(s, last_site(s), [&](auto& delta) {
+             delta = {last_site(s), 0, UINT64_MAX, 0, 0, 0};
+         });
+     },
+     true},
+    // Accepted: a site claimed after the reader read sites_claimed; the reader ignores it.
+    {"delta-naming-an-unclaimed-site",
+     [](auto& s) {
+         const uint32_t unclaimed = last_site(s) + 1;
+         change_delta_entry_of(s, unclaimed, [unclaimed](auto& delta) {
+             delta = {unclaimed, 0, UINT64_MAX, 1, UINT64_MAX, 8};
+         });
+     },
+     true},
 };
 
 void write(const fs::path& path, const std::vector<char>& bytes) {
@@ -136,8 +227,10 @@ int main(int argc, char** argv) {
     const std::vector<char> compacted = compact(segment);
     const fs::path directory = argv[2];
     write(directory / argv[3], compacted);
+    const bool has_delta_table = load<layout::Header>(compacted, 0).site_delta_slots != 0;
     for (const Variant& variant : kVariants) {
         if (!with_variants) break;
+        if (variant.needs_delta_table && !has_delta_table) continue;
         std::vector<char> broken = compacted;
         variant.change(broken);
         write(directory / (std::string(argv[3]) + "." + variant.name), broken);
