@@ -12,7 +12,9 @@ namespace {
 constinit uintptr_t g_own_begin = 0;
 constinit uintptr_t g_own_end = 0;
 
-// Frames of leakwrap between the unwinder and the program's caller.
+// Frames of leakwrap between the unwinder and the program's caller: usually about five, never
+// more than this.
+constexpr int kUsualOwnFrames = 8;
 constexpr int kMaxOwnFrames = 16;
 
 int find_own_range(dl_phdr_info* info, size_t, void* own_base) {
@@ -50,16 +52,24 @@ void init_stack_capture() {
 // cannot be filled from it.
 void capture_stack(uint32_t max_depth, CapturedStack* out) {
     void* addresses[layout::kMaxDepth + kMaxOwnFrames];
-    int found = unw_backtrace(addresses, static_cast<int>(max_depth) + kMaxOwnFrames);
-    uint32_t depth = 0;
-    for (int i = 0; i < found && depth < max_depth; ++i) {
-        auto ip = reinterpret_cast<uintptr_t>(addresses[i]);
-        // leakwrap's frames sit at the inner end, and its wrappers of ruby_init/ruby_setup in
-        // the middle of some stacks: neither is the program's code.
-        if (!is_own_frame(ip)) out->frames[depth++] = ip;
+    // Every frame costs: ask for the few own frames at the inner end only, and for more only if
+    // own frames in the middle of the stack (the Ruby wrappers) left it short.
+    int wanted = static_cast<int>(max_depth) + kUsualOwnFrames;
+    for (;;) {
+        int found = unw_backtrace(addresses, wanted);
+        uint32_t depth = 0;
+        for (int i = 0; i < found && depth < max_depth; ++i) {
+            auto ip = reinterpret_cast<uintptr_t>(addresses[i]);
+            // leakwrap's frames sit at the inner end, and its wrappers of ruby_init/ruby_setup
+            // in the middle of some stacks: neither is the program's code.
+            if (!is_own_frame(ip)) out->frames[depth++] = ip;
+        }
+        out->depth = depth;
+        out->slots_known = false;
+        if (depth == max_depth || found < wanted || wanted == static_cast<int>(max_depth) + kMaxOwnFrames)
+            return;
+        wanted = static_cast<int>(max_depth) + kMaxOwnFrames;
     }
-    out->depth = depth;
-    out->slots_known = false;
 }
 
 // The cursor API gives each frame's stack pointer, from which the slot of every return address
