@@ -40,6 +40,7 @@ private:
 
     std::optional<std::size_t> module_at(uint64_t address, uint32_t module_generation) const;
     DebugInfo& debug_info(std::size_t module_index);
+    static const char* function_at(DebugInfo& info, uint64_t address);
     ResolvedFrame symbolize(uint64_t address, std::size_t module_index);
 
     std::vector<Module> modules_;
