@@ -28,7 +28,8 @@ struct Entry {
     uint32_t ruby_file;
     uint32_t ruby_line;
     uint32_t site;
-    uint32_t depth;    // kFilled: frames remembered; kSeen: times the key led to the site
+    uint32_t depth;    // kFilled: frames remembered
+    uint32_t repeats;  // kSeen: times in a row the key led to `site`
     uint32_t state;
     // followed by uint64_t frames[max_depth] and uint32_t slot_offsets[max_depth]
 };
@@ -127,7 +128,7 @@ CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, const
     Entry* entry = entry_at(cache, slot_index(caller, size_class));
     if (entry->state == kEmpty || !same_key(entry, caller, size_class, ruby))
         return {kNoCachedSite, false};
-    if (entry->state == kSeen) return {kNoCachedSite, entry->depth >= kRepeatsBeforeFilling};
+    if (entry->state == kSeen) return {kNoCachedSite, entry->repeats >= kRepeatsBeforeFilling};
     const uint64_t* frames = entry_frames(entry);
     const uint32_t* offsets = entry_slot_offsets(entry);
     uintptr_t base = slot_base(caller);
@@ -135,7 +136,7 @@ CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, const
         auto* slot = reinterpret_cast<const uint64_t*>(base + offsets[i]);
         if (*slot != frames[i]) {
             entry->state = kSeen;  // the stack above changed: start counting again
-            entry->depth = 0;
+            entry->repeats = 0;
             return {kNoCachedSite, false};
         }
     }
@@ -153,7 +154,7 @@ void remember_site(const CallerContext& caller, uint32_t size_class, const RubyL
         entry->state = kSeen;
         set_key(entry, caller, size_class, ruby);
         entry->site = site;
-        entry->depth = repeated ? entry->depth + 1 : 1;
+        entry->repeats = repeated ? entry->repeats + 1 : 1;
         return;
     }
     uintptr_t base = slot_base(caller);
