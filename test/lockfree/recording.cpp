@@ -13,12 +13,10 @@
 #include "modules.h"
 #include "ruby_location.h"
 #include "segment.h"
+#include "site_counters.h"
 #include "site_table.h"
 #include "stack_capture.h"
 #include "thread_stacks.h"
-#if __has_include("site_counters.h")
-#include "site_counters.h"  // count_allocation/count_free, where they moved from site_table.h
-#endif
 
 // What lifecycle.cpp defines (it is left out: its constructor would start the preload's own
 // tracking in the test process, and it interposes _exit).
