@@ -41,7 +41,8 @@ std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows,
                                           const ReportOptions& options) {
     std::vector<const ReportRow*> ranked;
     ranked.reserve(rows.size());
-    for (const auto& row : rows) ranked.push_back(&row);
+    for (const auto& row : rows)
+        if (row.counters.live_bytes() >= options.min_live_bytes) ranked.push_back(&row);
 
     const auto primary = [&](const ReportRow& row) {
         switch (options.sort) {

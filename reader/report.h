@@ -33,6 +33,7 @@ struct ReportOptions {
     Grouping by = Grouping::native;
     bool bins = false;  // text and CSV: the size-class table instead of the rows
     ValueKind value = ValueKind::live;  // folded
+    uint64_t min_live_bytes = 0;  // rows holding fewer live bytes are left out (watch's --min-bytes)
 };
 
 // Descending by the sort key; ties by live blocks, then ascending id, so output is stable.
