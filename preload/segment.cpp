@@ -190,8 +190,8 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
                             reinterpret_cast<layout::BinCounters*>(base + g.bins_offset),
                             reinterpret_cast<layout::SiteDelta*>(base + g.site_deltas_offset),
                             config.max_sites, g.site_record_size, config.depth};
-    // The header, the bins, the site deltas and the overflow sites are written at once; later slots are backed
-    // on claim.
+    // The header, the bins, the site deltas and the overflow sites are written at once; later
+    // slots are backed on claim.
     if (posix_fallocate(g_segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
         !reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * g.site_record_size)) {
         warn("no space in /dev/shm for a leakwrap segment; this process is not profiled");

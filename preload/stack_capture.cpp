@@ -12,8 +12,8 @@ namespace {
 constinit uintptr_t g_own_begin = 0;
 constinit uintptr_t g_own_end = 0;
 
-// Frames of leakwrap between the unwinder and the program's caller: usually about five, never
-// more than this.
+// Frames of leakwrap on a stack: at the inner end about five (room is left for this many), and
+// never more than kMaxOwnFrames in all.
 constexpr int kUsualOwnFrames = 8;
 constexpr int kMaxOwnFrames = 16;
 
