@@ -16,6 +16,7 @@ packages=(
   clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
   time heaptrack                                       # test/bench/compare.sh
+  ruby-railties ruby-redcarpet ruby-nokogiri           # examples/rails: Rails 6.1 (its controller layer), and its test
 )
 
 missing=()

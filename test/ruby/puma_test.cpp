@@ -3,10 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <csignal>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <sstream>
 
 #include "ruby_support.h"
@@ -18,73 +16,8 @@ constexpr long long kRequests = 200;
 constexpr long long kOptionsSize = 512;  // sizeof(struct render_options) in markdown_renderer.c
 constexpr const char* kExtension = "/markdown_renderer.so";
 
-// puma running examples/puma/config.ru under the preload, on a loopback port the kernel picks.
-class Puma {
-public:
-    explicit Puma(int workers) : target_(command(workers), profiled_with_extensions()) {
-        const std::vector<std::string> log = target_.wait_ready("Use Ctrl-C to stop", 60s);
-        const std::regex listening(R"(Listening on http://127\.0\.0\.1:(\d+))");
-        for (const auto& line : log) {
-            std::smatch match;
-            if (std::regex_search(line, match, listening)) url_ = "http://127.0.0.1:" + match[1].str() + "/";
-        }
-        if (url_.empty()) throw std::runtime_error("puma did not say where it listens");
-        for (int worker = 0; worker < workers; ++worker) target_.wait_ready(") booted in", 60s);
-    }
-    ~Puma() {
-        if (!stopped_) {
-            try {
-                stop();
-            } catch (const std::exception&) {  // ~Target kills what is left
-            }
-        }
-    }
-    Puma(const Puma&) = delete;
-    Puma& operator=(const Puma&) = delete;
-
-    pid_t pid() const { return target_.pid(); }
-    const std::string& url() const { return url_; }
-
-    // The workers of a cluster, from the kernel: the children of the master.
-    std::vector<pid_t> worker_pids() const {
-        std::ifstream children("/proc/" + std::to_string(pid()) + "/task/" + std::to_string(pid()) + "/children");
-        std::vector<pid_t> pids;
-        for (pid_t child; children >> child;) pids.push_back(child);
-        return pids;
-    }
-
-    // SIGINT is puma's clean stop (SIGTERM re-raises itself and ends the process by the signal).
-    int stop() {
-        stopped_ = true;
-        kill(pid(), SIGINT);
-        return target_.release_and_wait(60s);
-    }
-
-private:
-    static std::vector<std::string> command(int workers) {
-        std::vector<std::string> argv{paths::puma, "--bind", "tcp://127.0.0.1:0"};
-        if (workers > 0) argv.insert(argv.end(), {"--workers", std::to_string(workers)});
-        argv.push_back(paths::source("examples/puma/config.ru"));
-        return argv;
-    }
-
-    Target target_;
-    std::string url_;
-    bool stopped_ = false;
-};
-
-// Exactly `count` GET requests, each on its own connection, each answered 200; from a client
-// that runs without the preload.
-void send_requests(const std::string& url, long long count) {
-    const char* client =
-        "url, count = ARGV\n"
-        "Integer(count).times do |i|\n"
-        "  response = Net::HTTP.get_response(URI(url))\n"
-        "  abort \"request #{i}: HTTP #{response.code}\" unless response.code == '200'\n"
-        "end\n";
-    const Completed sent =
-        run({paths::ruby, "-rnet/http", "-e", client, url, std::to_string(count)}, Environment::bare(), {}, 60s);
-    ASSERT_EQ(sent.exit_code, 0) << sent.err;
+std::vector<std::string> config_ru() {
+    return {paths::source("examples/puma/config.ru")};
 }
 
 void require_puma_and_extension() {
@@ -117,7 +50,7 @@ TEST(RubyPuma, EveryRequestLeaksOneOptionsBlockAtTheLineThatMakesTheRenderer) {
     const std::string config = paths::source("examples/puma/config.ru");
     const int renderer_line = line_containing(config, "MarkdownRenderer.new");
 
-    Puma puma(0);
+    Puma puma(config_ru());
     send_requests(puma.url(), kRequests);
     const nlohmann::json report = report_json(puma.pid());
 
@@ -138,7 +71,7 @@ TEST(RubyPuma, ClusterWorkersAreListedWithTheirTitlesAndTogetherHoldOneLeakPerRe
     LEAKWRAP_SKIP_WITHOUT_RUBY();
     require_puma_and_extension();
 
-    Puma puma(2);
+    Puma puma(config_ru(), 2);
     const std::vector<pid_t> workers = puma.worker_pids();
     ASSERT_EQ(workers.size(), 2u);
     send_requests(puma.url(), kRequests);

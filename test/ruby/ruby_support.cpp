@@ -1,6 +1,10 @@
 #include "ruby_support.h"
 
+#include <gtest/gtest.h>
+
+#include <csignal>
 #include <fstream>
+#include <regex>
 #include <stdexcept>
 
 namespace leakwrap::e2e::ruby {
@@ -16,6 +20,61 @@ std::string source(std::string_view relative_path) {
 
 Environment profiled_with_extensions() {
     return Environment::profiled().set("RUBYLIB", paths::extension_dir).set("LEAKWRAP_DEPTH", "2");
+}
+
+namespace {
+std::vector<std::string> puma_command(const std::vector<std::string>& arguments, int workers) {
+    std::vector<std::string> argv{paths::puma, "--bind", "tcp://127.0.0.1:0"};
+    if (workers > 0) argv.insert(argv.end(), {"--workers", std::to_string(workers)});
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    return argv;
+}
+}  // namespace
+
+Puma::Puma(const std::vector<std::string>& arguments, int workers)
+    : target_(puma_command(arguments, workers), profiled_with_extensions()) {
+    const std::vector<std::string> log = target_.wait_ready("Use Ctrl-C to stop", 60s);
+    const std::regex listening(R"(Listening on http://127\.0\.0\.1:(\d+))");
+    for (const auto& line : log) {
+        std::smatch match;
+        if (std::regex_search(line, match, listening)) url_ = "http://127.0.0.1:" + match[1].str() + "/";
+    }
+    if (url_.empty()) throw std::runtime_error("puma did not say where it listens");
+    for (int worker = 0; worker < workers; ++worker) target_.wait_ready(") booted in", 60s);
+}
+
+Puma::~Puma() {
+    if (!stopped_) {
+        try {
+            stop();
+        } catch (const std::exception&) {  // ~Target kills what is left
+        }
+    }
+}
+
+std::vector<pid_t> Puma::worker_pids() const {
+    std::ifstream children("/proc/" + std::to_string(pid()) + "/task/" + std::to_string(pid()) + "/children");
+    std::vector<pid_t> pids;
+    for (pid_t child; children >> child;) pids.push_back(child);
+    return pids;
+}
+
+int Puma::stop() {
+    stopped_ = true;
+    kill(pid(), SIGINT);
+    return target_.release_and_wait(60s);
+}
+
+void send_requests(const std::string& url, long long count) {
+    const char* client =
+        "url, count = ARGV\n"
+        "Integer(count).times do |i|\n"
+        "  response = Net::HTTP.get_response(URI(url))\n"
+        "  abort \"request #{i}: HTTP #{response.code}\" unless response.code == '200'\n"
+        "end\n";
+    const Completed sent =
+        run({paths::ruby, "-rnet/http", "-e", client, url, std::to_string(count)}, Environment::bare(), {}, 60s);
+    ASSERT_EQ(sent.exit_code, 0) << sent.err;
 }
 
 int line_containing(const std::string& file, std::string_view text) {

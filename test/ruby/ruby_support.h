@@ -1,7 +1,10 @@
 // What the Ruby tests share on top of the e2e harness: where ruby, puma, the extensions and the
-// Ruby sources are, lines of Ruby sources found by what they say, and report rows selected by
-// Ruby location or by the extension function that allocated.
+// Ruby sources are, a puma under the preload and a client that sends it requests, lines of Ruby
+// sources found by what they say, and report rows selected by Ruby location or by the extension
+// function that allocated.
 #pragma once
+
+#include <sys/types.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,6 +36,33 @@ std::string source(std::string_view relative_path);  // a file of the repository
 // the tests look no further than the allocating function, which is frame 0, or frame 1 under
 // ruby_xmalloc.
 Environment profiled_with_extensions();
+
+// puma under the preload (profiled_with_extensions), listening on a loopback port the kernel
+// picks: `puma --bind tcp://127.0.0.1:0 [--workers N] arguments…`, the rackup file last among
+// the arguments. Ready once puma and every worker have booted.
+class Puma {
+public:
+    explicit Puma(const std::vector<std::string>& arguments, int workers = 0);
+    ~Puma();
+    Puma(const Puma&) = delete;
+    Puma& operator=(const Puma&) = delete;
+
+    pid_t pid() const { return target_.pid(); }
+    const std::string& url() const { return url_; }
+    // The workers of a cluster, from the kernel: the children of the master.
+    std::vector<pid_t> worker_pids() const;
+    // SIGINT is puma's clean stop (SIGTERM re-raises itself and ends the process by the signal).
+    int stop();
+
+private:
+    Target target_;
+    std::string url_;
+    bool stopped_ = false;
+};
+
+// Exactly `count` GET requests, each on its own connection, each answered 200; from a client
+// that runs without the preload.
+void send_requests(const std::string& url, long long count);
 
 // The 1-based number of the one line of `file` that contains `text`; throws unless exactly one does.
 int line_containing(const std::string& file, std::string_view text);

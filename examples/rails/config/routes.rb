@@ -1,0 +1,3 @@
+Rails.application.routes.draw do
+  root 'notes#show'
+end
