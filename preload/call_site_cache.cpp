@@ -24,9 +24,8 @@ constexpr uint32_t kRepeatsBeforeFilling = 64;
 struct Entry {
     uintptr_t return_address;
     uintptr_t stack_pointer;
+    uint64_t ruby_hash;  // of the thread's Ruby backtrace, 0 without one
     uint32_t size_class;
-    uint32_t ruby_file;
-    uint32_t ruby_line;
     uint32_t site;
     uint32_t depth;    // kFilled: frames remembered
     uint32_t repeats;  // kSeen: times in a row the key led to `site`
@@ -95,25 +94,24 @@ ThreadCache* usable_cache(uintptr_t stack_pointer) {
 // The innermost slot: the caller's return address, just below its stack pointer.
 uintptr_t slot_base(const CallerContext& caller) { return caller.stack_pointer - sizeof(uint64_t); }
 
-uint32_t slot_index(const CallerContext& caller, uint32_t size_class) {
-    uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7) ^ size_class) *
+uint32_t slot_index(const CallerContext& caller, uint32_t size_class, uint64_t ruby_hash) {
+    uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7) ^ size_class ^ ruby_hash) *
                      0x9E3779B97F4A7C15ull;
     return static_cast<uint32_t>(mixed >> 58) % kEntries;
 }
 
 bool same_key(const Entry* entry, const CallerContext& caller, uint32_t size_class,
-              const RubyLocation& ruby) {
+              uint64_t ruby_hash) {
     return entry->return_address == caller.return_address &&
            entry->stack_pointer == caller.stack_pointer && entry->size_class == size_class &&
-           entry->ruby_file == ruby.file && entry->ruby_line == ruby.line;
+           entry->ruby_hash == ruby_hash;
 }
 
-void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby) {
+void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class, uint64_t ruby_hash) {
     entry->return_address = caller.return_address;
     entry->stack_pointer = caller.stack_pointer;
     entry->size_class = size_class;
-    entry->ruby_file = ruby.file;
-    entry->ruby_line = ruby.line;
+    entry->ruby_hash = ruby_hash;
 }
 
 }  // namespace
@@ -122,11 +120,11 @@ void init_call_site_cache() {
     g_cache_key_ready = pthread_key_create(&g_cache_key, release_cache) == 0;
 }
 
-CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby) {
+CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint64_t ruby_hash) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return {kNoCachedSite, false};
-    Entry* entry = entry_at(cache, slot_index(caller, size_class));
-    if (entry->state == kEmpty || !same_key(entry, caller, size_class, ruby))
+    Entry* entry = entry_at(cache, slot_index(caller, size_class, ruby_hash));
+    if (entry->state == kEmpty || !same_key(entry, caller, size_class, ruby_hash))
         return {kNoCachedSite, false};
     if (entry->state == kSeen) return {kNoCachedSite, entry->repeats >= kRepeatsBeforeFilling};
     const uint64_t* frames = entry_frames(entry);
@@ -143,16 +141,16 @@ CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, const
     return {entry->site, false};
 }
 
-void remember_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby,
+void remember_site(const CallerContext& caller, uint32_t size_class, uint64_t ruby_hash,
                    const CapturedStack& stack, uint32_t site) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return;
-    Entry* entry = entry_at(cache, slot_index(caller, size_class));
+    Entry* entry = entry_at(cache, slot_index(caller, size_class, ruby_hash));
     if (!stack.slots_known) {
         bool repeated = entry->state == kSeen && entry->site == site &&
-                        same_key(entry, caller, size_class, ruby);
+                        same_key(entry, caller, size_class, ruby_hash);
         entry->state = kSeen;
-        set_key(entry, caller, size_class, ruby);
+        set_key(entry, caller, size_class, ruby_hash);
         entry->site = site;
         entry->repeats = repeated ? entry->repeats + 1 : 1;
         return;
@@ -164,7 +162,7 @@ void remember_site(const CallerContext& caller, uint32_t size_class, const RubyL
             return;
     }
     entry->state = kEmpty;
-    set_key(entry, caller, size_class, ruby);
+    set_key(entry, caller, size_class, ruby_hash);
     entry->site = site;
     entry->depth = stack.depth;
     uint64_t* frames = entry_frames(entry);

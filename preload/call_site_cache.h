@@ -3,7 +3,7 @@
 // Unwinding with slots costs about a hundred times the fast unwind, so a key is only filled
 // once it has led to the same site a few times in a row (see EntryState).
 //
-// An entry remembers, for a (return address, caller stack pointer, size class, Ruby location),
+// An entry remembers, for a (return address, caller stack pointer, size class, Ruby backtrace),
 // the frames of the stack and the stack slot each return address was read from. A hit requires
 // the same caller address and stack pointer, and every remembered slot to hold the same return
 // address now: frames whose canonical frame address follows from the stack pointer (all but
@@ -17,7 +17,6 @@
 #include <cstdint>
 
 #include "caller.h"
-#include "ruby_location.h"
 #include "stack_capture.h"
 
 namespace leakwrap {
@@ -31,10 +30,10 @@ struct CacheLookup {
     bool fill;            // a miss worth the slow unwind that gives the slots to fill the entry
 };
 
-CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby);
+CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint64_t ruby_hash);
 
 // Fills the call's entry if the stack's slots are known; otherwise only notes its key.
-void remember_site(const CallerContext& caller, uint32_t size_class, const RubyLocation& ruby,
+void remember_site(const CallerContext& caller, uint32_t size_class, uint64_t ruby_hash,
                    const CapturedStack& stack, uint32_t site);
 
 }  // namespace leakwrap

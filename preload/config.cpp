@@ -39,6 +39,8 @@ bool read_flag(const char* name) {
 Config read_config() {
     Config config;
     config.depth = static_cast<uint32_t>(read_number("LEAKWRAP_DEPTH", config.depth, 1, layout::kMaxDepth));
+    config.ruby_depth = static_cast<uint32_t>(
+        read_number("LEAKWRAP_RUBY_DEPTH", config.ruby_depth, 0, layout::kMaxRubyDepth));
     config.max_sites = static_cast<uint32_t>(read_number(
         "LEAKWRAP_MAX_SITES", config.max_sites, layout::kMinSiteCapacity, layout::kMaxSiteCapacity));
     config.sample_interval =

@@ -15,7 +15,7 @@
 #include "guard.h"
 #include "modules.h"
 #include "real_allocator.h"
-#include "ruby_location.h"
+#include "ruby_backtrace.h"
 #include "sampler.h"
 #include "segment.h"
 #include "site_table.h"
@@ -74,7 +74,7 @@ bool start_tracking() {
     init_stack_capture();
     init_call_site_cache();
     record_thread_stack_bounds();
-    init_ruby_location();
+    init_ruby_backtrace();
     scan_modules();
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     return true;

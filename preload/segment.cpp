@@ -29,7 +29,11 @@ namespace bip = boost::interprocess;
 using layout::Header;
 
 constexpr uint32_t kModuleCapacity = 2048;
-constexpr uint32_t kStringsCapacity = 1u << 20;
+// Ruby source paths of a large app fit many times over; the pool is backed only as it fills.
+constexpr uint32_t kStringsCapacity = 16u << 20;
+// Stack table bytes per site slot: a native stack of 16 frames is 152 bytes, a Ruby stack of a
+// few native and 8 Ruby frames about 100, and a stack serves 1.3 to 2 sites (size classes).
+constexpr uint64_t kStackBytesPerSite = 128;
 // tmpfs pages are reserved in chunks of this many bytes as the tables fill.
 constexpr uint64_t kReserveChunk = 64 * 1024;
 
@@ -40,7 +44,10 @@ alignas(bip::mapped_region) constinit unsigned char g_region_storage[sizeof(bip:
 constinit bool g_boost_objects_live = false;
 constinit int g_segment_fd = -1;
 constinit char g_segment_name[32]{};
-constinit std::atomic<uint64_t> g_reserved_until[3]{};  // sites, modules, strings
+// Per table, everything below the mark is backed: sites (and what precedes them), stacks,
+// modules, strings.
+enum Table { kSitesTable, kStacksTable, kModulesTable, kStringsTable, kTables };
+constinit std::atomic<uint64_t> g_reserved_until[kTables]{};
 
 bip::shared_memory_object& stored_shm() {
     return *std::launder(reinterpret_cast<bip::shared_memory_object*>(g_shm_storage));
@@ -59,22 +66,23 @@ uint64_t align_up(uint64_t value, uint64_t alignment) {
 }
 
 struct Geometry {
-    uint64_t bins_offset, site_deltas_offset, sites_offset, modules_offset, strings_offset, size;
-    uint32_t site_record_size;
+    uint64_t bins_offset, site_deltas_offset, sites_offset, stacks_offset, stacks_capacity,
+        modules_offset, strings_offset, size;
 };
 
 constinit Geometry g_geometry{};
 
 Geometry geometry_for(const Config& config) {
     Geometry g{};
-    g.site_record_size = layout::site_record_size_for(config.depth);
     g.bins_offset = align_up(sizeof(Header), 4096);
     g.site_deltas_offset =
         g.bins_offset + uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters);
     g.sites_offset = align_up(
         g.site_deltas_offset + uint64_t{kBinShards} * kSiteDeltaSlots * sizeof(layout::SiteDelta), 4096);
-    g.modules_offset =
-        align_up(g.sites_offset + uint64_t{config.max_sites} * g.site_record_size, 4096);
+    g.stacks_offset =
+        align_up(g.sites_offset + uint64_t{config.max_sites} * sizeof(layout::SiteRecord), 4096);
+    g.stacks_capacity = uint64_t{config.max_sites} * kStackBytesPerSite;
+    g.modules_offset = align_up(g.stacks_offset + g.stacks_capacity, 4096);
     g.strings_offset =
         align_up(g.modules_offset + uint64_t{kModuleCapacity} * sizeof(layout::ModuleRecord), 4096);
     g.size = align_up(g.strings_offset + kStringsCapacity, 4096);
@@ -181,19 +189,21 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     g_segment_fd = static_cast<int>(stored_shm().get_mapping_handle().handle);
     std::memcpy(g_segment_name, name, sizeof name);
     g_geometry = g;
-    g_reserved_until[0].store(g.sites_offset, std::memory_order_relaxed);
-    g_reserved_until[1].store(g.modules_offset, std::memory_order_relaxed);
-    g_reserved_until[2].store(g.strings_offset, std::memory_order_relaxed);
+    g_reserved_until[kSitesTable].store(g.sites_offset, std::memory_order_relaxed);
+    g_reserved_until[kStacksTable].store(g.stacks_offset, std::memory_order_relaxed);
+    g_reserved_until[kModulesTable].store(g.modules_offset, std::memory_order_relaxed);
+    g_reserved_until[kStringsTable].store(g.strings_offset, std::memory_order_relaxed);
 
     auto* base = static_cast<std::byte*>(stored_region().get_address());
     g_segment = SegmentView{base, reinterpret_cast<Header*>(base),
                             reinterpret_cast<layout::BinCounters*>(base + g.bins_offset),
                             reinterpret_cast<layout::SiteDelta*>(base + g.site_deltas_offset),
-                            config.max_sites, g.site_record_size, config.depth};
+                            base + g.stacks_offset, g.stacks_capacity, config.max_sites,
+                            config.depth, config.ruby_depth};
     // The header, the bins, the site deltas and the overflow sites are written at once; later
     // slots are backed on claim.
     if (posix_fallocate(g_segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
-        !reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * g.site_record_size)) {
+        !reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * sizeof(layout::SiteRecord))) {
         warn("no space in /dev/shm for a leakwrap segment; this process is not profiled");
         bip::shared_memory_object::remove(name);
         return nullptr;
@@ -221,24 +231,34 @@ void publish(Header* h) { std::atomic_ref<uint32_t>(h->state).store(layout::kRea
 
 }  // namespace
 
-// Which reservation mark covers a segment offset: 0 sites (and what precedes them), 1 modules,
-// 2 strings.
-static int table_of(uint64_t offset) {
+// Which reservation mark covers a segment offset.
+static Table table_of(uint64_t offset) {
     const Geometry& g = g_geometry;
-    return offset >= g.strings_offset ? 2 : offset >= g.modules_offset ? 1 : 0;
+    return offset >= g.strings_offset   ? kStringsTable
+           : offset >= g.modules_offset ? kModulesTable
+           : offset >= g.stacks_offset  ? kStacksTable
+                                        : kSitesTable;
+}
+
+static uint64_t table_end(Table table) {
+    const Geometry& g = g_geometry;
+    switch (table) {
+        case kSitesTable: return g.stacks_offset;
+        case kStacksTable: return g.modules_offset;
+        case kModulesTable: return g.strings_offset;
+        default: return g.size;
+    }
 }
 
 bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
-    const Geometry& g = g_geometry;
-    int table = table_of(offset);
-    uint64_t table_end = table == 0 ? g.modules_offset : table == 1 ? g.strings_offset : g.size;
+    Table table = table_of(offset);
     // Invariant: everything of the table below `reserved` is backed. Each reservation starts at
     // the mark it read, so concurrent claimers can never leave a hole below the new mark.
     std::atomic<uint64_t>& reserved = g_reserved_until[table];
     uint64_t needed_end = offset + length;
     uint64_t mark = reserved.load(std::memory_order_acquire);
     if (needed_end <= mark) return true;
-    uint64_t chunk_end = std::min(align_up(needed_end, kReserveChunk), table_end);
+    uint64_t chunk_end = std::min(align_up(needed_end, kReserveChunk), table_end(table));
     if (needed_end > chunk_end ||
         posix_fallocate(g_segment_fd, static_cast<off_t>(mark),
                         static_cast<off_t>(chunk_end - mark)) != 0)
@@ -264,6 +284,16 @@ bool intern_string(const char* text, std::size_t length, layout::StringRef* out)
     return true;
 }
 
+uint64_t claim_stack_bytes(uint64_t bytes) {
+    std::atomic_ref<uint64_t> used(g_segment.header->stacks_used);
+    uint64_t offset = used.load(std::memory_order_relaxed);
+    do {
+        if (bytes > g_segment.stacks_capacity - offset) return UINT64_MAX;
+    } while (!used.compare_exchange_weak(offset, offset + bytes, std::memory_order_relaxed));
+    if (!reserve_segment_bytes(g_geometry.stacks_offset + offset, bytes)) return UINT64_MAX;
+    return offset;
+}
+
 bool create_segment(const Config& config) {
     Geometry g = geometry_for(config);
     Header* h = map_new_segment(config, g);
@@ -277,8 +307,11 @@ bool create_segment(const Config& config) {
     h->segment_size = g.size;
     fill_identity(h, getppid());
     h->max_depth = config.depth;
+    h->max_ruby_depth = config.ruby_depth;
     h->site_capacity = config.max_sites;
-    h->site_record_size = g.site_record_size;
+    h->site_record_size = sizeof(layout::SiteRecord);
+    h->stacks_capacity = g.stacks_capacity;
+    h->stacks_offset = g.stacks_offset;
     h->module_capacity = kModuleCapacity;
     h->module_record_size = sizeof(layout::ModuleRecord);
     h->strings_capacity = kStringsCapacity;
@@ -297,7 +330,7 @@ bool create_segment(const Config& config) {
     for (uint32_t size_class = 0; size_class < layout::kOverflowSites; ++size_class) {
         layout::SiteRecord* overflow = site_record(size_class);
         overflow->size_class = size_class;
-        overflow->ruby_file = layout::kNoString;
+        overflow->stack = layout::kNoStack;
         overflow->state = layout::kReady;
     }
     h->sites_claimed = layout::kOverflowSites;
@@ -332,7 +365,8 @@ void snapshot_segment_for_fork() {
     uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
     uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
     copy_range(0, h->sites_offset);  // header, bins and site deltas
-    copy_range(h->sites_offset, sites * h->site_record_size);
+    copy_range(h->sites_offset, sites * sizeof(layout::SiteRecord));
+    copy_range(h->stacks_offset, std::min(h->stacks_used, h->stacks_capacity));
     copy_range(h->modules_offset, modules * h->module_record_size);
     copy_range(h->strings_offset, std::min(h->strings_used, h->strings_capacity));
 }
@@ -356,7 +390,9 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
     uint64_t sites = std::min<uint64_t>(parent->sites_claimed, parent->site_capacity);
     uint64_t modules = std::min<uint64_t>(parent->modules_claimed, parent->module_capacity);
     uint64_t strings = std::min(parent->strings_used, parent->strings_capacity);
-    bool reserved = reserve_segment_bytes(g.sites_offset, sites * g.site_record_size) &&
+    uint64_t stacks = std::min(parent->stacks_used, parent->stacks_capacity);
+    bool reserved = reserve_segment_bytes(g.sites_offset, sites * sizeof(layout::SiteRecord)) &&
+                    (stacks == 0 || reserve_segment_bytes(g.stacks_offset, stacks)) &&
                     (modules == 0 ||
                      reserve_segment_bytes(g.modules_offset, modules * sizeof(layout::ModuleRecord))) &&
                     (strings == 0 || reserve_segment_bytes(g.strings_offset, strings));
@@ -369,7 +405,8 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
     }
     std::memcpy(g_segment.base, g_fork_snapshot, g.sites_offset);  // header, bins, site deltas
     std::memcpy(g_segment.base + g.sites_offset, g_fork_snapshot + g.sites_offset,
-                sites * g.site_record_size);
+                sites * sizeof(layout::SiteRecord));
+    std::memcpy(g_segment.base + g.stacks_offset, g_fork_snapshot + g.stacks_offset, stacks);
     std::memcpy(g_segment.base + g.modules_offset, g_fork_snapshot + g.modules_offset,
                 modules * sizeof(layout::ModuleRecord));
     std::memcpy(g_segment.base + g.strings_offset, g_fork_snapshot + g.strings_offset, strings);

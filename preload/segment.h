@@ -1,7 +1,7 @@
 // The process's shared-memory segment /dev/shm/leakwrap.<pid>: creation with
 // Boost.Interprocess (exclusive, mode 0600), the process identity the reader checks, tmpfs
-// reservation so that no write can ever raise SIGBUS, the string pool, and the hand-over to a
-// fresh segment in a forked child.
+// reservation so that no write can ever raise SIGBUS, the string pool and the stack table's
+// bytes, and the hand-over to a fresh segment in a forked child.
 #pragma once
 
 #include <cstddef>
@@ -19,20 +19,29 @@ struct SegmentView {
     layout::Header* header;
     layout::BinCounters* bins;
     layout::SiteDelta* site_deltas;
+    std::byte* stacks;            // the stack table
+    uint64_t stacks_capacity;     // its bytes
     uint32_t site_capacity;
-    uint32_t site_record_size;
-    uint32_t max_depth;
+    uint32_t max_depth;           // native frames per stack
+    uint32_t max_ruby_depth;      // Ruby frames per stack
 };
 extern constinit SegmentView g_segment;
 
 inline layout::SiteRecord* site_record(uint32_t index) {
-    return reinterpret_cast<layout::SiteRecord*>(g_segment.base + g_segment.header->sites_offset +
-                                                 uint64_t{index} * g_segment.site_record_size);
+    return reinterpret_cast<layout::SiteRecord*>(g_segment.base + g_segment.header->sites_offset) + index;
 }
 
-inline uint64_t* site_frames(layout::SiteRecord* record) {
-    return reinterpret_cast<uint64_t*>(reinterpret_cast<std::byte*>(record) +
-                                       layout::kFramesOffsetInSite);
+inline layout::StackRecord* stack_record(uint32_t reference) {
+    return reinterpret_cast<layout::StackRecord*>(g_segment.stacks +
+                                                  uint64_t{reference} * layout::kStackAlignment);
+}
+
+inline uint64_t* stack_frames(layout::StackRecord* record) {
+    return reinterpret_cast<uint64_t*>(record + 1);
+}
+
+inline layout::RubyFrame* stack_ruby_frames(layout::StackRecord* record) {
+    return reinterpret_cast<layout::RubyFrame*>(stack_frames(record) + record->native_depth);
 }
 
 inline const char* pool_string(uint32_t offset) {
@@ -47,6 +56,10 @@ inline layout::ModuleRecord* module_record(uint32_t index) {
 
 // Creates the segment for the calling process (fails with a warning, never throws).
 bool create_segment(const Config& config);
+
+// Hands out `bytes` of the stack table, backed; returns the offset within the table, or
+// UINT64_MAX when the table (or /dev/shm) is full.
+uint64_t claim_stack_bytes(uint64_t bytes);
 
 // Makes [offset, offset + length) of the segment backed by tmpfs pages, so writing there cannot
 // fault with SIGBUS when /dev/shm is full. False if the space cannot be had.

@@ -1,138 +1,170 @@
 #include "site_table.h"
 
 #include <sys/mman.h>
-#include <urcu-bp.h>
-#include <urcu/rculfhash.h>
 
 #include <atomic>
-#include <cstring>
 
-#include "diagnostics.h"
 #include "call_site_cache.h"
-#include "modules.h"
-#include "ruby_location.h"
+#include "diagnostics.h"
+#include "hash_index.h"
+#include "ruby_backtrace.h"
 #include "stack_capture.h"
+#include "stack_table.h"
 
 namespace leakwrap {
 namespace {
 
 using layout::SiteRecord;
 
-// Hash-table nodes are process-private (they hold pointers) and parallel to the site slots:
-// node i belongs to slot i, so inserting never allocates.
-struct SiteNode {
-    cds_lfht_node node;
-    uint32_t index;
-};
-
-constinit cds_lfht* g_table = nullptr;
-constinit SiteNode* g_nodes = nullptr;
+// Hash-index nodes are process-private (they hold pointers) and parallel to the site slots:
+// node i belongs to slot i, so adding never allocates and a node needs no field of its own.
+constinit HashIndex g_index;
+constinit cds_lfht_node* g_nodes = nullptr;
+constinit std::atomic<bool> g_reduced_reported{false};
 constinit std::atomic<bool> g_table_full_reported{false};
 constinit std::atomic<bool> g_shm_full_reported{false};
 
+constexpr uint32_t kNoSite = UINT32_MAX;
+
+// Native frames a Ruby thread's stack keeps once it reaches the VM's own code: enough to tell
+// which of the VM's functions allocated (a string, an array, a call into an extension), while
+// the interpreter's dispatch frames above, which the Ruby backtrace says better, are dropped.
+constexpr uint32_t kVmFramesKept = 3;
+
 struct SiteKey {
-    const uint64_t* frames;
-    uint32_t depth;
+    uint32_t stack;
     uint32_t size_class;
-    RubyLocation ruby;
 };
 
-uint64_t hash_key(const SiteKey& key) {
-    uint64_t extra = (uint64_t{key.size_class} << 56) ^ (uint64_t{key.ruby.file} << 24) ^ key.ruby.line;
-    return hash_stack(key.frames, key.depth) ^ (extra * 0x9E3779B97F4A7C15ull);
+uint64_t hash_site(const SiteKey& key) {
+    uint64_t h = ((uint64_t{key.stack} << 8) | key.size_class) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 31);
 }
 
-// The slot of a node found in the table. insert_site stores it with release once the slot's
-// record is written, so whoever finds the node through the table also sees the record's key:
-// leakwrap's own hand-off (visible to ThreadSanitizer), not only implied by the ordering inside
-// liburcu's publication.
-uint32_t index_of(cds_lfht_node* node) {
-    return std::atomic_ref<uint32_t>(caa_container_of(node, SiteNode, node)->index)
-        .load(std::memory_order_acquire);
-}
+uint32_t index_of(cds_lfht_node* node) { return static_cast<uint32_t>(node - g_nodes); }
 
+// The state is loaded with acquire: the record's key was written before its release store of
+// kReady, which precedes adding its node, so whoever finds the node sees the key (leakwrap's
+// own hand-off, visible to ThreadSanitizer, not only implied by liburcu's publication).
 int matches_key(cds_lfht_node* node, const void* key_pointer) {
     const auto* key = static_cast<const SiteKey*>(key_pointer);
     SiteRecord* record = site_record(index_of(node));
-    return record->depth == key->depth && record->size_class == key->size_class &&
-           record->ruby_file == key->ruby.file && record->ruby_line == key->ruby.line &&
-           std::memcmp(site_frames(record), key->frames, sizeof(uint64_t) * key->depth) == 0;
+    std::atomic_ref<uint16_t>(record->state).load(std::memory_order_acquire);
+    return record->stack == key->stack && record->size_class == key->size_class;
 }
 
-enum class Overflow { table_full, shm_full };
-
-// Counts a new site that found no room in the overflow site of its size class, and says why
-// once per reason: raising LEAKWRAP_MAX_SITES does not help when /dev/shm itself is full.
-uint32_t overflow(layout::Header* h, uint32_t size_class, Overflow reason) {
-    std::atomic_ref<uint64_t>(h->lost_sites).fetch_add(1, std::memory_order_relaxed);
-    if (reason == Overflow::table_full) {
-        if (!g_table_full_reported.exchange(true, std::memory_order_relaxed))
-            warn("site table full (%u sites): allocations from further new call sites are counted "
-                 "in the overflow site (raise LEAKWRAP_MAX_SITES)",
-                 h->site_capacity);
-    } else if (!g_shm_full_reported.exchange(true, std::memory_order_relaxed)) {
-        warn("/dev/shm is full: allocations from further new call sites are counted in the "
-             "overflow site (free space in /dev/shm)");
-    }
-    return size_class;  // the overflow site of this size class
+// The last sixteenth of the slots is kept for reduced stacks (rule of stack_table.h).
+bool site_table_nearly_full() {
+    uint32_t claimed = std::atomic_ref<uint32_t>(g_segment.header->sites_claimed).load(std::memory_order_relaxed);
+    return claimed > g_segment.site_capacity - g_segment.site_capacity / 16;
 }
 
 // Called inside an RCU read-side critical section.
-uint32_t insert_site(const SiteKey& key, uint64_t hash) {
+uint32_t find_or_add_site(const SiteKey& key, bool may_add) {
+    uint64_t hash = hash_site(key);
+    if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return index_of(found);
+    if (!may_add) return kNoSite;
     layout::Header* h = g_segment.header;
     std::atomic_ref<uint32_t> claimed(h->sites_claimed);
     uint32_t slot = claimed.load(std::memory_order_relaxed);
     do {
-        if (slot >= g_segment.site_capacity) return overflow(h, key.size_class, Overflow::table_full);
+        if (slot >= g_segment.site_capacity) return kNoSite;
     } while (!claimed.compare_exchange_weak(slot, slot + 1, std::memory_order_relaxed));
-    uint64_t offset = h->sites_offset + uint64_t{slot} * g_segment.site_record_size;
-    if (!reserve_segment_bytes(offset, g_segment.site_record_size))
-        return overflow(h, key.size_class, Overflow::shm_full);
+    if (!reserve_segment_bytes(h->sites_offset + uint64_t{slot} * sizeof(SiteRecord), sizeof(SiteRecord)))
+        return kNoSite;
 
     SiteRecord* record = site_record(slot);
-    record->depth = key.depth;
-    record->size_class = key.size_class;
-    record->ruby_file = key.ruby.file;
-    record->ruby_line = key.ruby.line;
-    record->stack_hash = hash;
-    std::memcpy(site_frames(record), key.frames, sizeof(uint64_t) * key.depth);
-    record->module_generation = current_module_generation();
-
-    SiteNode* node = &g_nodes[slot];
-    std::atomic_ref<uint32_t>(node->index).store(slot, std::memory_order_release);
-    cds_lfht_node* winner = cds_lfht_add_unique(g_table, hash, matches_key, &key, &node->node);
-    std::atomic_ref<uint32_t> state(record->state);
-    if (winner != &node->node) {
-        // Another thread inserted the same stack first: use its site, retire this slot.
-        state.store(layout::kAbandoned, std::memory_order_release);
-        return index_of(winner);
-    }
+    record->stack = key.stack;
+    record->size_class = static_cast<uint16_t>(key.size_class);
+    // Ready before it can be found; a record that loses the race below is marked abandoned.
+    // Its counters stay zero, and the reader leaves out sites that never counted anything.
+    std::atomic_ref<uint16_t> state(record->state);
     state.store(layout::kReady, std::memory_order_release);
-    return slot;
+    cds_lfht_node* holder = g_index.add(hash, matches_key, &key, &g_nodes[slot]);
+    if (holder == &g_nodes[slot]) return slot;
+    state.store(layout::kAbandoned, std::memory_order_release);
+    return index_of(holder);
+}
+
+uint32_t find_or_add(const StackKey& stack_key, uint32_t size_class, bool may_add) {
+    uint32_t stack = find_or_add_stack(stack_key, hash_stack_key(stack_key), may_add);
+    if (stack == layout::kNoStack) return kNoSite;
+    return find_or_add_site({stack, size_class}, may_add);
+}
+
+// Counts an allocation whose stack found no room even reduced, in the overflow site of its size
+// class, and says why once per reason: raising LEAKWRAP_MAX_SITES does not help when /dev/shm
+// itself is full.
+uint32_t overflow(uint32_t size_class) {
+    layout::Header* h = g_segment.header;
+    std::atomic_ref<uint64_t>(h->lost_sites).fetch_add(1, std::memory_order_relaxed);
+    bool tables_full = std::atomic_ref<uint32_t>(h->sites_claimed).load(std::memory_order_relaxed) >=
+                           g_segment.site_capacity ||
+                       stack_table_nearly_full();
+    if (tables_full) {
+        if (!g_table_full_reported.exchange(true, std::memory_order_relaxed))
+            warn("site table full (%u sites): allocations from further new call sites are counted "
+                 "in the overflow sites (raise LEAKWRAP_MAX_SITES)",
+                 g_segment.site_capacity);
+    } else if (!g_shm_full_reported.exchange(true, std::memory_order_relaxed)) {
+        warn("/dev/shm is full: allocations from further new call sites are counted in the "
+             "overflow sites (free space in /dev/shm)");
+    }
+    return size_class;  // the overflow site of this size class
+}
+
+// Near the capacity, a stack not seen yet is recorded by its innermost frames only (and its
+// innermost Ruby frame), sharing a record with every stack that has the same: the tables keep
+// room for those, so a leak that starts late is still found by its line and its function.
+uint32_t site_when_nearly_full(const StackKey& key, uint32_t size_class) {
+    uint32_t site = find_or_add(key, size_class, false);
+    if (site != kNoSite) return site;
+    if (!g_reduced_reported.exchange(true, std::memory_order_relaxed))
+        warn("site table nearly full (%u sites): new call sites are recorded by their innermost "
+             "frames only (raise LEAKWRAP_MAX_SITES)",
+             g_segment.site_capacity);
+    StackKey reduced = key;
+    if (reduced.native_depth > layout::kReducedNativeFrames) reduced.native_depth = layout::kReducedNativeFrames;
+    if (reduced.ruby_depth > layout::kReducedRubyFrames) reduced.ruby_depth = layout::kReducedRubyFrames;
+    reduced.flags = layout::kStackReduced;
+    return find_or_add(reduced, size_class, true);
+}
+
+uint32_t site_for_stack(const StackKey& key, uint32_t size_class) {
+    urcu_bp_read_lock();
+    uint32_t site = site_table_nearly_full() || stack_table_nearly_full()
+                        ? site_when_nearly_full(key, size_class)
+                        : find_or_add(key, size_class, true);
+    urcu_bp_read_unlock();
+    return site != kNoSite ? site : overflow(size_class);
+}
+
+// A Ruby thread's native stack ends where the VM's own code has gone on for kVmFramesKept frames.
+uint32_t depth_below_ruby_vm(const CapturedStack& stack) {
+    uint32_t in_vm = 0;
+    for (uint32_t i = 0; i < stack.depth; ++i) {
+        in_vm = is_ruby_vm_code(stack.frames[i]) ? in_vm + 1 : 0;
+        if (in_vm == kVmFramesKept) return i + 1;
+    }
+    return stack.depth;
 }
 
 }  // namespace
 
 bool init_site_table() {
     uint32_t capacity = g_segment.site_capacity;
-    void* nodes = mmap(nullptr, sizeof(SiteNode) * capacity, PROT_READ | PROT_WRITE,
+    void* nodes = mmap(nullptr, sizeof(cds_lfht_node) * uint64_t{capacity}, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (nodes == MAP_FAILED) return false;
-    g_nodes = static_cast<SiteNode*>(nodes);
-    // Fixed size, no auto-resize: resizing needs call_rcu worker threads, which do not
-    // survive fork() and would run leakwrap code outside any allocation.
-    // A quarter bucket per slot: chains stay short (the lfht compares stored hashes before it
-    // touches a record) and the buckets of the default table cost 1 MiB.
-    unsigned long buckets = 256;
-    while (buckets < capacity / 4) buckets <<= 1;
-    g_table = cds_lfht_new(buckets, buckets, buckets, 0, nullptr);
-    return g_table != nullptr;
+    g_nodes = static_cast<cds_lfht_node*>(nodes);
+    return g_index.init(4096) && init_stack_table(capacity);
 }
 
 uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
     uint32_t size_class = layout::size_class_of(size);
-    RubyLocation ruby = current_ruby_location();
-    CacheLookup cached = look_up_site(caller, size_class, ruby);
+    RubyBacktrace ruby;
+    current_ruby_backtrace(g_segment.max_ruby_depth, &ruby);
+    CacheLookup cached = look_up_site(caller, size_class, ruby.hash);
     if (cached.site != kNoCachedSite) return cached.site;
 
     CapturedStack stack;
@@ -140,15 +172,10 @@ uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
         capture_stack_with_slots(caller, g_segment.max_depth, &stack);
     else
         capture_stack(g_segment.max_depth, &stack);
-    SiteKey key{stack.frames, stack.depth, size_class, ruby};
-    uint64_t hash = hash_key(key);
-    urcu_bp_read_lock();
-    cds_lfht_iter iter;
-    cds_lfht_lookup(g_table, hash, matches_key, &key, &iter);
-    cds_lfht_node* found = cds_lfht_iter_get_node(&iter);
-    uint32_t site = found != nullptr ? index_of(found) : insert_site(key, hash);
-    urcu_bp_read_unlock();
-    remember_site(caller, size_class, ruby, stack, site);
+    if (ruby.depth > 0) stack.depth = depth_below_ruby_vm(stack);
+    StackKey key{stack.frames, stack.depth, ruby.frames, ruby.depth, 0};
+    uint32_t site = site_for_stack(key, size_class);
+    remember_site(caller, size_class, ruby.hash, stack, site);
     return site;
 }
 

@@ -1,7 +1,6 @@
-// Call sites: the native stack of an allocation (with its Ruby file:line, if any, and the size
-// class of the block), looked up in a liburcu lock-free hash table
-// (cds_lfht, urcu-bp flavor: no thread registration needed) whose nodes point at site records
-// in the shared segment (their counters: site_counters.h).
+// Call sites: a stack (stack_table.h) and the size class of its blocks. A site record in the
+// shared segment holds the counters (site_counters.h) and its stack's reference; a HashIndex of
+// process-private nodes finds it.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +10,11 @@
 
 namespace leakwrap {
 
-// Creates the (process-private) hash table for the current segment's capacity.
+// Creates the (process-private) indexes of sites and stacks for the current segment.
 bool init_site_table();
 
 // Site index for a block of `size` bytes allocated by `caller` on the calling thread's stack;
-// inserts a new site when first seen, or returns the overflow site once the table is full.
+// inserts a new site when first seen. Called with the guard held.
 uint32_t site_for_allocation(uint64_t size, const CallerContext& caller);
 
 }  // namespace leakwrap

@@ -1,35 +1,21 @@
 #include "stack_capture.h"
 
-#include <dlfcn.h>
-#include <link.h>
-
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+
+#include "code_range.h"
 
 namespace leakwrap {
 namespace {
 
-constinit uintptr_t g_own_begin = 0;
-constinit uintptr_t g_own_end = 0;
+constinit CodeRange g_own_code{};
 
 // Frames of leakwrap on a stack: at the inner end about five (room is left for this many), and
 // never more than kMaxOwnFrames in all.
 constexpr int kUsualOwnFrames = 8;
 constexpr int kMaxOwnFrames = 16;
 
-int find_own_range(dl_phdr_info* info, size_t, void* own_base) {
-    if (info->dlpi_addr != reinterpret_cast<uintptr_t>(own_base)) return 0;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-        if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
-        uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
-        if (g_own_begin == 0 || begin < g_own_begin) g_own_begin = begin;
-        if (begin + ph.p_memsz > g_own_end) g_own_end = begin + ph.p_memsz;
-    }
-    return 1;
-}
-
-bool is_own_frame(uintptr_t address) { return address >= g_own_begin && address < g_own_end; }
+bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
 
 uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
     unw_word_t value = 0;
@@ -41,9 +27,7 @@ uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
 
 void init_stack_capture() {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&capture_stack), &info) != 0)
-        dl_iterate_phdr(find_own_range, info.dli_fbase);
+    g_own_code = code_range_of(reinterpret_cast<const void*>(&capture_stack));
 }
 
 // libunwind's unw_backtrace() keeps its own per-thread cache of how each return address

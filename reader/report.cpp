@@ -127,12 +127,13 @@ std::string ruby_location_text(const RubyLocation& location) {
 std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer) {
     if (row.overflow) return "[overflow]";
     if (grouping == Grouping::ruby)
-        return row.ruby ? "ruby: " + ruby_location_text(*row.ruby) : "(no Ruby frame)";
+        return row.innermost_ruby() ? "ruby: " + ruby_location_text(*row.innermost_ruby())
+                                    : "(no Ruby frame)";
     std::string summary =
         row.frames.empty()
             ? "(no stack)"
             : symbolizer.resolve(row.frames[0], row.module_generation).function.value_or("??");
-    if (row.ruby) summary += "  ruby: " + ruby_location_text(*row.ruby);
+    if (row.innermost_ruby()) summary += "  ruby: " + ruby_location_text(*row.innermost_ruby());
     return summary;
 }
 

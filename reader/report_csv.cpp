@@ -43,7 +43,7 @@ void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const Rep
             << counters.live_blocks() << ',' << counters.allocs << ',' << counters.frees << ','
             << counters.alloc_bytes << ',' << counters.free_bytes << ',' << csv_field(function)
             << ',' << csv_field(location) << ',' << csv_field(module) << ',' << csv_field(stack)
-            << ',' << csv_field(row.ruby ? ruby_location_text(*row.ruby) : "") << ','
+            << ',' << csv_field(row.innermost_ruby() ? ruby_location_text(*row.innermost_ruby()) : "") << ','
             << (row.estimated ? "true" : "false") << '\n';
     }
 }

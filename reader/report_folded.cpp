@@ -34,13 +34,14 @@ std::string ruby_frame_name(const RubyLocation& location) {
 std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer) {
     if (row.overflow) return {{"[overflow]"}};
     std::vector<RowFrame> frames;
-    // Innermost, so that a flame graph puts each Ruby line on top of the native stack that
-    // allocated for it: the interpreter's native stacks are few and shared, the lines are not.
-    if (row.ruby) frames.push_back({ruby_frame_name(*row.ruby), nullptr, &*row.ruby});
     for (const uint64_t address : row.frames) {
         const ResolvedFrame& frame = symbolizer.resolve(address, row.module_generation);
         frames.push_back({frame_name(frame), &frame, nullptr});
     }
+    // Outside the native frames: the native stack of a Ruby thread ends where the VM called in,
+    // so a flame graph roots at the app's outermost Ruby frame, not at the interpreter's loop.
+    for (const RubyLocation& location : row.ruby)
+        frames.push_back({ruby_frame_name(location), nullptr, &location});
     if (frames.empty()) frames.push_back({kNoStackFrame});
     return frames;
 }

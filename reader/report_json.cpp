@@ -24,9 +24,15 @@ json frame_json(const ResolvedFrame& frame) {
     return result;
 }
 
-json ruby_json(const std::optional<RubyLocation>& ruby) {
-    if (!ruby) return nullptr;
+json ruby_json(const RubyLocation* ruby) {
+    if (ruby == nullptr) return nullptr;
     return {{"file", ruby->file}, {"line", ruby->line}};
+}
+
+json ruby_frames_json(const std::vector<RubyLocation>& frames) {
+    json out = json::array();
+    for (const RubyLocation& frame : frames) out.push_back(ruby_json(&frame));
+    return out;
 }
 
 json size_classes_json(const std::vector<SizeClassCounters>& size_classes) {
@@ -57,7 +63,9 @@ json row_json(const ReportRow& row, Symbolizer& symbolizer) {
         {"frees", row.counters.frees},
         {"alloc_bytes", row.counters.alloc_bytes},
         {"free_bytes", row.counters.free_bytes},
-        {"ruby", ruby_json(row.ruby)},
+        {"ruby", ruby_json(row.innermost_ruby())},
+        {"ruby_frames", ruby_frames_json(row.ruby)},
+        {"reduced", row.reduced},
         {"frames", std::move(frames)},
         {"size_classes", size_classes_json(row.size_classes)},
         {"records", row.records},

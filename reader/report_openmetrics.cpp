@@ -102,7 +102,7 @@ Labels row_labels(const ReportRow& row, Symbolizer& symbolizer) {
                                        [](const RowFrame& frame) { return frame.ruby == nullptr; });
     Labels labels = {{"site", std::to_string(row.id)},
                      {"function", function == frames.end() ? kNoStackFrame : function->name}};
-    if (row.ruby) labels.emplace_back("ruby", ruby_location_text(*row.ruby));
+    if (row.innermost_ruby()) labels.emplace_back("ruby", ruby_location_text(*row.innermost_ruby()));
     return labels;
 }
 

@@ -13,7 +13,7 @@ namespace {
 
 // What makes two records one row. Frames stay empty under --by ruby, and the overflow row gets
 // a key of its own, so a stackless ordinary record can never join it.
-using RowKey = std::tuple<bool, std::vector<uint64_t>, std::optional<RubyLocation>>;
+using RowKey = std::tuple<bool, std::vector<uint64_t>, std::vector<RubyLocation>>;
 
 // Hashed rather than ordered: a Ruby process has some 80,000 records with 16-frame keys, and
 // ordering them cost a third of a report.
@@ -22,14 +22,22 @@ struct RowKeyHash {
         const auto& [overflow, frames, ruby] = key;
         uint64_t hash = overflow ? 0x9E3779B97F4A7C15ull : 0;
         for (uint64_t frame : frames) hash = (hash ^ frame) * 0xff51afd7ed558ccdull;
-        if (ruby) hash ^= std::hash<std::string_view>{}(ruby->file) * 31 + ruby->line;
+        for (const RubyLocation& frame : ruby)
+            hash = (hash ^ (std::hash<std::string_view>{}(frame.file) * 31 + frame.line)) * 0xff51afd7ed558ccdull;
         return static_cast<std::size_t>(hash ^ (hash >> 32));
     }
 };
 
+// Under --by ruby, the innermost Ruby frame alone.
+std::vector<RubyLocation> ruby_key(const Site& site, Grouping grouping) {
+    if (grouping == Grouping::native || site.ruby.empty()) return site.ruby;
+    return {site.ruby.front()};
+}
+
 RowKey row_key(const Site& site, Grouping grouping) {
-    if (site.overflow) return {true, {}, std::nullopt};
-    return {false, grouping == Grouping::native ? site.frames : std::vector<uint64_t>{}, site.ruby};
+    if (site.overflow) return {true, {}, {}};
+    return {false, grouping == Grouping::native ? site.frames : std::vector<uint64_t>{},
+            ruby_key(site, grouping)};
 }
 
 void add_to_size_class(std::vector<SizeClassCounters>& size_classes, uint32_t size_class,
@@ -51,7 +59,8 @@ ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
         row.frames = site.frames;
         row.module_generation = site.module_generation;
     }
-    row.ruby = site.ruby;
+    row.ruby = ruby_key(site, grouping);
+    row.reduced = site.reduced;
     return row;
 }
 
@@ -81,6 +90,8 @@ std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping) 
     for (const Site& site : snapshot.sites) {
         // The writer creates every overflow site up front; only those that counted belong in use.
         if (site.overflow && site.counters.allocs == 0) continue;
+        // A record that lost an insertion race counted nothing, nor has a new one yet.
+        if (site.counters.allocs == 0 && site.counters.frees == 0) continue;
         const auto [entry, is_new] = row_of_key.try_emplace(row_key(site, grouping), rows.size());
         if (is_new) rows.push_back(first_row_of(site, grouping, snapshot.sampled()));
         ReportRow& row = rows[entry->second];

@@ -13,8 +13,8 @@
 namespace leakwrap {
 
 enum class Grouping {
-    native,  // one row per (native stack, Ruby location)
-    ruby,    // one row per Ruby file:line, whatever the native stacks; one for "no Ruby frame"
+    native,  // one row per (native stack, Ruby backtrace)
+    ruby,    // one row per innermost Ruby file:line, whatever the stacks; one for "no Ruby frame"
 };
 
 std::optional<Grouping> grouping_from_name(std::string_view name);
@@ -35,9 +35,14 @@ struct ReportRow {
     // The stack of the row's first record; empty for the overflow row and under --by ruby.
     std::vector<uint64_t> frames;
     uint32_t module_generation = 0;  // of the record the frames come from
-    std::optional<RubyLocation> ruby;
+    // The Ruby backtrace of the row's first record, innermost first; under --by ruby only the
+    // innermost frame, which is the row's key.
+    std::vector<RubyLocation> ruby;
+    bool reduced = false;  // the writer kept only the innermost frames (tables nearly full)
     std::vector<uint32_t> records;                // ids of the merged records, ascending
     std::vector<SizeClassCounters> size_classes;  // ascending by class, summed likewise
+
+    const RubyLocation* innermost_ruby() const { return ruby.empty() ? nullptr : &ruby.front(); }
 
     // The row's share of one size class; zero if it has no blocks there.
     Counters in_size_class(uint32_t size_class) const;

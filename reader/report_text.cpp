@@ -53,7 +53,8 @@ std::string row_title(const ReportRow& row, Grouping grouping) {
     if (row.overflow)
         return "overflow site (allocations from stacks that found the site table full)";
     if (grouping == Grouping::ruby)
-        return row.ruby ? "ruby " + ruby_location_text(*row.ruby) : "(no Ruby frame)";
+        return row.innermost_ruby() ? "ruby " + ruby_location_text(*row.innermost_ruby())
+                                    : "(no Ruby frame)";
     return "site " + std::to_string(row.id);
 }
 
@@ -87,11 +88,17 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
     out << ": " << bytes_with_human(counters.live_bytes()) << " live in " << counters.live_blocks()
         << " blocks; " << counters.allocs << " allocs, " << counters.frees << " frees, "
         << bytes_with_human(counters.alloc_bytes) << " allocated\n";
-    if (row.ruby && input.options.by == Grouping::native)
-        out << "    ruby: " << ruby_location_text(*row.ruby) << '\n';
+    if (row.innermost_ruby() && input.options.by == Grouping::native)
+        out << "    ruby: " << ruby_location_text(*row.innermost_ruby()) << '\n';
+    if (row.reduced)
+        out << "    (innermost frames only: the site table was nearly full; raise LEAKWRAP_MAX_SITES)\n";
     write_size_classes(out, row);
     for (std::size_t i = 0; i < row.frames.size(); ++i)
         write_frame(out, i, input.symbolizer.resolve(row.frames[i], row.module_generation));
+    // The Ruby backtrace continues the native stack outwards: the VM called the native frames.
+    if (input.options.by == Grouping::native)
+        for (std::size_t i = 0; i < row.ruby.size(); ++i)
+            out << "    #" << row.frames.size() + i << " ruby " << ruby_location_text(row.ruby[i]) << '\n';
 }
 
 void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {

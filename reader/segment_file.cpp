@@ -20,9 +20,9 @@ namespace {
 
 namespace layout = leakwrap::layout;
 
-// Far above any segment the writer can create (4M sites of 64 frames is 2.4 GiB); a file
-// larger than this is not a segment, and copying it would only exhaust memory.
-constexpr uint64_t kMaxSegmentBytes = uint64_t{16} << 30;
+// Far above any segment the writer can create (64M sites with their stack table is 10.5 GiB,
+// sparse); a file larger than this is not a segment. Only the used parts are copied.
+constexpr uint64_t kMaxSegmentBytes = uint64_t{32} << 30;
 
 constexpr auto kReadyPollInterval = std::chrono::milliseconds(10);
 
@@ -170,6 +170,13 @@ void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_
     copy_range(
         destination, source, size, header.sites_offset,
         uint64_t{std::min(header.sites_claimed, header.site_capacity)} * header.site_record_size);
+    // After the sites (rule R5: a site is published after its stack): every stack a copied site
+    // names was ready before stacks_used is loaded here.
+    const uint64_t stacks_used = __atomic_load_n(
+        reinterpret_cast<const uint64_t*>(source + offsetof(layout::Header, stacks_used)),
+        __ATOMIC_ACQUIRE);
+    copy_range(destination, source, size, header.stacks_offset,
+               std::min(stacks_used, header.stacks_capacity));
     // After the sites: a thread moves a delta entry's counts into the site record after marking
     // the entry empty, so copying the entries after the records may miss counts in transit but
     // never counts them twice. Entries naming sites claimed after sites_claimed was read are

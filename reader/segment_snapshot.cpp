@@ -7,6 +7,7 @@
 #include <iterator>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 namespace leakwrap {
 namespace {
@@ -100,6 +101,12 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     if (std::memcmp(bytes.data(), layout::kMagic, sizeof(layout::kMagic)) != 0)
         fail("bad magic: not a leakwrap segment");
     const auto version = load<uint32_t>(bytes, offsetof(layout::Header, layout_version));
+    // Policy (segment_layout.h): only the current layout is parsed; say why not for others.
+    if (version < layout::kLayoutVersion)
+        fail("segment layout version " + number(version) + " was written by an older "
+             "libleakwrap.so (this reader reads version " + number(layout::kLayoutVersion) +
+             ", whose sites share stacks instead of holding their own): read it with the "
+             "leakwrap-report of the libleakwrap.so that wrote it");
     if (version != layout::kLayoutVersion)
         fail("segment layout version " + number(version) + ", this reader understands " +
              number(layout::kLayoutVersion) +
@@ -122,16 +129,20 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     if (header.max_depth > layout::kMaxDepth)
         fail("max_depth " + number(header.max_depth) + " exceeds the limit of " +
              number(layout::kMaxDepth));
+    if (header.max_ruby_depth > layout::kMaxRubyDepth)
+        fail("max_ruby_depth " + number(header.max_ruby_depth) + " exceeds the limit of " +
+             number(layout::kMaxRubyDepth));
+    if (header.stacks_capacity > layout::kMaxStackTableBytes)
+        fail("stacks_capacity " + number(header.stacks_capacity) + " exceeds the limit of " +
+             number(layout::kMaxStackTableBytes));
     // The overflow sites of every size class come first; a table without them is no segment.
     if (header.site_capacity < layout::kMinSiteCapacity ||
         header.site_capacity > layout::kMaxSiteCapacity)
         fail("site_capacity " + number(header.site_capacity) + " is outside [" +
              number(layout::kMinSiteCapacity) + ", " + number(layout::kMaxSiteCapacity) + "]");
-    const uint64_t min_site_record = layout::kFramesOffsetInSite + 8ull * header.max_depth;
-    if (header.site_record_size < min_site_record)
-        fail("site_record_size " + number(header.site_record_size) + " is below the " +
-             number(min_site_record) + " bytes a site with " + number(header.max_depth) +
-             " frames needs");
+    if (header.site_record_size < sizeof(layout::SiteRecord))
+        fail("site_record_size " + number(header.site_record_size) + " is below " +
+             number(sizeof(layout::SiteRecord)));
     if (header.module_record_size < sizeof(layout::ModuleRecord))
         fail("module_record_size " + number(header.module_record_size) + " is below " +
              number(sizeof(layout::ModuleRecord)));
@@ -149,6 +160,7 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     // 32-bit counts times 32-bit sizes cannot overflow 64 bits.
     const Region sites{"site table", header.sites_offset,
                        uint64_t{header.site_capacity} * header.site_record_size};
+    const Region stacks{"stack table", header.stacks_offset, header.stacks_capacity};
     const Region modules{"module table", header.modules_offset,
                          uint64_t{header.module_capacity} * header.module_record_size};
     const Region strings{"string pool", header.strings_offset, header.strings_capacity};
@@ -159,7 +171,7 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     const Region deltas{
         "site delta table", header.site_deltas_offset,
         uint64_t{header.bin_shards} * header.site_delta_slots * sizeof(layout::SiteDelta)};
-    const Region regions[] = {sites, modules, strings, bins, deltas};
+    const Region regions[] = {sites, stacks, modules, strings, bins, deltas};
     for (const auto& region : regions)
         check_region(region, header.header_size, header.segment_size);
     for (size_t i = 0; i < std::size(regions); ++i)
@@ -198,45 +210,102 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
     return modules;
 }
 
-std::optional<RubyLocation> ruby_location(const layout::SiteRecord& record,
-                                          const StringPool& strings, const std::string& owner) {
-    if (record.ruby_file == layout::kNoString) return std::nullopt;
-    return RubyLocation{strings.get_terminated(record.ruby_file, owner + " Ruby file"),
-                        record.ruby_line};
-}
+// The stacks named by sites, each parsed once (many sites share one).
+class StackTable {
+public:
+    StackTable(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings)
+        : bytes_(bytes), header_(header), strings_(strings),
+          // Checked against the capacity, like strings: a stack copied after the header may lie
+          // past the stacks_used read first.
+          size_(header.stacks_capacity) {}
+
+    struct Stack {
+        std::vector<uint64_t> frames;
+        std::vector<RubyLocation> ruby;
+        uint32_t module_generation = 0;
+        bool reduced = false;
+    };
+
+    // The stack a site names; nullptr if it is not ready (a live writer's benign race: the site
+    // is then left out like an unready slot).
+    const Stack* get(uint32_t reference, const std::string& owner) {
+        const auto [entry, is_new] = parsed_.try_emplace(reference);
+        if (is_new) entry->second = parse(reference, owner);
+        return entry->second ? &*entry->second : nullptr;
+    }
+
+private:
+    std::optional<Stack> parse(uint32_t reference, const std::string& owner) const {
+        const uint64_t at = uint64_t{reference} * layout::kStackAlignment;
+        const std::string name = owner + "'s stack at " + number(at);
+        if (at > size_ || sizeof(layout::StackRecord) > size_ - at)
+            fail(name + " lies outside the " + number(size_) + "-byte stack table");
+        const auto record = load<layout::StackRecord>(bytes_, header_.stacks_offset + at);
+        if (record.state != layout::kReady) return std::nullopt;
+        if (record.native_depth > header_.max_depth)
+            fail(name + " has " + number(record.native_depth) + " native frames, more than max_depth " +
+                 number(header_.max_depth));
+        if (record.ruby_depth > header_.max_ruby_depth)
+            fail(name + " has " + number(record.ruby_depth) +
+                 " Ruby frames, more than max_ruby_depth " + number(header_.max_ruby_depth));
+        // Both depths are at most 64, so this cannot overflow.
+        const uint64_t record_size = layout::stack_record_size(record.native_depth, record.ruby_depth);
+        if (record_size > size_ - at)
+            fail(name + " runs past the end of the " + number(size_) + "-byte stack table");
+        Stack stack;
+        stack.module_generation = record.module_generation;
+        stack.reduced = (record.flags & layout::kStackReduced) != 0;
+        uint64_t field = header_.stacks_offset + at + sizeof(layout::StackRecord);
+        stack.frames.reserve(record.native_depth);
+        for (uint32_t i = 0; i < record.native_depth; ++i, field += sizeof(uint64_t))
+            stack.frames.push_back(load<uint64_t>(bytes_, field));
+        stack.ruby.reserve(record.ruby_depth);
+        for (uint32_t i = 0; i < record.ruby_depth; ++i, field += sizeof(layout::RubyFrame)) {
+            const auto frame = load<layout::RubyFrame>(bytes_, field);
+            stack.ruby.push_back({strings_.get_terminated(frame.file, name + " Ruby file"), frame.line});
+        }
+        return stack;
+    }
+
+    std::span<const std::byte> bytes_;
+    const layout::Header& header_;
+    const StringPool& strings_;
+    uint64_t size_;
+    std::unordered_map<uint32_t, std::optional<Stack>> parsed_;
+};
 
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
                               const StringPool& strings) {
     std::vector<Site> sites;
+    StackTable stacks(bytes, header, strings);
     const uint32_t count = std::min(header.sites_claimed, header.site_capacity);
     for (uint32_t slot = 0; slot < count; ++slot) {
         const uint64_t at = header.sites_offset + uint64_t{slot} * header.site_record_size;
         const auto record = load<layout::SiteRecord>(bytes, at);
         if (record.state != layout::kReady) continue;
         const std::string owner = "site " + number(slot);
-        if (record.depth > header.max_depth)
-            fail(owner + " has depth " + number(record.depth) + ", more than max_depth " +
-                 number(header.max_depth));
         if (record.size_class >= layout::kSizeClassCount)
             fail(owner + " has size class " + number(record.size_class) + ", there are " +
                  number(layout::kSizeClassCount));
         const bool overflow = layout::is_overflow_site(slot);
-        if (overflow && (record.depth != 0 || record.size_class != slot))
-            fail("overflow " + owner + " must have depth 0 and size class " + number(slot) +
-                 ", has depth " + number(record.depth) + " and size class " +
+        if (overflow && (record.stack != layout::kNoStack || record.size_class != slot))
+            fail("overflow " + owner + " must have no stack and size class " + number(slot) +
+                 ", has stack " + number(record.stack) + " and size class " +
                  number(record.size_class));
         Site site;
         site.id = slot;
         site.overflow = overflow;
         site.size_class = record.size_class;
         site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
-        site.module_generation = record.module_generation;
-        // site_record_size was checked to hold max_depth frames after the record.
-        site.frames.reserve(record.depth);
-        for (uint32_t i = 0; i < record.depth; ++i)
-            site.frames.push_back(
-                load<uint64_t>(bytes, at + layout::kFramesOffsetInSite + i * sizeof(uint64_t)));
-        site.ruby = ruby_location(record, strings, owner);
+        if (!overflow) {
+            if (record.stack == layout::kNoStack) fail(owner + " has no stack");
+            const StackTable::Stack* stack = stacks.get(record.stack, owner);
+            if (stack == nullptr) continue;
+            site.frames = stack->frames;
+            site.ruby = stack->ruby;
+            site.module_generation = stack->module_generation;
+            site.reduced = stack->reduced;
+        }
         sites.push_back(std::move(site));
     }
     return sites;
@@ -315,9 +384,13 @@ Snapshot parse_segment(std::span<const std::byte> bytes) {
     snapshot.exe = strings.get(header.exe_path, "exe path");
     snapshot.command_line = strings.get(header.command_line, "command line");
     snapshot.max_depth = header.max_depth;
+    snapshot.max_ruby_depth = header.max_ruby_depth;
     snapshot.site_capacity = header.site_capacity;
     snapshot.sites_claimed = header.sites_claimed;
+    snapshot.stacks_capacity = header.stacks_capacity;
+    snapshot.stacks_used = header.stacks_used;
     snapshot.lost_sites = header.lost_sites;
+    snapshot.reduced_stacks = header.reduced_stacks;
     snapshot.process_state = header.process_state;
     snapshot.sample_interval = header.sample_interval;
     snapshot.modules = parse_modules(bytes, header, strings);

@@ -53,17 +53,20 @@ struct RubyLocation {
     auto operator<=>(const RubyLocation&) const = default;
 };
 
-// One record of the site table, as the writer keeps it: the key is (native stack, Ruby location,
-// size class), and in sampling mode the counters count sampled blocks only. The counters are the
-// record's plus those of every site delta entry naming it.
+// One record of the site table with its stack, as the writer keeps them: the key is (stack,
+// size class), a stack being native frames and a Ruby backtrace; in sampling mode the counters
+// count sampled blocks only. The counters are the record's plus those of every site delta entry
+// naming it.
 struct Site {
     uint32_t id = 0;  // slot index in the site table
     bool overflow = false;
     uint32_t size_class = 0;
     Counters counters;
-    uint32_t module_generation = 0;
-    std::vector<uint64_t> frames;  // return addresses, innermost first
-    std::optional<RubyLocation> ruby;
+    uint32_t module_generation = 0;  // of the stack
+    std::vector<uint64_t> frames;    // return addresses, innermost first
+    std::vector<RubyLocation> ruby;  // the Ruby backtrace, innermost first; empty without one
+    // The writer kept only the innermost frames, its tables being nearly full.
+    bool reduced = false;
 };
 
 struct Snapshot {
@@ -75,9 +78,13 @@ struct Snapshot {
     std::string exe;
     std::string command_line;
     uint32_t max_depth = 0;
+    uint32_t max_ruby_depth = 0;
     uint32_t site_capacity = 0;
     uint32_t sites_claimed = 0;  // as recorded; may exceed site_capacity
+    uint64_t stacks_capacity = 0;  // bytes of the stack table
+    uint64_t stacks_used = 0;      // as recorded; may exceed stacks_capacity
     uint64_t lost_sites = 0;
+    uint64_t reduced_stacks = 0;
     uint32_t process_state = 0;
     uint64_t sample_interval = 0;  // 0: exact mode
     std::vector<Module> modules;

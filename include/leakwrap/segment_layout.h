@@ -1,22 +1,36 @@
 // The one contract between libleakwrap.so (the writer) and leakwrap-report (the reader):
 // the layout of the per-process shared-memory segment /dev/shm/leakwrap.<pid>.
 //
-// Rules both sides rely on:
-//  - Every position is an offset from the start of the segment, never a pointer, so the
-//    reader needs nothing of the target's address space to walk it.
-//  - All structs are standard-layout, trivially copyable and built from fixed-width integers;
-//    the writer updates the fields marked "atomic" through std::atomic_ref, the reader copies the
-//    segment and parses the copy with bounds checks (it never trusts an offset or a count).
-//  - A record becomes visible only when its `state` word turns to kReady (release store by the
-//    writer, read after an acquire load by the reader), so a reader never sees a half-written one.
-//  - Site and module slots are handed out in order (bump allocation): a slot at or beyond
-//    `*_claimed` is never ready. A string is reserved in `strings_used` before it is written, and
-//    written before the record that names it is published.
-//  - The segment file is sparse: the writer backs pages (fallocate) only as the tables fill. A
-//    reader copies only the claimed ranges; reading the rest through a shared mapping would make
-//    tmpfs allocate it.
-//  - Header.pid is the pid in the file name; boot_id is stored without its newline.
-//  - Any change to this file that moves or reinterprets a field bumps kLayoutVersion.
+// What the segment holds: a header; exact per-size-class counters (bins); a table of distinct
+// stacks, each stored once (native return addresses and Ruby file:line frames); a table of
+// sites, one per (stack, size class), each its counters and a reference to its stack; per-thread
+// counts not yet added to a site (site deltas); the loaded modules; a pool of strings.
+//
+// Rules both sides rely on, numbered so that code can cite them:
+//  R1 Every position is an offset from the start of the segment (or, for a stack, from the start
+//     of the stack table), never a pointer, so the reader needs nothing of the target's address
+//     space to walk it.
+//  R2 All structs are standard-layout, trivially copyable and built from fixed-width integers,
+//     little-endian; every field's offset is pinned below. The writer updates the fields marked
+//     "atomic" through std::atomic_ref; the reader copies the segment and parses the copy with
+//     bounds checks (it never trusts an offset or a count).
+//  R3 A record becomes visible only when its `state` word turns to kReady (release store by the
+//     writer, read after an acquire load by the reader), so a reader never sees a half-written one.
+//  R4 Slots are handed out in order (bump allocation): a site or module slot at or beyond
+//     `*_claimed`, and stack bytes at or beyond `stacks_used`, are never ready. A string is
+//     reserved in `strings_used` before it is written, and written before the record that names
+//     it is published.
+//  R5 A site's stack is published before the site: a ready site names a ready stack.
+//  R6 The segment file is sparse: the writer backs pages (fallocate) only as the tables fill.
+//     A reader copies only the claimed ranges; reading the rest through a shared mapping would
+//     make tmpfs allocate it.
+//  R7 Header.pid is the pid in the file name; boot_id is stored without its newline.
+//
+// Version policy: any change that moves or reinterprets a field bumps kLayoutVersion. The
+// reader parses the current version; for an older one it says which leakwrap-report reads it
+// (layouts differ in their tables, not only in fields, so no translation is attempted).
+// Version history: 3 = one record per (native stack, Ruby line, size class) with its frames
+// inline; 4 = stacks stored once and shared, Ruby backtraces, compact sites.
 #pragma once
 
 #include <cstddef>
@@ -26,17 +40,18 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 3;
+inline constexpr uint32_t kLayoutVersion = 4;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
 inline constexpr const char* kSegmentPrefix = "leakwrap.";
 inline constexpr const char* kShmDirectory = "/dev/shm";
 
 // Limits that keep a segment walkable in bounded time and memory.
-inline constexpr uint32_t kMaxDepth = 64;             // frames per stack
-inline constexpr uint32_t kMaxSiteCapacity = 1u << 22;  // 4M sites
-inline constexpr uint32_t kBuildIdMax = 32;           // bytes of GNU build-id kept
-
+inline constexpr uint32_t kMaxDepth = 64;                 // native frames per stack
+inline constexpr uint32_t kMaxRubyDepth = 64;             // Ruby frames per stack
+inline constexpr uint32_t kMaxSiteCapacity = 1u << 26;    // 64M sites
+inline constexpr uint64_t kMaxStackTableBytes = uint64_t{16} << 30;
+inline constexpr uint32_t kBuildIdMax = 32;               // bytes of GNU build-id kept
 
 // Values of the `state` words of records.
 inline constexpr uint32_t kEmpty = 0;      // slot not (yet) written
@@ -75,19 +90,23 @@ struct alignas(64) Header {
     StringRef command_line;   // /proc/self/cmdline, arguments separated by spaces
 
     // Capacities and record geometry, fixed at creation.
-    uint32_t max_depth;           // frames kept per site (LEAKWRAP_DEPTH)
-    uint32_t site_capacity;       // slots in the site table, overflow site included
-    uint32_t site_record_size;    // bytes per slot, >= sizeof(SiteRecord) + 8 * max_depth
+    uint32_t max_depth;           // native frames kept per stack (LEAKWRAP_DEPTH)
+    uint32_t max_ruby_depth;      // Ruby frames kept per stack (LEAKWRAP_RUBY_DEPTH)
+    uint32_t site_capacity;       // slots in the site table, overflow sites included
+    uint32_t site_record_size;    // bytes per site slot, >= sizeof(SiteRecord)
+    uint64_t stacks_capacity;     // bytes in the stack table
     uint32_t module_capacity;
     uint32_t module_record_size;  // bytes per module slot, >= sizeof(ModuleRecord)
     uint32_t strings_capacity;    // bytes in the string pool
+    uint32_t bin_shards;
     uint64_t sites_offset;
+    uint64_t stacks_offset;
     uint64_t modules_offset;
     uint64_t strings_offset;
     uint64_t bins_offset;         // kSizeClassCount x bin_shards BinCounters, class-major
-    uint32_t bin_shards;
-    uint32_t site_delta_slots;    // SiteDelta entries per bin shard (a power of two, or 0)
     uint64_t site_deltas_offset;  // bin_shards x site_delta_slots SiteDelta, shard-major
+    uint32_t site_delta_slots;    // SiteDelta entries per bin shard (a power of two, or 0)
+    uint32_t reserved;            // 0
     // 0: every allocation is attributed to its site (exact mode). Otherwise LEAKWRAP_SAMPLE:
     // the mean number of bytes between sampled allocations (Poisson sampling by bytes); site
     // counters then count sampled blocks only, and a reader estimates the true numbers by
@@ -96,34 +115,64 @@ struct alignas(64) Header {
     uint64_t sample_interval;
 
     // Growing parts (atomic). Claimed counts may exceed capacities; readers clamp.
-    uint32_t sites_claimed;      // slots handed out, overflow site included
+    uint64_t stacks_used;        // bytes of the stack table handed out
+    uint32_t sites_claimed;      // slots handed out, overflow sites included
     uint32_t modules_claimed;
     uint32_t strings_used;       // bytes of the string pool handed out
     uint32_t module_generation;  // bumped whenever the module list changes
     uint64_t lost_sites;         // allocations of new stacks counted in an overflow site
+    uint64_t reduced_stacks;     // stacks recorded by their innermost frames only (kStackReduced)
     uint32_t process_state;      // kProcessRunning / kProcessExited
     uint32_t state;              // kReady once the fields above are valid
 };
 
-// One allocation call site: the key is (native stack, Ruby location, size class), so that the
-// size-class bins can name the sites that fill them. Counters are atomic;
-// live = allocs - frees, alloc_bytes - free_bytes, after adding the site's SiteDelta entries.
-struct alignas(64) SiteRecord {
-    uint64_t allocs;
-    uint64_t frees;
-    uint64_t alloc_bytes;
-    uint64_t free_bytes;
+// One distinct stack, stored once in the stack table and named by the sites that allocate
+// through it. Records follow each other; a record's reference is its offset from stacks_offset
+// divided by kStackAlignment. A record is 24 bytes, then uint64_t frames[native_depth] (return
+// addresses, innermost - malloc's caller - first), then RubyFrame ruby[ruby_depth] (innermost
+// first): for a thread running Ruby code, its Ruby backtrace, and native frames only from the
+// allocator up to where the Ruby VM called in (see the preload's stack_key.h).
+struct StackRecord {
+    uint64_t hash;               // of the frames and Ruby frames, as the writer keys them
     uint32_t state;              // kEmpty / kReady / kAbandoned
-    uint32_t depth;              // frames used, <= Header::max_depth
     // Header::module_generation when the stack was captured. It may predate the scan that
     // recorded a module of this stack (the writer never waits for a scan in progress): a reader
     // that finds no module of the right generation falls back to the address range alone.
     uint32_t module_generation;
-    uint32_t size_class;         // size_class_of() of every block counted here
-    uint64_t stack_hash;
-    uint32_t ruby_file;          // string pool offset of the Ruby source file, or kNoString
-    uint32_t ruby_line;          // Ruby source line (0 when ruby_file is kNoString)
-    // followed by uint64_t frames[max_depth]: return addresses, innermost (malloc's caller) first
+    uint16_t native_depth;       // <= Header::max_depth
+    uint16_t ruby_depth;         // <= Header::max_ruby_depth
+    uint32_t flags;              // kStackReduced
+};
+
+struct RubyFrame {
+    uint32_t file;  // string pool offset of the Ruby source file (NUL-terminated)
+    uint32_t line;  // 0 when unknown
+};
+
+inline constexpr uint32_t kStackAlignment = 8;
+// The stack was cut to its innermost frames because the tables were nearly full (see
+// kReducedNativeFrames): still findable by its Ruby line and its innermost native frames.
+inline constexpr uint32_t kStackReduced = 1;
+inline constexpr uint32_t kReducedNativeFrames = 3;
+inline constexpr uint32_t kReducedRubyFrames = 1;
+// SiteRecord::stack of the overflow sites, which have no stack.
+inline constexpr uint32_t kNoStack = 0xffffffffu;
+
+constexpr uint64_t stack_record_size(uint32_t native_depth, uint32_t ruby_depth) {
+    return sizeof(StackRecord) + 8ull * native_depth + sizeof(RubyFrame) * uint64_t{ruby_depth};
+}
+
+// One allocation call site: a stack and a size class, so that the size-class bins can name the
+// sites that fill them. Counters are atomic; live = allocs - frees, alloc_bytes - free_bytes,
+// after adding the site's SiteDelta entries.
+struct SiteRecord {
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t alloc_bytes;
+    uint64_t free_bytes;
+    uint32_t stack;       // reference of its StackRecord, kNoStack for an overflow site
+    uint16_t size_class;  // size_class_of() of every block counted here
+    uint16_t state;       // kEmpty / kReady / kAbandoned
 };
 
 // Exact per-size-class counters, summed over all blocks whatever their site. Kept in shards so
@@ -168,13 +217,6 @@ struct alignas(64) ModuleRecord {
 };
 
 inline constexpr uint32_t kStillLoaded = 0xffffffffu;
-
-// Byte size of a site slot for a given depth, rounded to whole cache lines.
-constexpr uint32_t site_record_size_for(uint32_t max_depth) {
-    return static_cast<uint32_t>((sizeof(SiteRecord) + 8u * max_depth + 63u) / 64u * 64u);
-}
-
-inline constexpr std::size_t kFramesOffsetInSite = sizeof(SiteRecord);
 
 // Size classes (bins), jemalloc-like: 8, 16, then steps of 16 up to 128, then four classes per
 // doubling (160, 192, 224, 256, 320, …) up to 4 MiB, then one class per power of two up to
@@ -225,17 +267,102 @@ static_assert(size_class_limit(size_class_of((uint64_t{1} << 22) + 1)) == uint64
 static_assert(size_class_of((uint64_t{1} << 40) + 1) == kSizeClassCount - 1);
 
 // Slots [0, kSizeClassCount) are the overflow sites, slot i for size class i: allocations from
-// new call sites that arrive after the table is full are counted there, so totals and bins stay
-// exact. Their depth is 0; they are always ready.
+// new stacks that arrive after even the reduced stacks found the tables full are counted there,
+// so totals and bins stay exact. They have no stack; they are always ready.
 inline constexpr uint32_t kOverflowSites = kSizeClassCount;
 inline constexpr uint32_t kMinSiteCapacity = kOverflowSites + 1;
 constexpr bool is_overflow_site(uint32_t index) { return index < kOverflowSites; }
 
+// The layout pinned: a reordered or resized field fails to compile.
+#define LEAKWRAP_PIN(type, field, offset) static_assert(offsetof(type, field) == (offset), #type "::" #field)
+LEAKWRAP_PIN(StringRef, offset, 0);
+LEAKWRAP_PIN(StringRef, length, 4);
+static_assert(sizeof(StringRef) == 8);
+LEAKWRAP_PIN(Header, magic, 0);
+LEAKWRAP_PIN(Header, layout_version, 8);
+LEAKWRAP_PIN(Header, header_size, 12);
+LEAKWRAP_PIN(Header, segment_size, 16);
+LEAKWRAP_PIN(Header, pid, 24);
+LEAKWRAP_PIN(Header, parent_pid, 28);
+LEAKWRAP_PIN(Header, start_time_ticks, 32);
+LEAKWRAP_PIN(Header, created_unix_ns, 40);
+LEAKWRAP_PIN(Header, boot_id, 48);
+LEAKWRAP_PIN(Header, exe_path, 88);
+LEAKWRAP_PIN(Header, command_line, 96);
+LEAKWRAP_PIN(Header, max_depth, 104);
+LEAKWRAP_PIN(Header, max_ruby_depth, 108);
+LEAKWRAP_PIN(Header, site_capacity, 112);
+LEAKWRAP_PIN(Header, site_record_size, 116);
+LEAKWRAP_PIN(Header, stacks_capacity, 120);
+LEAKWRAP_PIN(Header, module_capacity, 128);
+LEAKWRAP_PIN(Header, module_record_size, 132);
+LEAKWRAP_PIN(Header, strings_capacity, 136);
+LEAKWRAP_PIN(Header, bin_shards, 140);
+LEAKWRAP_PIN(Header, sites_offset, 144);
+LEAKWRAP_PIN(Header, stacks_offset, 152);
+LEAKWRAP_PIN(Header, modules_offset, 160);
+LEAKWRAP_PIN(Header, strings_offset, 168);
+LEAKWRAP_PIN(Header, bins_offset, 176);
+LEAKWRAP_PIN(Header, site_deltas_offset, 184);
+LEAKWRAP_PIN(Header, site_delta_slots, 192);
+LEAKWRAP_PIN(Header, reserved, 196);
+LEAKWRAP_PIN(Header, sample_interval, 200);
+LEAKWRAP_PIN(Header, stacks_used, 208);
+LEAKWRAP_PIN(Header, sites_claimed, 216);
+LEAKWRAP_PIN(Header, modules_claimed, 220);
+LEAKWRAP_PIN(Header, strings_used, 224);
+LEAKWRAP_PIN(Header, module_generation, 228);
+LEAKWRAP_PIN(Header, lost_sites, 232);
+LEAKWRAP_PIN(Header, reduced_stacks, 240);
+LEAKWRAP_PIN(Header, process_state, 248);
+LEAKWRAP_PIN(Header, state, 252);
+static_assert(sizeof(Header) == 256);
+LEAKWRAP_PIN(StackRecord, hash, 0);
+LEAKWRAP_PIN(StackRecord, state, 8);
+LEAKWRAP_PIN(StackRecord, module_generation, 12);
+LEAKWRAP_PIN(StackRecord, native_depth, 16);
+LEAKWRAP_PIN(StackRecord, ruby_depth, 18);
+LEAKWRAP_PIN(StackRecord, flags, 20);
+static_assert(sizeof(StackRecord) == 24 && sizeof(StackRecord) % kStackAlignment == 0);
+LEAKWRAP_PIN(RubyFrame, file, 0);
+LEAKWRAP_PIN(RubyFrame, line, 4);
+static_assert(sizeof(RubyFrame) == 8);
+LEAKWRAP_PIN(SiteRecord, allocs, 0);
+LEAKWRAP_PIN(SiteRecord, frees, 8);
+LEAKWRAP_PIN(SiteRecord, alloc_bytes, 16);
+LEAKWRAP_PIN(SiteRecord, free_bytes, 24);
+LEAKWRAP_PIN(SiteRecord, stack, 32);
+LEAKWRAP_PIN(SiteRecord, size_class, 36);
+LEAKWRAP_PIN(SiteRecord, state, 38);
+static_assert(sizeof(SiteRecord) == 40);
+LEAKWRAP_PIN(BinCounters, allocs, 0);
+LEAKWRAP_PIN(BinCounters, frees, 8);
+LEAKWRAP_PIN(BinCounters, alloc_bytes, 16);
+LEAKWRAP_PIN(BinCounters, free_bytes, 24);
+static_assert(sizeof(BinCounters) == 64);
+LEAKWRAP_PIN(SiteDelta, site, 0);
+LEAKWRAP_PIN(SiteDelta, unused, 4);
+LEAKWRAP_PIN(SiteDelta, allocs, 8);
+LEAKWRAP_PIN(SiteDelta, frees, 16);
+LEAKWRAP_PIN(SiteDelta, alloc_bytes, 24);
+LEAKWRAP_PIN(SiteDelta, free_bytes, 32);
+static_assert(sizeof(SiteDelta) == 40);
+LEAKWRAP_PIN(ModuleRecord, state, 0);
+LEAKWRAP_PIN(ModuleRecord, load_generation, 4);
+LEAKWRAP_PIN(ModuleRecord, unload_generation, 8);
+LEAKWRAP_PIN(ModuleRecord, build_id_length, 12);
+LEAKWRAP_PIN(ModuleRecord, path, 16);
+LEAKWRAP_PIN(ModuleRecord, load_bias, 24);
+LEAKWRAP_PIN(ModuleRecord, start, 32);
+LEAKWRAP_PIN(ModuleRecord, end, 40);
+LEAKWRAP_PIN(ModuleRecord, build_id, 48);
+static_assert(sizeof(ModuleRecord) == 128);
+#undef LEAKWRAP_PIN
+
 static_assert(std::is_standard_layout_v<Header> && std::is_trivially_copyable_v<Header>);
+static_assert(std::is_standard_layout_v<StackRecord> && std::is_trivially_copyable_v<StackRecord>);
 static_assert(std::is_standard_layout_v<SiteRecord> && std::is_trivially_copyable_v<SiteRecord>);
 static_assert(std::is_standard_layout_v<ModuleRecord> && std::is_trivially_copyable_v<ModuleRecord>);
 static_assert(std::is_standard_layout_v<SiteDelta> && std::is_trivially_copyable_v<SiteDelta>);
-static_assert(sizeof(SiteRecord) == 64 && sizeof(SiteDelta) == 40);
-static_assert(sizeof(ModuleRecord) % 64 == 0 && sizeof(Header) % 64 == 0);
 
 }  // namespace leakwrap::layout

@@ -28,7 +28,8 @@ PprofTop parse_pprof_top(const std::string& output) {
     // "Showing nodes accounting for 53728B, 100% of 53728B total", then rows like
     // "   16384B 30.49% 30.49%    16384B 30.49%  leak_pvalloc".
     static const std::regex total(R"(Showing nodes accounting for \d+B, [\d.]+% of (\d+)B total)");
-    static const std::regex row(R"(^\s*(\d+)B\s+[\d.]+%\s+[\d.]+%\s+\d+B\s+[\d.]+%\s+(.+)$)");
+    // A zero prints without its unit.
+    static const std::regex row(R"(^\s*(\d+)B?\s+[\d.]+%\s+[\d.]+%\s+(\d+)B?\s+[\d.]+%\s+(.+)$)");
     PprofTop top;
     std::istringstream in(output);
     for (std::string line; std::getline(in, line);) {
@@ -36,7 +37,7 @@ PprofTop parse_pprof_top(const std::string& output) {
         if (std::regex_search(line, match, total))
             top.total_bytes = std::stoull(match[1]);
         else if (std::regex_match(line, match, row))
-            top.rows.push_back({std::stoull(match[1]), match[2]});
+            top.rows.push_back({std::stoull(match[1]), std::stoull(match[2]), match[3]});
     }
     return top;
 }

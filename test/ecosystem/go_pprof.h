@@ -11,6 +11,7 @@ namespace leakwrap::ecosystem {
 
 struct PprofTopRow {
     unsigned long long flat_bytes = 0;
+    unsigned long long cumulative_bytes = 0;
     std::string function;
 };
 

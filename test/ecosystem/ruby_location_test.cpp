@@ -4,6 +4,7 @@
 // backslash, which OpenMetrics must escape.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -54,15 +55,21 @@ protected:
     TemporaryDirectory directory;
 };
 
-TEST_F(RubyLocation, IsTheInnermostFoldedFrame) {
+// The Ruby backtrace is the outer part of a folded stack (a flame graph roots at the app), the
+// native frames below the VM the inner part: "ruby:…;ruby:leak.rb:2;…;native;native value".
+TEST_F(RubyLocation, IsTheOuterPartOfTheFoldedStack) {
     const RubyProfiles profiles = profile_ruby_leak(directory);
-    const std::string frame = ";ruby:" + profiles.script + ":2 ";
+    const std::string frame = "ruby:" + profiles.script + ":2;";
     unsigned long long bytes = 0;
     std::istringstream lines(profiles.folded);
-    for (std::string line; std::getline(lines, line);)
-        if (const auto at = line.rfind(frame); at != std::string::npos && at + frame.size() < line.size() &&
-                                               line.find(' ', at + frame.size()) == std::string::npos)
-            bytes += std::stoull(line.substr(at + frame.size()));
+    for (std::string line; std::getline(lines, line);) {
+        const auto at = line.rfind(frame);
+        if (at == std::string::npos) continue;
+        EXPECT_EQ(line.find("ruby:", at + frame.size()), std::string::npos) << line;  // innermost Ruby frame
+        EXPECT_EQ(line.compare(0, 5, "ruby:"), 0) << line;                            // rooted at Ruby
+        EXPECT_NE(line.find(';', at + frame.size()), std::string::npos) << line;  // native frames inside
+        bytes += std::stoull(line.substr(line.rfind(' ') + 1));
+    }
     EXPECT_GE(bytes, static_cast<unsigned long long>(kStrings) * kStringBytes) << profiles.folded;
 }
 
@@ -77,16 +84,18 @@ TEST_F(RubyLocation, LabelsItsOpenMetricsRow) {
     EXPECT_GE(bytes, static_cast<double>(kStrings) * kStringBytes) << profiles.openmetrics;
 }
 
-TEST_F(RubyLocation, TopsGoToolPprof) {
+TEST_F(RubyLocation, IsAFunctionHoldingTheLeakInGoToolPprof) {
     if (!have_go()) GTEST_SKIP() << "no go in PATH (scripts/setup.sh installs golang-go)";
     const RubyProfiles profiles = profile_ruby_leak(directory);
     const e2e::Completed pprof = go_pprof_top(profiles.pprof, directory.path());
     if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
     ASSERT_EQ(pprof.exit_code, 0) << pprof.err;
     const PprofTop top = parse_pprof_top(pprof.out);
-    ASSERT_FALSE(top.rows.empty()) << pprof.out;
-    EXPECT_EQ(top.rows[0].function, "ruby:" + profiles.script + ":2") << pprof.out;
-    EXPECT_GE(top.rows[0].flat_bytes, static_cast<unsigned long long>(kStrings) * kStringBytes);
+    const auto line = std::find_if(top.rows.begin(), top.rows.end(), [&](const PprofTopRow& row) {
+        return row.function == "ruby:" + profiles.script + ":2";
+    });
+    ASSERT_NE(line, top.rows.end()) << pprof.out;
+    EXPECT_GE(line->cumulative_bytes, static_cast<unsigned long long>(kStrings) * kStringBytes) << pprof.out;
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 // kilobytes. With --with-variants, next to it go variants that break one rule each, so the
 // fuzzer starts at the parser's every check instead of having to find them.
 //
-//   compact_segment <segment file> <output directory> <name> [--with-variants]
+//   compact_segment <segment file> <output directory> <name> [--with-variants | --with-variant=NAME]
 //
 // test/fuzz/make_corpus.sh runs real programs under the preload and calls this on their segments.
 #include <leakwrap/segment_layout.h>
@@ -49,6 +49,7 @@ std::vector<char> compact(const std::vector<char>& segment) {
     const uint32_t modules = std::min(header.modules_claimed, header.module_capacity);
     const uint32_t strings = std::min(header.strings_used, header.strings_capacity);
     const uint64_t sites_bytes = uint64_t{sites} * header.site_record_size;
+    const uint64_t stacks_bytes = std::min(header.stacks_used, header.stacks_capacity);
     const uint64_t modules_bytes = uint64_t{modules} * header.module_record_size;
     const uint64_t bins_bytes = uint64_t{layout::kSizeClassCount} * sizeof(layout::BinCounters);
 
@@ -66,7 +67,9 @@ std::vector<char> compact(const std::vector<char>& segment) {
     compacted.strings_capacity = compacted.strings_used = strings;
     compacted.bin_shards = 1;
     compacted.sites_offset = align64(sizeof(layout::Header));
-    compacted.modules_offset = align64(compacted.sites_offset + sites_bytes);
+    compacted.stacks_capacity = compacted.stacks_used = stacks_bytes;
+    compacted.stacks_offset = align64(compacted.sites_offset + sites_bytes);
+    compacted.modules_offset = align64(compacted.stacks_offset + stacks_bytes);
     compacted.strings_offset = align64(compacted.modules_offset + modules_bytes);
     compacted.bins_offset = align64(compacted.strings_offset + strings);
     compacted.site_delta_slots = delta_slots;
@@ -77,6 +80,7 @@ std::vector<char> compact(const std::vector<char>& segment) {
     std::vector<char> out(compacted.segment_size);
     store(out, 0, compacted);
     std::memcpy(out.data() + compacted.sites_offset, segment.data() + header.sites_offset, sites_bytes);
+    std::memcpy(out.data() + compacted.stacks_offset, segment.data() + header.stacks_offset, stacks_bytes);
     std::memcpy(out.data() + compacted.modules_offset, segment.data() + header.modules_offset, modules_bytes);
     std::memcpy(out.data() + compacted.strings_offset, segment.data() + header.strings_offset, strings);
     for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class) {
@@ -155,6 +159,37 @@ void change_last_site(std::vector<char>& segment, const std::function<void(layou
     store(segment, at, site);
 }
 
+// The stack of the last ready site; with_ruby: of the last whose stack has Ruby frames.
+void change_last_stack(std::vector<char>& segment, bool with_ruby,
+                       const std::function<void(layout::StackRecord&)>& change) {
+    const auto header = load<layout::Header>(segment, 0);
+    for (uint32_t slot = header.sites_claimed; slot-- > layout::kOverflowSites;) {
+        const auto site = load<layout::SiteRecord>(segment, header.sites_offset + uint64_t{slot} * header.site_record_size);
+        if (site.state != layout::kReady) continue;
+        const uint64_t at = header.stacks_offset + uint64_t{site.stack} * layout::kStackAlignment;
+        auto stack = load<layout::StackRecord>(segment, at);
+        if (with_ruby && stack.ruby_depth == 0) continue;
+        change(stack);
+        store(segment, at, stack);
+        return;
+    }
+}
+
+// The file of the first Ruby frame of the last stack that has one.
+void change_last_ruby_file(std::vector<char>& segment, uint32_t file) {
+    const auto header = load<layout::Header>(segment, 0);
+    change_last_stack(segment, true, [&](layout::StackRecord& stack) {
+        // The record itself is at the same place: find it again by its hash.
+        for (uint64_t at = header.stacks_offset; at + sizeof stack <= header.stacks_offset + header.stacks_used;
+             at += layout::kStackAlignment) {
+            const auto candidate = load<layout::StackRecord>(segment, at);
+            if (candidate.hash != stack.hash || candidate.ruby_depth != stack.ruby_depth) continue;
+            store(segment, at + sizeof stack + 8ull * stack.native_depth, layout::RubyFrame{file, 1});
+            return;
+        }
+    });
+}
+
 // The entry the writer would use for `site` in the compact segment's single shard.
 void change_delta_entry_of(std::vector<char>& segment, uint32_t site,
                            const std::function<void(layout::SiteDelta&)>& change) {
@@ -178,13 +213,12 @@ const Variant kVariants[] = {
      [](auto& s) { change_header(s, [](auto& h) { h.sites_claimed = 0xffffffffu; }); }},
     {"exe-path-beyond-the-pool",
      [](auto& s) { change_header(s, [](auto& h) { h.exe_path = {h.strings_capacity - 1, 2}; }); }},
-    {"site-deeper-than-max-depth",
-     [](auto& s) { change_last_site(s, [](auto& site) { site.depth = 0xffffffffu; }); }},
-    {"site-with-unterminated-ruby-file",
-     [](auto& s) {
-         const uint32_t pool_end = load<layout::Header>(s, 0).strings_capacity;
-         change_last_site(s, [pool_end](auto& site) { site.ruby_file = pool_end; });
-     }},
+    {"stack-deeper-than-max-depth",
+     [](auto& s) { change_last_stack(s, false, [](auto& stack) { stack.native_depth = 0xffff; }); }},
+    {"site-naming-a-stack-outside-the-table",
+     [](auto& s) { change_last_site(s, [](auto& site) { site.stack = 0xfffffff0u; }); }},
+    {"stack-with-unterminated-ruby-file",
+     [](auto& s) { change_last_ruby_file(s, load<layout::Header>(s, 0).strings_capacity); }},
     // The record counts one allocation, the delta the rest of 2^64.
     {"delta-overflowing-its-site",
      [](auto& s) {
@@ -212,9 +246,13 @@ void write(const fs::path& path, const std::vector<char>& bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool with_variants = argc == 5 && std::strcmp(argv[4], "--with-variants") == 0;
+    const std::string option = argc == 5 ? argv[4] : "";
+    const std::string kOne = "--with-variant=";
+    const bool with_variants = option == "--with-variants" || option.starts_with(kOne);
+    const std::string only = option.starts_with(kOne) ? option.substr(kOne.size()) : "";
     if (argc != 4 && !with_variants) {
-        std::cerr << "usage: compact_segment <segment file> <output directory> <name> [--with-variants]\n";
+        std::cerr << "usage: compact_segment <segment file> <output directory> <name> "
+                     "[--with-variants | --with-variant=NAME]\n";
         return 2;
     }
     std::ifstream file(argv[1], std::ios::binary);
@@ -231,8 +269,10 @@ int main(int argc, char** argv) {
     for (const Variant& variant : kVariants) {
         if (!with_variants) break;
         if (variant.needs_delta_table && !has_delta_table) continue;
+        if (!only.empty() && only != variant.name) continue;
         std::vector<char> broken = compacted;
         variant.change(broken);
+        if (broken == compacted) continue;  // the rule is not in this segment (no Ruby frames)
         write(directory / (std::string(argv[3]) + "." + variant.name), broken);
     }
     return 0;

@@ -411,7 +411,9 @@ TEST_F(LockFreePaths, EightThreadsCountEverySiteAndBinExactly) {
             const layout::SiteRecord& record = recording::site(static_cast<uint32_t>(index));
             EXPECT_EQ(record.state, layout::kReady);
             EXPECT_EQ(record.size_class, layout::size_class_of(site_spec(logical).size));
-            ASSERT_GT(record.depth, 1u);
+            const layout::StackRecord& stack = recording::stack_of_site(static_cast<uint32_t>(index));
+            EXPECT_EQ(stack.state, layout::kReady);
+            ASSERT_GT(stack.native_depth, 1u);
             EXPECT_TRUE(names_function(recording::site_frames(static_cast<uint32_t>(index))[0],
                                        site_spec(logical).function))
                 << "site " << index << " of logical site " << logical;

@@ -11,7 +11,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "modules.h"
-#include "ruby_location.h"
+#include "ruby_backtrace.h"
 #include "segment.h"
 #include "site_counters.h"
 #include "site_table.h"
@@ -50,7 +50,7 @@ bool start(const Options& options) {
         init_bin_shards();
         init_stack_capture();
         init_call_site_cache();
-        init_ruby_location();
+        init_ruby_backtrace();
         g_process_state_ready = true;
     }
     record_thread_stack_bounds();
@@ -98,6 +98,7 @@ std::string_view pooled(const layout::StringRef& ref) {
 
 const layout::Header& header() { return *g_segment.header; }
 const layout::SiteRecord& site(uint32_t index) { return *site_record(index); }
-const uint64_t* site_frames(uint32_t index) { return leakwrap::site_frames(site_record(index)); }
+const layout::StackRecord& stack_of_site(uint32_t index) { return *stack_record(site_record(index)->stack); }
+const uint64_t* site_frames(uint32_t index) { return stack_frames(stack_record(site_record(index)->stack)); }
 
 }  // namespace leakwrap::recording

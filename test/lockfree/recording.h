@@ -44,6 +44,7 @@ std::string_view pooled(const layout::StringRef& ref);
 // The live segment, read in place (the test compares; the reader reads its own copy).
 const layout::Header& header();
 const layout::SiteRecord& site(uint32_t index);
+const layout::StackRecord& stack_of_site(uint32_t index);
 const uint64_t* site_frames(uint32_t index);
 
 }  // namespace leakwrap::recording

@@ -53,6 +53,10 @@ namespace many_sites {
 inline constexpr std::size_t kSites = 256, kBlockSize = 24;
 }  // namespace many_sites
 
+namespace late_leak {
+inline constexpr std::size_t kRoutes = 200, kBlockSize = 40;
+}  // namespace late_leak
+
 }  // namespace ground_truth
 
 namespace ground_truth::sampling {

@@ -68,9 +68,9 @@ TEST(ReportRows, KeepOneStackAtTwoRubyLocationsApart) {
     };
     const auto rows = rows_of(builder, Grouping::native);
     ASSERT_EQ(rows.size(), 2u);
-    EXPECT_EQ(rows[0].ruby, (RubyLocation{"app.rb", 3}));
+    EXPECT_EQ(*rows[0].innermost_ruby(), (RubyLocation{"app.rb", 3}));
     EXPECT_EQ(rows[0].records, (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
-    EXPECT_EQ(rows[1].ruby, (RubyLocation{"app.rb", 4}));
+    EXPECT_EQ(*rows[1].innermost_ruby(), (RubyLocation{"app.rb", 4}));
 }
 
 TEST(ReportRows, ByRubyMergeEveryStackOfOneFileAndLine) {
@@ -87,17 +87,17 @@ TEST(ReportRows, ByRubyMergeEveryStackOfOneFileAndLine) {
     ASSERT_EQ(rows.size(), 4u);
 
     const ReportRow& line10 = row_with_id(rows, kFirstSiteSlot);
-    EXPECT_EQ(line10.ruby, (RubyLocation{"app.rb", 10}));
+    EXPECT_EQ(*line10.innermost_ruby(), (RubyLocation{"app.rb", 10}));
     EXPECT_EQ(line10.records, (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 1}));
     EXPECT_EQ(line10.counters.allocs, 5u);
     EXPECT_EQ(line10.size_classes.size(), 2u);
     EXPECT_TRUE(line10.frames.empty()) << "a Ruby line stands for several native stacks";
 
-    EXPECT_EQ(row_with_id(rows, kFirstSiteSlot + 2).ruby, (RubyLocation{"app.rb", 11}));
-    EXPECT_EQ(row_with_id(rows, kFirstSiteSlot + 3).ruby, (RubyLocation{"lib.rb", 10}));
+    EXPECT_EQ(*row_with_id(rows, kFirstSiteSlot + 2).innermost_ruby(), (RubyLocation{"app.rb", 11}));
+    EXPECT_EQ(*row_with_id(rows, kFirstSiteSlot + 3).innermost_ruby(), (RubyLocation{"lib.rb", 10}));
 
     const ReportRow& native_only = row_with_id(rows, kFirstSiteSlot + 4);
-    EXPECT_FALSE(native_only.ruby.has_value());
+    EXPECT_TRUE(native_only.ruby.empty());
     EXPECT_FALSE(native_only.overflow);
     EXPECT_EQ(native_only.records, (std::vector<uint32_t>{kFirstSiteSlot + 4, kFirstSiteSlot + 5}));
     EXPECT_EQ(native_only.counters.allocs, 11u);
@@ -120,7 +120,7 @@ TEST(ReportRows, MergeTheOverflowSitesOfAllClassesIntoOneRow) {
         EXPECT_EQ(overflow.counters.live_bytes(), 1064u);
         EXPECT_EQ(overflow.size_classes.size(), 2u);
         EXPECT_TRUE(overflow.frames.empty());
-        EXPECT_FALSE(overflow.ruby.has_value());
+        EXPECT_TRUE(overflow.ruby.empty());
         EXPECT_FALSE(rows[1].overflow);
     }
 }

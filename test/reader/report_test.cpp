@@ -120,7 +120,9 @@ TEST(TextReport, ShowsExactTotalsOverflowWarningAndRankedRows) {
     EXPECT_PRED2(contains, text, "\n#1 site 88: 51200000 B (48.8 MiB) live in 1000 blocks");
     EXPECT_PRED2(contains, text, "allocated\n    ruby: app/cache.rb:17\n    #0 0x1234 ??");
     EXPECT_PRED2(contains, text, "    #1 0x5678 ??");
-    EXPECT_FALSE(contains(text, "#2 ")) << text;
+    // The Ruby backtrace continues the native frames outwards.
+    EXPECT_PRED2(contains, text, "    #2 ruby app/cache.rb:17\n");
+    EXPECT_FALSE(contains(text, "\n#2 ")) << text;
     EXPECT_PRED2(contains, text, "3 more rows not shown");
     EXPECT_FALSE(contains(text, "estimated")) << text;
 }
@@ -213,7 +215,7 @@ TEST(JsonReport, HasTheDocumentedShape) {
     EXPECT_EQ(keys_of(row),
               (std::set<std::string>{"id", "overflow", "estimated", "live_bytes", "live_blocks",
                                      "allocs", "frees", "alloc_bytes", "free_bytes", "ruby",
-                                     "frames", "size_classes", "records"}));
+                                     "ruby_frames", "reduced", "frames", "size_classes", "records"}));
     EXPECT_EQ(row["id"], 88);
     EXPECT_EQ(row["overflow"], false);
     EXPECT_EQ(row["estimated"], false);

@@ -79,10 +79,28 @@ std::vector<BuiltBin> bins_of_sites(const std::vector<BuiltSite>& slots,
 
 }  // namespace
 
+// The Ruby backtrace of a site, innermost first.
+std::vector<BuiltRubyFrame> ruby_frames_of(const BuiltSite& site) {
+    if (site.ruby_file.empty()) return {};
+    std::vector<BuiltRubyFrame> frames{{site.ruby_file, site.ruby_line}};
+    frames.insert(frames.end(), site.outer_ruby.begin(), site.outer_ruby.end());
+    return frames;
+}
+
+uint64_t stack_bytes_of(const BuiltSite& site) {
+    return layout::stack_record_size(static_cast<uint32_t>(site.frames.size()),
+                                     static_cast<uint32_t>(ruby_frames_of(site).size()));
+}
+
 std::vector<std::byte> SegmentBuilder::build() const {
-    const uint32_t site_record_size = layout::site_record_size_for(max_depth);
+    const uint32_t site_record_size = sizeof(layout::SiteRecord);
     const uint64_t bins_size =
         uint64_t{layout::kSizeClassCount} * bin_shards * sizeof(layout::BinCounters);
+    const std::vector<BuiltSite> slots = sites_by_slot(*this);
+    uint64_t stacks_used = 0;
+    for (uint32_t slot = layout::kOverflowSites; slot < slots.size(); ++slot)
+        stacks_used += stack_bytes_of(slots[slot]);
+
     layout::Header header{};
     std::memcpy(header.magic, layout::kMagic, sizeof(header.magic));
     header.layout_version = layout::kLayoutVersion;
@@ -93,8 +111,10 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.created_unix_ns = created_unix_ns;
     std::memcpy(header.boot_id, boot_id.data(), std::min(boot_id.size(), sizeof(header.boot_id)));
     header.max_depth = max_depth;
+    header.max_ruby_depth = max_ruby_depth;
     header.site_capacity = site_capacity;
     header.site_record_size = site_record_size;
+    header.stacks_capacity = stacks_used + stack_slack;
     header.module_capacity = module_capacity;
     header.module_record_size = sizeof(layout::ModuleRecord);
     header.strings_capacity = strings_capacity;
@@ -102,17 +122,17 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.site_delta_slots = site_delta_slots;
     header.sample_interval = sample_interval;
     header.sites_offset = sizeof(layout::Header);
-    header.modules_offset = header.sites_offset + uint64_t{site_capacity} * site_record_size;
+    header.stacks_offset = round_up_to_cache_line(header.sites_offset + uint64_t{site_capacity} * site_record_size);
+    header.modules_offset = round_up_to_cache_line(header.stacks_offset + header.stacks_capacity);
     header.bins_offset = round_up_to_cache_line(
         header.modules_offset + uint64_t{module_capacity} * sizeof(layout::ModuleRecord));
     header.strings_offset = header.bins_offset + bins_size;
-    // Last, so that the other parts lie where they did before layout version 3.
     header.site_deltas_offset = round_up_to_cache_line(header.strings_offset + strings_capacity);
     header.segment_size = round_up_to_cache_line(
         header.site_deltas_offset +
         uint64_t{bin_shards} * site_delta_slots * sizeof(layout::SiteDelta));
-    const std::vector<BuiltSite> slots = sites_by_slot(*this);
     header.sites_claimed = static_cast<uint32_t>(slots.size());
+    header.stacks_used = stacks_used;
     header.modules_claimed = static_cast<uint32_t>(modules.size());
     header.module_generation = 1;
     header.lost_sites = lost_sites;
@@ -124,6 +144,7 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.exe_path = strings.add(exe);
     header.command_line = strings.add(command_line);
 
+    uint64_t next_stack = 0;
     for (uint32_t slot = 0; slot < slots.size(); ++slot) {
         const BuiltSite& site = slots[slot];
         layout::SiteRecord record{};
@@ -131,19 +152,33 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.frees = site.frees;
         record.alloc_bytes = site.alloc_bytes;
         record.free_bytes = site.free_bytes;
-        record.state = site.state;
-        record.depth = static_cast<uint32_t>(site.frames.size());
-        record.module_generation = site.module_generation;
-        record.size_class = size_class_of_site(site);
-        record.ruby_file =
-            site.ruby_file.empty() ? layout::kNoString : strings.add(site.ruby_file).offset;
-        record.ruby_line = site.ruby_line;
-        const uint64_t at = header.sites_offset + uint64_t{slot} * site_record_size;
-        std::memcpy(segment.data() + at, &record, sizeof(record));
-        const size_t frames_kept = std::min<size_t>(site.frames.size(), max_depth);
-        if (frames_kept > 0)
-            std::memcpy(segment.data() + at + layout::kFramesOffsetInSite, site.frames.data(),
-                        frames_kept * sizeof(uint64_t));
+        record.state = static_cast<uint16_t>(site.state);
+        record.size_class = static_cast<uint16_t>(size_class_of_site(site));
+        record.stack = layout::kNoStack;
+        if (!layout::is_overflow_site(slot)) {
+            const auto ruby = ruby_frames_of(site);
+            layout::StackRecord stack{};
+            stack.state = site.stack_state;
+            stack.module_generation = site.module_generation;
+            stack.native_depth = static_cast<uint16_t>(site.frames.size());
+            stack.ruby_depth = static_cast<uint16_t>(ruby.size());
+            stack.flags = site.reduced ? layout::kStackReduced : 0;
+            uint64_t at = header.stacks_offset + next_stack;
+            record.stack = static_cast<uint32_t>(next_stack / layout::kStackAlignment);
+            next_stack += stack_bytes_of(site);
+            std::memcpy(segment.data() + at, &stack, sizeof(stack));
+            at += sizeof(stack);
+            if (!site.frames.empty())
+                std::memcpy(segment.data() + at, site.frames.data(), site.frames.size() * sizeof(uint64_t));
+            at += site.frames.size() * sizeof(uint64_t);
+            for (const BuiltRubyFrame& frame : ruby) {
+                const layout::RubyFrame stored{strings.add(frame.file).offset, frame.line};
+                std::memcpy(segment.data() + at, &stored, sizeof(stored));
+                at += sizeof(stored);
+            }
+        }
+        std::memcpy(segment.data() + header.sites_offset + uint64_t{slot} * site_record_size, &record,
+                    sizeof(record));
     }
     for (uint64_t entry = 0; entry < uint64_t{bin_shards} * site_delta_slots; ++entry) {
         layout::SiteDelta empty{};
@@ -206,6 +241,13 @@ std::vector<std::byte> SegmentBuilder::build() const {
 uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot) {
     const auto header = header_of(segment);
     return header.sites_offset + uint64_t{slot} * header.site_record_size;
+}
+
+uint64_t stack_offset(const std::vector<std::byte>& segment, uint32_t slot) {
+    const auto header = header_of(segment);
+    layout::SiteRecord site;
+    std::memcpy(&site, segment.data() + site_offset(segment, slot), sizeof(site));
+    return header.stacks_offset + uint64_t{site.stack} * layout::kStackAlignment;
 }
 
 uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot) {

@@ -21,6 +21,12 @@ inline constexpr int32_t kAbsentPid = 2147483000;
 // The slot of SegmentBuilder::sites[0]: the overflow sites come first.
 inline constexpr uint32_t kFirstSiteSlot = layout::kOverflowSites;
 
+struct BuiltRubyFrame {
+    std::string file;
+    uint32_t line = 0;
+};
+
+// A site and, unless it is an overflow site, a stack of its own in the stack table.
 struct BuiltSite {
     uint64_t allocs = 0;
     uint64_t frees = 0;
@@ -29,9 +35,12 @@ struct BuiltSite {
     std::vector<uint64_t> frames;
     uint32_t module_generation = 0;
     std::optional<uint32_t> size_class;  // default: the class of the average allocated block
-    std::string ruby_file;               // "": no Ruby location
+    std::string ruby_file;               // "": no Ruby backtrace
     uint32_t ruby_line = 0;
+    std::vector<BuiltRubyFrame> outer_ruby;  // the Ruby backtrace beyond ruby_file:ruby_line
+    bool reduced = false;                    // layout::kStackReduced
     uint32_t state = layout::kReady;
+    uint32_t stack_state = layout::kReady;
 };
 
 // Counters added to one shard of one size class.
@@ -76,7 +85,9 @@ struct SegmentBuilder {
     std::string exe = "/usr/bin/leaky";
     std::string command_line = "leaky --fast";
     uint32_t max_depth = 8;
+    uint32_t max_ruby_depth = 8;
     uint32_t site_capacity = layout::kMinSiteCapacity + 11;
+    uint64_t stack_slack = 64;  // bytes of the stack table beyond the stacks written
     uint32_t module_capacity = 4;
     uint32_t strings_capacity = 1024;
     uint32_t bin_shards = 3;
@@ -100,6 +111,8 @@ struct SegmentBuilder {
 
 // Offsets of the parts of a segment made by SegmentBuilder::build().
 uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot);
+// The stack record of the site in `slot` (not an overflow site).
+uint64_t stack_offset(const std::vector<std::byte>& segment, uint32_t slot);
 uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot);
 uint64_t bin_offset(const std::vector<std::byte>& segment, uint32_t size_class, uint32_t shard);
 uint64_t site_delta_offset(const std::vector<std::byte>& segment, uint32_t shard, uint32_t slot);

@@ -56,6 +56,16 @@ SegmentBuilder typical_builder() {
     return builder;
 }
 
+// The first Ruby frame of the stack of site kFirst, which has one.
+void corrupt_ruby_file(std::vector<std::byte>& bytes, uint32_t file) {
+    layout::StackRecord stack;
+    const uint64_t at = testing::stack_offset(bytes, kFirst);
+    std::memcpy(&stack, bytes.data() + at, sizeof(stack));
+    ASSERT_GT(stack.ruby_depth, 0u);
+    const uint64_t frame_at = at + sizeof(stack) + 8ull * stack.native_depth;
+    patch<layout::RubyFrame>(bytes, frame_at, [file](layout::RubyFrame& frame) { frame.file = file; });
+}
+
 const Site& site_in_slot(const Snapshot& snapshot, uint32_t slot) {
     for (const Site& site : snapshot.sites)
         if (site.id == slot) return site;
@@ -111,7 +121,7 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
         EXPECT_EQ(overflow.id, slot);
         EXPECT_EQ(overflow.size_class, slot);
         EXPECT_TRUE(overflow.frames.empty());
-        EXPECT_FALSE(overflow.ruby.has_value());
+        EXPECT_TRUE(overflow.ruby.empty());
     }
     EXPECT_EQ(snapshot.sites[kClassOf100].counters.live_blocks(), 2u);
 
@@ -122,12 +132,12 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
     EXPECT_EQ(first.counters.live_bytes(), 600u);
     EXPECT_EQ(first.module_generation, 1u);
     EXPECT_EQ(first.frames, (std::vector<uint64_t>{0x401234, 0x401500, 0x7f0000001000}));
-    ASSERT_TRUE(first.ruby.has_value());
-    EXPECT_EQ(first.ruby->file, "app/models/user.rb");
-    EXPECT_EQ(first.ruby->line, 42u);
+    ASSERT_EQ(first.ruby.size(), 1u);
+    EXPECT_EQ(first.ruby[0].file, "app/models/user.rb");
+    EXPECT_EQ(first.ruby[0].line, 42u);
     const Site& second = site_in_slot(snapshot, kFirst + 1);
     EXPECT_EQ(second.size_class, kClassOf10);
-    EXPECT_FALSE(second.ruby.has_value());
+    EXPECT_TRUE(second.ruby.empty());
 
     ASSERT_EQ(snapshot.bins.size(), layout::kSizeClassCount);
     EXPECT_EQ(snapshot.bins[kClassOf100].allocs, 13u);
@@ -247,20 +257,21 @@ TEST(ParseSegment, RejectsOtherLayoutVersions) {
     auto bytes = typical_builder().build();
     patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
     EXPECT_EQ(parse_error(bytes),
-              std::string("segment layout version 7, this reader understands 3") + kAdvice);
+              std::string("segment layout version 7, this reader understands 4") + kAdvice);
 }
 
 // Older writers' segments: a v1 header is 64 bytes shorter and lays the fields out differently,
-// and a v2 one keeps no site deltas, so nothing after the version may be read.
+// a v2 one keeps no site deltas, a v3 one keeps the stacks inside the sites, so nothing after
+// the version may be read.
 TEST(ParseSegment, RejectsOlderLayoutVersionSegments) {
-    for (const uint32_t version : {1u, 2u}) {
+    for (const uint32_t version : {1u, 2u, 3u}) {
         std::vector<std::byte> bytes(4096);
         std::memcpy(bytes.data(), layout::kMagic, sizeof(layout::kMagic));
         std::memcpy(bytes.data() + offsetof(layout::Header, layout_version), &version,
                     sizeof(version));
         EXPECT_PRED2(contains, parse_error(bytes),
                      "segment layout version " + std::to_string(version) +
-                         ", this reader understands 3");
+                         " was written by an older libleakwrap.so (this reader reads version 4");
     }
 }
 
@@ -335,8 +346,8 @@ INSTANTIATE_TEST_SUITE_P(
         HeaderCorruption{"OnlyOverflowSites",
                          [](layout::Header& h) { h.site_capacity = layout::kOverflowSites; },
                          "site_capacity 88 is outside [89, "},
-        HeaderCorruption{"SiteRecordTooSmall", [](layout::Header& h) { h.site_record_size = 64; },
-                         "site_record_size 64"},
+        HeaderCorruption{"SiteRecordTooSmall", [](layout::Header& h) { h.site_record_size = 32; },
+                         "site_record_size 32"},
         HeaderCorruption{"SiteRecordHuge",
                          [](layout::Header& h) { h.site_record_size = 0xffffffffu; }, "site table"},
         HeaderCorruption{"ModuleRecordTooSmall",
@@ -347,8 +358,14 @@ INSTANTIATE_TEST_SUITE_P(
                          "module table"},
         HeaderCorruption{"DepthAboveLimit", [](layout::Header& h) { h.max_depth = 65; },
                          "max_depth 65"},
-        HeaderCorruption{"DepthAboveRecordSize", [](layout::Header& h) { h.max_depth = 64; },
-                         "site_record_size"},
+        HeaderCorruption{"RubyDepthAboveLimit", [](layout::Header& h) { h.max_ruby_depth = 65; },
+                         "max_ruby_depth 65"},
+        HeaderCorruption{"StackTableAboveLimit",
+                         [](layout::Header& h) { h.stacks_capacity = layout::kMaxStackTableBytes + 1; },
+                         "stacks_capacity"},
+        HeaderCorruption{"StackTableOutsideSegment",
+                         [](layout::Header& h) { h.stacks_capacity = h.segment_size; },
+                         "stack table"},
         HeaderCorruption{"ExeOutsidePool",
                          [](layout::Header& h) {
                              h.exe_path = {h.strings_capacity - 2, 3};
@@ -592,20 +609,75 @@ TEST(ParseSegment, AddsTheDeltasOfAFullTableToManySites) {
     EXPECT_EQ(snapshot.totals.allocs, allocs);
 }
 
-TEST(ParseSegment, RejectsASiteDeeperThanMaxDepth) {
+TEST(ParseSegment, RejectsAStackDeeperThanMaxDepth) {
+    auto bytes = typical_builder().build();
+    patch<layout::StackRecord>(bytes, testing::stack_offset(bytes, kFirst),
+                               [](layout::StackRecord& stack) { stack.native_depth = 9; });
+    EXPECT_PRED2(contains, parse_error(bytes), "site 88's stack at 0 has 9 native frames");
+}
+
+TEST(ParseSegment, RejectsAStackWithMoreRubyFramesThanMaxRubyDepth) {
+    auto bytes = typical_builder().build();
+    patch<layout::StackRecord>(bytes, testing::stack_offset(bytes, kFirst),
+                               [](layout::StackRecord& stack) { stack.ruby_depth = 9; });
+    EXPECT_PRED2(contains, parse_error(bytes), "has 9 Ruby frames, more than max_ruby_depth 8");
+}
+
+TEST(ParseSegment, RejectsAStackOutsideTheStackTable) {
     auto bytes = typical_builder().build();
     patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst),
-                              [](layout::SiteRecord& site) { site.depth = 9; });
-    EXPECT_PRED2(contains, parse_error(bytes), "site 88 has depth 9");
+                              [](layout::SiteRecord& site) { site.stack = 0x10000000u; });
+    EXPECT_PRED2(contains, parse_error(bytes), "lies outside the");
+}
+
+TEST(ParseSegment, RejectsAStackRunningPastTheTable) {
+    auto builder = typical_builder();
+    builder.stack_slack = 0;
+    auto bytes = builder.build();
+    const uint32_t last = kFirst + static_cast<uint32_t>(builder.sites.size()) - 1;
+    patch<layout::StackRecord>(bytes, testing::stack_offset(bytes, last),
+                               [](layout::StackRecord& stack) { stack.native_depth = 8; });
+    EXPECT_PRED2(contains, parse_error(bytes), "runs past the end of the");
+}
+
+TEST(ParseSegment, LeavesOutASiteWhoseStackIsNotReady) {
+    auto builder = typical_builder();
+    builder.sites[0].stack_state = layout::kEmpty;
+    const auto snapshot = parse_segment(builder.build());
+    for (const Site& site : snapshot.sites) EXPECT_NE(site.id, kFirst);
+}
+
+TEST(ParseSegment, ReadsARubyBacktraceInnermostFirstAndTheReducedFlag) {
+    auto builder = typical_builder();
+    builder.sites[0].ruby_file = "app/controllers/leak_controller.rb";
+    builder.sites[0].ruby_line = 7;
+    builder.sites[0].outer_ruby = {{"actionpack/metal.rb", 190}, {"puma/server.rb", 444}};
+    builder.sites[1].reduced = true;
+    const auto snapshot = parse_segment(builder.build());
+    const Site& site = *std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
+                                     [](const Site& s) { return s.id == kFirst; });
+    ASSERT_EQ(site.ruby.size(), 3u);
+    EXPECT_EQ(site.ruby[0].file, "app/controllers/leak_controller.rb");
+    EXPECT_EQ(site.ruby[0].line, 7u);
+    EXPECT_EQ(site.ruby[2].file, "puma/server.rb");
+    EXPECT_EQ(site.ruby[2].line, 444u);
+    EXPECT_FALSE(site.reduced);
+    EXPECT_TRUE(std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
+                             [](const Site& s) { return s.id == kFirst + 1; })->reduced);
+}
+
+TEST(ParseSegment, SaysWhyAnOlderLayoutIsNotRead) {
+    auto bytes = typical_builder().build();
+    patch_header(bytes, [](layout::Header& h) { h.layout_version = layout::kLayoutVersion - 1; });
+    EXPECT_PRED2(contains, parse_error(bytes), "was written by an older libleakwrap.so");
 }
 
 TEST(ParseSegment, IgnoresTheFieldsOfSlotsThatAreNotReady) {
     auto bytes = typical_builder().build();
     patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst + 5),
                               [](layout::SiteRecord& site) {
-                                  site.depth = 0xffffffffu;
-                                  site.size_class = 0xffffffffu;
-                                  site.ruby_file = 0xfffffff0u;
+                                  site.stack = 0xfffffff0u;
+                                  site.size_class = 0xffffu;
                               });
     EXPECT_EQ(parse_error(bytes), "");
 }
@@ -635,26 +707,20 @@ INSTANTIATE_TEST_SUITE_P(
         SiteCorruption{"SizeClassOutOfRange", kFirst,
                        [](layout::SiteRecord& s) { s.size_class = layout::kSizeClassCount; },
                        "site 88 has size class 88, there are 88"},
-        SiteCorruption{"OverflowSiteWithAStack", 3, [](layout::SiteRecord& s) { s.depth = 1; },
-                       "overflow site 3 must have depth 0 and size class 3"},
+        SiteCorruption{"OverflowSiteWithAStack", 3, [](layout::SiteRecord& s) { s.stack = 0; },
+                       "overflow site 3 must have no stack and size class 3"},
         SiteCorruption{"OverflowSiteOfAnotherClass", 3,
                        [](layout::SiteRecord& s) { s.size_class = 4; },
-                       "overflow site 3 must have depth 0 and size class 3"},
-        SiteCorruption{"RubyFileBeyondThePool", kFirst,
-                       [](layout::SiteRecord& s) { s.ruby_file = 5000; },
-                       "site 88 Ruby file string at offset 5000 has no NUL"},
-        SiteCorruption{"RubyFileAtThePoolEnd", kFirst,
-                       [](layout::SiteRecord& s) { s.ruby_file = 1024; },
-                       "site 88 Ruby file string at offset 1024 has no NUL"},
-        SiteCorruption{"RubyFileOnAnOverflowSite", 0,
-                       [](layout::SiteRecord& s) { s.ruby_file = 0xfffffffeu; },
-                       "site 0 Ruby file string"}),
+                       "overflow site 3 must have no stack and size class 3"},
+        SiteCorruption{"SiteWithoutAStack", kFirst,
+                       [](layout::SiteRecord& s) { s.stack = layout::kNoStack; },
+                       "site 88 has no stack"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ParseSegment, RejectsARubyFileWithoutANulBeforeThePoolEnds) {
     SegmentBuilder builder;
     builder.strings_capacity = 64;  // 28 bytes hold the exe path and the command line
-    builder.sites = {{.allocs = 1, .alloc_bytes = 8}};
+    builder.sites = {{.allocs = 1, .alloc_bytes = 8, .ruby_file = "a.rb"}};
     auto bytes = builder.build();
     const auto header = [&] {
         layout::Header h;
@@ -663,14 +729,13 @@ TEST(ParseSegment, RejectsARubyFileWithoutANulBeforeThePoolEnds) {
     }();
     // Fill the pool's tail with text and point a site at it.
     std::memset(bytes.data() + header.strings_offset + 40, 'x', 24);
-    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst),
-                              [](layout::SiteRecord& s) { s.ruby_file = 40; });
-    EXPECT_PRED2(contains, parse_error(bytes), "site 88 Ruby file string at offset 40 has no NUL");
+    corrupt_ruby_file(bytes, 40);
+    EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 40 has no NUL");
 
     // One NUL at the very end makes it a string again.
     bytes[header.strings_offset + 63] = std::byte{0};
     EXPECT_EQ(parse_error(bytes), "");
-    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).ruby->file, std::string(23, 'x'));
+    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).ruby.at(0).file, std::string(23, 'x'));
 }
 
 TEST(ParseSegment, RejectsAModulePathOutsideThePool) {
@@ -734,6 +799,22 @@ TEST(ParseSegment, SurvivesGarbageAndBitFlips) {
         } catch (const SegmentError&) {
         }
     }
+}
+
+TEST(ParseSegment, RejectsARubyFileBeyondThePool) {
+    auto builder = typical_builder();
+    builder.sites[0].ruby_file = "app.rb";
+    auto bytes = builder.build();
+    corrupt_ruby_file(bytes, 5000);
+    EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 5000 has no NUL");
+}
+
+TEST(ParseSegment, RejectsARubyFileAtThePoolEnd) {
+    auto builder = typical_builder();
+    builder.sites[0].ruby_file = "app.rb";
+    auto bytes = builder.build();
+    corrupt_ruby_file(bytes, builder.strings_capacity);
+    EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 1024 has no NUL");
 }
 
 }  // namespace

@@ -1,0 +1,203 @@
+#include "ruby_backtrace.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "code_range.h"
+#include "guard.h"
+#include "segment.h"
+
+namespace leakwrap {
+namespace {
+
+using Value = uintptr_t;  // Ruby's VALUE
+
+// libruby's own entry points, all exported by Ruby >= 2.3:
+//  - ruby_current_vm_ptr: NULL until ruby_init() and after the VM is destroyed;
+//  - ruby_thread_has_gvl_p(): the thread is a Ruby thread holding the GVL (false for native
+//    threads, for Ruby threads inside a blocking region, and once teardown has released the
+//    main thread's execution context);
+//  - rb_during_gc(): the calls below are not made while the GC runs (objects may be moving);
+//  - rb_profile_frames(): the current thread's control frames (method entries or iseqs) and
+//    their lines, the API of sampling profilers: it walks the frames and allocates nothing.
+//    Ruby 3.1's skips frames wrongly for a start above 0, so it is always called with 0;
+//  - rb_profile_frame_path() and rb_string_value_ptr(): a frame's source path, as Ruby's own
+//    backtraces print it (nil for a C method's frame), without allocating;
+//  - rb_gc_count(): GCs so far; a frame VALUE may name another frame after a GC (see below).
+struct RubyApi {
+    void* const* vm;
+    int (*has_gvl)();
+    int (*during_gc)();
+    int (*profile_frames)(int start, int limit, Value* frames, int* lines);
+    Value (*frame_path)(Value frame);
+    char* (*string_pointer)(volatile Value* string);
+    size_t (*gc_count)();
+};
+constinit RubyApi g_ruby{};
+constinit CodeRange g_vm_code{};
+
+// Set when ruby_init()/ruby_setup() has returned: while the VM boots, ruby_current_vm_ptr is
+// already set but the main thread has no control frame yet. Teardown needs no flag: it clears
+// the execution context first, after which ruby_thread_has_gvl_p() is false.
+constinit std::atomic<bool> g_vm_ready{false};
+
+// Ruby's nil on 64-bit builds (Ruby >= 2.0 without flonum-less builds; all Debian's).
+constexpr Value kRubyNil = 0x08;
+
+constexpr uint32_t kMaxPathLength = 4096;
+// C method frames count against rb_profile_frames' limit but carry no file: room for a few.
+constexpr uint32_t kCMethodFrames = 8;
+
+// Source files are interned into the segment's string pool once: this process-private table
+// maps Ruby's path pointer to the pool offset (the content is compared too, since Ruby may
+// reuse the memory of a freed string for another path).
+struct InternedFile {
+    const char* source;
+    uint32_t offset;
+    uint32_t length;
+};
+constexpr uint32_t kInternedSlots = 4096;
+constexpr uint32_t kProbes = 8;
+constinit InternedFile g_interned[kInternedSlots]{};
+
+// Frame VALUE -> pool offset of its file, so that the frames of a backtrace seen before cost a
+// table look-up each. Valid for one GC epoch: a GC may free an iseq or, compacting, move
+// another object to its address. Direct-mapped.
+struct KnownFrame {
+    Value frame;
+    uint64_t gc_epoch;
+    uint32_t file;
+};
+constexpr uint32_t kKnownFrameSlots = 4096;
+constinit KnownFrame g_known_frames[kKnownFrameSlots]{};
+
+// Only the thread holding the GVL reaches these tables, so the lock is practically never
+// contended; it exists for Ractors, whose threads hold GVLs of their own.
+constinit std::atomic_flag g_tables_busy = ATOMIC_FLAG_INIT;
+
+uint32_t slot_of(uintptr_t key, uint32_t slots) {
+    return static_cast<uint32_t>(((key >> 3) * 0x9E3779B97F4A7C15ull) >> 40) % slots;
+}
+
+bool same_file(const InternedFile& entry, const char* file) {
+    return entry.source == file && std::strncmp(pool_string(entry.offset), file, entry.length + 1) == 0;
+}
+
+uint32_t intern_file(const char* file) {
+    uint32_t slot = slot_of(reinterpret_cast<uintptr_t>(file), kInternedSlots);
+    uint32_t free_slot = slot;
+    for (uint32_t probe = 0; probe < kProbes; ++probe) {
+        InternedFile& entry = g_interned[(slot + probe) % kInternedSlots];
+        if (entry.source != nullptr && same_file(entry, file)) return entry.offset;
+        if (entry.source == nullptr) {
+            free_slot = (slot + probe) % kInternedSlots;
+            break;
+        }
+    }
+    layout::StringRef stored{};
+    if (!intern_string(file, strnlen(file, kMaxPathLength), &stored)) return layout::kNoString;
+    g_interned[free_slot] = InternedFile{file, stored.offset, stored.length};
+    return stored.offset;
+}
+
+// The pool offset of a frame's file; kNoString for a C method's frame or a full pool.
+uint32_t file_of(Value frame, uint64_t gc_epoch) {
+    KnownFrame& known = g_known_frames[slot_of(frame, kKnownFrameSlots)];
+    if (known.frame == frame && known.gc_epoch == gc_epoch) return known.file;
+    volatile Value path = g_ruby.frame_path(frame);
+    uint32_t file = layout::kNoString;
+    if (path != kRubyNil && path != 0) file = intern_file(g_ruby.string_pointer(&path));
+    known = KnownFrame{frame, gc_epoch, file};
+    return file;
+}
+
+uint64_t hash_frames(const layout::RubyFrame* frames, uint32_t depth) {
+    uint64_t h = 0x452821E638D01377ull ^ depth;
+    for (uint32_t i = 0; i < depth; ++i) {
+        h ^= (uint64_t{frames[i].file} << 32) | frames[i].line;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+    }
+    return h | 1;  // never 0, which means "no backtrace"
+}
+
+template <typename T>
+T ruby_symbol(const char* name) {
+    return reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
+
+void init_ruby_backtrace() {
+    RubyApi api{};
+    api.vm = ruby_symbol<void* const*>("ruby_current_vm_ptr");
+    api.has_gvl = ruby_symbol<int (*)()>("ruby_thread_has_gvl_p");
+    api.during_gc = ruby_symbol<int (*)()>("rb_during_gc");
+    api.profile_frames = ruby_symbol<int (*)(int, int, Value*, int*)>("rb_profile_frames");
+    api.frame_path = ruby_symbol<Value (*)(Value)>("rb_profile_frame_path");
+    api.string_pointer = ruby_symbol<char* (*)(volatile Value*)>("rb_string_value_ptr");
+    api.gc_count = ruby_symbol<size_t (*)()>("rb_gc_count");
+    if (api.vm && api.has_gvl && api.during_gc && api.profile_frames && api.frame_path &&
+        api.string_pointer && api.gc_count) {
+        g_ruby = api;
+        g_vm_code = code_range_of(reinterpret_cast<const void*>(api.profile_frames));
+    }
+}
+
+bool is_ruby_vm_code(uintptr_t address) { return g_vm_code.contains(address); }
+
+void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
+    out->depth = 0;
+    out->hash = 0;
+    if (max_depth == 0 || g_ruby.profile_frames == nullptr ||
+        !g_vm_ready.load(std::memory_order_acquire) || *g_ruby.vm == nullptr || !g_ruby.has_gvl() ||
+        g_ruby.during_gc())
+        return;
+    Value frames[layout::kMaxRubyDepth + kCMethodFrames];
+    int lines[layout::kMaxRubyDepth + kCMethodFrames];
+    int found = g_ruby.profile_frames(0, static_cast<int>(max_depth + kCMethodFrames), frames, lines);
+    if (g_tables_busy.test_and_set(std::memory_order_acquire)) return;
+    uint64_t gc_epoch = g_ruby.gc_count();
+    uint32_t depth = 0;
+    for (int i = 0; i < found && depth < max_depth; ++i) {
+        // Line 0: a frame with no line to show (the VM's root frame, an extension's Init).
+        if (lines[i] <= 0) continue;
+        uint32_t file = file_of(frames[i], gc_epoch);
+        if (file == layout::kNoString) continue;
+        out->frames[depth++] = layout::RubyFrame{file, static_cast<uint32_t>(lines[i])};
+    }
+    g_tables_busy.clear(std::memory_order_release);
+    out->depth = depth;
+    out->hash = depth == 0 ? 0 : hash_frames(out->frames, depth);
+}
+
+}  // namespace leakwrap
+
+// The interpreter's start-up calls, wrapped to learn when the VM is ready. Both exist in every
+// libruby; in other programs they are never called.
+extern "C" {
+
+__attribute__((visibility("default"))) int ruby_setup(void) {
+    int (*real_setup)();
+    {
+        leakwrap::GuardScope guard;
+        real_setup = reinterpret_cast<int (*)()>(dlsym(RTLD_NEXT, "ruby_setup"));
+    }
+    int status = real_setup != nullptr ? real_setup() : -1;
+    if (status == 0) leakwrap::g_vm_ready.store(true, std::memory_order_release);
+    return status;
+}
+
+__attribute__((visibility("default"))) void ruby_init(void) {
+    void (*real_init)();
+    {
+        leakwrap::GuardScope guard;
+        real_init = reinterpret_cast<void (*)()>(dlsym(RTLD_NEXT, "ruby_init"));
+    }
+    if (real_init != nullptr) real_init();
+    leakwrap::g_vm_ready.store(true, std::memory_order_release);
+}
+
+}  // extern "C"

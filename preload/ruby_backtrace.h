@@ -1,0 +1,29 @@
+// The Ruby backtrace (file:line frames, innermost first) of the allocating thread, when it runs
+// Ruby code, and where the Ruby VM's own code lies, so that a stack keeps only the native frames
+// that the Ruby backtrace cannot show. Found at run time through libruby's exported symbols, so
+// the library stays usable in any program; every call into Ruby is made only when it is safe
+// (see ruby_backtrace.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "leakwrap/segment_layout.h"
+
+namespace leakwrap {
+
+struct RubyBacktrace {
+    layout::RubyFrame frames[layout::kMaxRubyDepth];
+    uint32_t depth;  // 0: the thread is not running Ruby code (or Ruby frames are not recorded)
+    uint64_t hash;   // of the frames; 0 when depth is 0
+};
+
+// Looks libruby's functions and code up once (a no-op in programs without Ruby).
+void init_ruby_backtrace();
+
+// Up to max_depth frames of the calling thread's Ruby backtrace. Called with the guard held.
+void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out);
+
+// The address lies in the Ruby VM's code (libruby, or an executable with the VM linked in).
+bool is_ruby_vm_code(uintptr_t address);
+
+}  // namespace leakwrap

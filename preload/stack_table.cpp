@@ -1,0 +1,110 @@
+#include "stack_table.h"
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "hash_index.h"
+#include "modules.h"
+#include "segment.h"
+
+namespace leakwrap {
+namespace {
+
+struct StackNode {
+    cds_lfht_node node;
+    uint32_t reference;
+};
+
+constinit HashIndex g_index;
+constinit StackNode* g_nodes = nullptr;
+constinit uint32_t g_node_capacity = 0;
+constinit std::atomic<uint32_t> g_nodes_used{0};
+
+// The reference is stored with release once the record is written, so whoever finds the node
+// through the index also sees the record (see site_table.cpp's index_of).
+uint32_t reference_of(cds_lfht_node* node) {
+    return std::atomic_ref<uint32_t>(caa_container_of(node, StackNode, node)->reference)
+        .load(std::memory_order_acquire);
+}
+
+int matches_key(cds_lfht_node* node, const void* key_pointer) {
+    const auto* key = static_cast<const StackKey*>(key_pointer);
+    layout::StackRecord* record = stack_record(reference_of(node));
+    return record->native_depth == key->native_depth && record->ruby_depth == key->ruby_depth &&
+           record->flags == key->flags &&
+           std::memcmp(stack_frames(record), key->frames, sizeof(uint64_t) * key->native_depth) == 0 &&
+           std::memcmp(stack_ruby_frames(record), key->ruby,
+                       sizeof(layout::RubyFrame) * key->ruby_depth) == 0;
+}
+
+}  // namespace
+
+uint64_t hash_stack_key(const StackKey& key) {
+    uint64_t h = 0x243F6A8885A308D3ull ^ (uint64_t{key.native_depth} << 32) ^ key.ruby_depth ^
+                 (uint64_t{key.flags} << 48);
+    auto mix = [&h](uint64_t word) {
+        h ^= word;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+    };
+    for (uint32_t i = 0; i < key.native_depth; ++i) mix(key.frames[i]);
+    for (uint32_t i = 0; i < key.ruby_depth; ++i)
+        mix((uint64_t{key.ruby[i].file} << 32) | key.ruby[i].line);
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+bool init_stack_table(uint32_t max_stacks) {
+    void* nodes = mmap(nullptr, sizeof(StackNode) * uint64_t{max_stacks}, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (nodes == MAP_FAILED) return false;
+    g_nodes = static_cast<StackNode*>(nodes);
+    g_node_capacity = max_stacks;
+    g_nodes_used.store(0, std::memory_order_relaxed);
+    return g_index.init(4096);
+}
+
+bool stack_table_nearly_full() {
+    const uint64_t used = std::atomic_ref<uint64_t>(g_segment.header->stacks_used).load(std::memory_order_relaxed);
+    return used > g_segment.stacks_capacity - g_segment.stacks_capacity / 16 ||
+           g_nodes_used.load(std::memory_order_relaxed) > g_node_capacity - g_node_capacity / 16;
+}
+
+uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add) {
+    if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return reference_of(found);
+    if (!may_add) return layout::kNoStack;
+
+    uint32_t ordinal = g_nodes_used.fetch_add(1, std::memory_order_relaxed);
+    if (ordinal >= g_node_capacity) return layout::kNoStack;
+    uint64_t offset = claim_stack_bytes(layout::stack_record_size(key.native_depth, key.ruby_depth));
+    if (offset == UINT64_MAX) return layout::kNoStack;
+    const auto reference = static_cast<uint32_t>(offset / layout::kStackAlignment);
+
+    layout::StackRecord* record = stack_record(reference);
+    record->hash = hash;
+    record->native_depth = static_cast<uint16_t>(key.native_depth);
+    record->ruby_depth = static_cast<uint16_t>(key.ruby_depth);
+    record->flags = key.flags;
+    std::memcpy(stack_frames(record), key.frames, sizeof(uint64_t) * key.native_depth);
+    std::memcpy(stack_ruby_frames(record), key.ruby, sizeof(layout::RubyFrame) * key.ruby_depth);
+    record->module_generation = current_module_generation();
+    // Ready before it can be found (rule R5: a site names only ready stacks); a record that
+    // loses the race below is then marked abandoned, and no site ever names it.
+    std::atomic_ref<uint32_t> state(record->state);
+    state.store(layout::kReady, std::memory_order_release);
+
+    StackNode* node = &g_nodes[ordinal];
+    std::atomic_ref<uint32_t>(node->reference).store(reference, std::memory_order_release);
+    cds_lfht_node* holder = g_index.add(hash, matches_key, &key, &node->node);
+    if (holder == &node->node) {
+        if (key.flags & layout::kStackReduced)
+            std::atomic_ref<uint64_t>(g_segment.header->reduced_stacks).fetch_add(1, std::memory_order_relaxed);
+        return reference;
+    }
+    state.store(layout::kAbandoned, std::memory_order_release);
+    return reference_of(holder);
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,34 @@
+// The stack table: every distinct stack (native return addresses and Ruby frames) stored once in
+// the segment, so that the sites of its size classes, and the reader, share it. Found through a
+// HashIndex whose nodes are process-private (they hold pointers).
+#pragma once
+
+#include <cstdint>
+
+#include "leakwrap/segment_layout.h"
+
+namespace leakwrap {
+
+struct StackKey {
+    const uint64_t* frames;  // innermost first
+    uint32_t native_depth;
+    const layout::RubyFrame* ruby;  // innermost first
+    uint32_t ruby_depth;
+    uint32_t flags;  // layout::kStackReduced
+};
+
+uint64_t hash_stack_key(const StackKey& key);
+
+// For the current segment; `max_stacks` bounds the private nodes.
+bool init_stack_table(uint32_t max_stacks);
+
+// The reference of the key's record, added if new and `may_add`; layout::kNoStack when it is
+// not there or the table is full. Called inside an urcu-bp read-side critical section, with the
+// guard held.
+uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add);
+
+// Past this, new stacks are recorded reduced (see site_table.cpp): the last sixteenth of the
+// table is kept for them.
+bool stack_table_nearly_full();
+
+}  // namespace leakwrap
