@@ -4,7 +4,7 @@
 // liburcu's lfht cannot resize here: resizing runs on call_rcu/workqueue threads, which do not
 // survive fork() and would run leakwrap code outside any allocation. So the index is a short
 // list of fixed-size lfht tables: once the newest holds twice as many entries as it has buckets,
-// a table four times as large is added and takes the new entries. A lookup searches the tables
+// a table eight times as large is added and takes the new entries. A lookup searches the tables
 // newest first, so chains stay short whatever the program's size, and the memory of the
 // buckets follows the number of entries (a small program pays for the first table only).
 //
@@ -24,6 +24,10 @@
 
 namespace leakwrap {
 
+// Buckets of an index's first table: 256 KiB, room for 64K entries before the next table. A
+// small program pays this much; Rails' boot (about 230K sites) searches two tables.
+inline constexpr unsigned long kFirstBuckets = 32768;
+
 class HashIndex {
 public:
     // Starts empty with one table of `first_buckets` (a power of two). The tables of an earlier
@@ -38,7 +42,7 @@ public:
 
 private:
     static constexpr uint32_t kMaxTables = 8;
-    static constexpr uint32_t kGrowthLog2 = 2;        // each table has 4x the buckets
+    static constexpr uint32_t kGrowthLog2 = 3;        // each table has 8x the buckets
     static constexpr uint64_t kEntriesPerBucket = 2;  // before the next table is added
 
     void add_table_if_full(uint32_t newest);

@@ -26,10 +26,14 @@ constinit std::atomic<bool> g_shm_full_reported{false};
 
 constexpr uint32_t kNoSite = UINT32_MAX;
 
-// Native frames a Ruby thread's stack keeps once it reaches the VM's own code: enough to tell
-// which of the VM's functions allocated (a string, an array, a call into an extension), while
-// the interpreter's dispatch frames above, which the Ruby backtrace says better, are dropped.
-constexpr uint32_t kVmFramesKept = 3;
+// A Ruby thread's native stack keeps what its Ruby backtrace cannot show: a C extension's frames
+// (and a library's below them) up to the VM frame that called the extension; the interpreter's
+// dispatch frames above would only multiply the stacks of every Ruby line. An extension
+// allocates through the VM's allocation functions (ruby_xmalloc) as often as through malloc, so
+// the VM frames at the inner end are looked through, up to kVmAllocationFrames of them; an
+// allocation with no extension frame there is the VM's own (a string, an array) and keeps just
+// its innermost frame.
+constexpr uint32_t kVmAllocationFrames = 3;
 
 struct SiteKey {
     uint32_t stack;
@@ -59,10 +63,11 @@ bool site_table_nearly_full() {
     return claimed > g_segment.site_capacity - g_segment.site_capacity / 16;
 }
 
-// Called inside an RCU read-side critical section.
-uint32_t find_or_add_site(const SiteKey& key, bool may_add) {
+// Called inside an RCU read-side critical section. A new stack has no site to find.
+uint32_t find_or_add_site(const SiteKey& key, bool may_add, bool new_stack) {
     uint64_t hash = hash_site(key);
-    if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return index_of(found);
+    if (!new_stack)
+        if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return index_of(found);
     if (!may_add) return kNoSite;
     layout::Header* h = g_segment.header;
     std::atomic_ref<uint32_t> claimed(h->sites_claimed);
@@ -86,10 +91,11 @@ uint32_t find_or_add_site(const SiteKey& key, bool may_add) {
     return index_of(holder);
 }
 
-uint32_t find_or_add(const StackKey& stack_key, uint32_t size_class, bool may_add) {
-    uint32_t stack = find_or_add_stack(stack_key, hash_stack_key(stack_key), may_add);
+uint32_t find_or_add(const StackKey& stack_key, uint64_t stack_hash, uint32_t size_class, bool may_add) {
+    bool new_stack;
+    uint32_t stack = find_or_add_stack(stack_key, stack_hash, may_add, &new_stack);
     if (stack == layout::kNoStack) return kNoSite;
-    return find_or_add_site({stack, size_class}, may_add);
+    return find_or_add_site({stack, size_class}, may_add, new_stack);
 }
 
 // Counts an allocation whose stack found no room even reduced, in the overflow site of its size
@@ -116,8 +122,8 @@ uint32_t overflow(uint32_t size_class) {
 // Near the capacity, a stack not seen yet is recorded by its innermost frames only (and its
 // innermost Ruby frame), sharing a record with every stack that has the same: the tables keep
 // room for those, so a leak that starts late is still found by its line and its function.
-uint32_t site_when_nearly_full(const StackKey& key, uint32_t size_class) {
-    uint32_t site = find_or_add(key, size_class, false);
+uint32_t site_when_nearly_full(const StackKey& key, uint64_t hash, uint32_t size_class) {
+    uint32_t site = find_or_add(key, hash, size_class, false);
     if (site != kNoSite) return site;
     if (!g_reduced_reported.exchange(true, std::memory_order_relaxed))
         warn("site table nearly full (%u sites): new call sites are recorded by their innermost "
@@ -127,26 +133,55 @@ uint32_t site_when_nearly_full(const StackKey& key, uint32_t size_class) {
     if (reduced.native_depth > layout::kReducedNativeFrames) reduced.native_depth = layout::kReducedNativeFrames;
     if (reduced.ruby_depth > layout::kReducedRubyFrames) reduced.ruby_depth = layout::kReducedRubyFrames;
     reduced.flags = layout::kStackReduced;
-    return find_or_add(reduced, size_class, true);
+    return find_or_add(reduced, hash_stack_key(reduced), size_class, true);
 }
 
-uint32_t site_for_stack(const StackKey& key, uint32_t size_class) {
+uint32_t site_for_stack(const StackKey& key, uint64_t hash, uint32_t size_class) {
     urcu_bp_read_lock();
     uint32_t site = site_table_nearly_full() || stack_table_nearly_full()
-                        ? site_when_nearly_full(key, size_class)
-                        : find_or_add(key, size_class, true);
+                        ? site_when_nearly_full(key, hash, size_class)
+                        : find_or_add(key, hash, size_class, true);
     urcu_bp_read_unlock();
     return site != kNoSite ? site : overflow(size_class);
 }
 
-// A Ruby thread's native stack ends where the VM's own code has gone on for kVmFramesKept frames.
+// The depth a Ruby thread's native stack keeps (see kVmAllocationFrames); 0 if the frames
+// captured do not reach the VM frame that called the extension.
 uint32_t depth_below_ruby_vm(const CapturedStack& stack) {
-    uint32_t in_vm = 0;
-    for (uint32_t i = 0; i < stack.depth; ++i) {
-        in_vm = is_ruby_vm_code(stack.frames[i]) ? in_vm + 1 : 0;
-        if (in_vm == kVmFramesKept) return i + 1;
+    uint32_t first_outside_vm = 0;
+    while (first_outside_vm < stack.depth && is_ruby_vm_code(stack.frames[first_outside_vm]))
+        if (++first_outside_vm == kVmAllocationFrames) return 1;
+    if (first_outside_vm == stack.depth) return stack.depth == 0 ? 0 : 1;
+    for (uint32_t i = first_outside_vm + 1; i < stack.depth; ++i)
+        if (is_ruby_vm_code(stack.frames[i])) return i + 1;
+    return 0;
+}
+
+void capture(const CallerContext& caller, bool with_slots, uint32_t max_depth, CapturedStack* stack) {
+    if (with_slots)
+        capture_stack_with_slots(caller, max_depth, stack);
+    else
+        capture_stack(max_depth, stack);
+}
+
+// Native frames tried first for a Ruby thread: most of its allocations reach the VM's frames
+// within a few (its own allocations at once, an extension's after a handful), and each frame
+// not unwound is time saved.
+constexpr uint32_t kFirstTryBelowRubyVm = 8;
+
+void capture_native_stack(const CallerContext& caller, bool with_slots, bool running_ruby,
+                          CapturedStack* stack) {
+    uint32_t max_depth = g_segment.max_depth;
+    if (running_ruby && max_depth > kFirstTryBelowRubyVm) {
+        capture(caller, with_slots, kFirstTryBelowRubyVm, stack);
+        if (uint32_t depth = depth_below_ruby_vm(*stack)) {
+            stack->depth = depth;
+            return;
+        }
     }
-    return stack.depth;
+    capture(caller, with_slots, max_depth, stack);
+    if (running_ruby)
+        if (uint32_t depth = depth_below_ruby_vm(*stack)) stack->depth = depth;
 }
 
 }  // namespace
@@ -157,7 +192,7 @@ bool init_site_table() {
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (nodes == MAP_FAILED) return false;
     g_nodes = static_cast<cds_lfht_node*>(nodes);
-    return g_index.init(4096) && init_stack_table(capacity);
+    return g_index.init(kFirstBuckets) && init_stack_table(capacity);
 }
 
 uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
@@ -168,13 +203,15 @@ uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
     if (cached.site != kNoCachedSite) return cached.site;
 
     CapturedStack stack;
-    if (cached.fill)
-        capture_stack_with_slots(caller, g_segment.max_depth, &stack);
-    else
-        capture_stack(g_segment.max_depth, &stack);
-    if (ruby.depth > 0) stack.depth = depth_below_ruby_vm(stack);
+    capture_native_stack(caller, cached.fill, ruby.depth > 0, &stack);
     StackKey key{stack.frames, stack.depth, ruby.frames, ruby.depth, 0};
-    uint32_t site = site_for_stack(key, size_class);
+    uint64_t hash = hash_stack_key(key);
+    uint64_t known_key = (hash ^ size_class) * 0x9E3779B97F4A7C15ull;
+    uint32_t site = known_site(known_key);
+    if (site == kNoCachedSite) {
+        site = site_for_stack(key, hash, size_class);
+        remember_known_site(known_key, site);
+    }
     remember_site(caller, size_class, ruby.hash, stack, site);
     return site;
 }

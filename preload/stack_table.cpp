@@ -63,7 +63,7 @@ bool init_stack_table(uint32_t max_stacks) {
     g_nodes = static_cast<StackNode*>(nodes);
     g_node_capacity = max_stacks;
     g_nodes_used.store(0, std::memory_order_relaxed);
-    return g_index.init(4096);
+    return g_index.init(kFirstBuckets);
 }
 
 bool stack_table_nearly_full() {
@@ -72,7 +72,8 @@ bool stack_table_nearly_full() {
            g_nodes_used.load(std::memory_order_relaxed) > g_node_capacity - g_node_capacity / 16;
 }
 
-uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add) {
+uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add, bool* added) {
+    *added = false;
     if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return reference_of(found);
     if (!may_add) return layout::kNoStack;
 
@@ -101,6 +102,7 @@ uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add) {
     if (holder == &node->node) {
         if (key.flags & layout::kStackReduced)
             std::atomic_ref<uint64_t>(g_segment.header->reduced_stacks).fetch_add(1, std::memory_order_relaxed);
+        *added = true;
         return reference;
     }
     state.store(layout::kAbandoned, std::memory_order_release);

@@ -25,7 +25,8 @@ bool init_stack_table(uint32_t max_stacks);
 // The reference of the key's record, added if new and `may_add`; layout::kNoStack when it is
 // not there or the table is full. Called inside an urcu-bp read-side critical section, with the
 // guard held.
-uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add);
+// *added says whether this call added it (a new stack has no site yet).
+uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add, bool* added);
 
 // Past this, new stacks are recorded reduced (see site_table.cpp): the last sixteenth of the
 // table is kept for them.
