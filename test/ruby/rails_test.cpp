@@ -3,7 +3,10 @@
 // than 100000 call sites that booting Rails makes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "ruby_support.h"
 
@@ -11,6 +14,7 @@ namespace leakwrap::e2e::ruby {
 namespace {
 
 constexpr long long kRequests = 200;
+constexpr long long kMoreRequests = 600;
 constexpr long long kStateSize = 384;  // sizeof(struct toc_state) in table_of_contents.c
 constexpr const char* kExtension = "/table_of_contents.so";
 
@@ -37,7 +41,44 @@ TEST(RubyRails, EveryRequestLeaksOneTableOfContentsStateAtTheControllerLine) {
     // One state per request, none freed, each made on behalf of the controller's line.
     const std::vector<nlohmann::json> states = rows_allocated_by(report, kExtension, "toc_state_new");
     EXPECT_EQ(sum_of(states), (Counters{kRequests, kRequests * kStateSize, kRequests, 0}));
-    for (const auto& row : states) EXPECT_TRUE(at_ruby_line(row, controller, leak_line)) << row.dump(2);
+    for (const auto& row : states) {
+        EXPECT_TRUE(at_ruby_line(row, controller, leak_line)) << row.dump(2);
+        // The Ruby backtrace goes on from the controller's line into Rails' dispatch ...
+        const auto& ruby_frames = row.at("ruby_frames");
+        ASSERT_GE(ruby_frames.size(), 2u) << row.dump(2);
+        EXPECT_TRUE(std::any_of(ruby_frames.begin() + 1, ruby_frames.end(), [](const auto& frame) {
+            return frame.at("file").template get<std::string>().find("action") != std::string::npos;
+        })) << row.dump(2);
+        // ... and the native stack stops where the VM called the extension: its two functions
+        // and at most the VM frame that called them, not the interpreter's dispatch.
+        const auto& frames = row.at("frames");
+        ASSERT_GE(frames.size(), 2u) << row.dump(2);
+        EXPECT_LE(frames.size(), 3u) << row.dump(2);
+        EXPECT_EQ(frames[1].at("function"), "toc_render") << row.dump(2);
+        if (frames.size() == 3)
+            EXPECT_NE(frames[2].at("module").get<std::string>().find("libruby"), std::string::npos) << row.dump(2);
+    }
+    // Booting Rails makes about 130 000 sites: far below the default capacity (16M), with room
+    // for a much larger app.
+    const auto sites = report.at("totals").at("sites").get<long long>();
+    std::cout << "Rails app: " << sites << " sites after boot and " << kRequests << " requests\n";
+    EXPECT_LT(sites, 1'000'000);
+    EXPECT_EQ(report.at("totals").at("lost_sites").get<long long>(), 0);
+
+    // Boot memory outweighs the leak for thousands of requests, but the growth between two
+    // snapshots names it first: what a soak test looks at.
+    const std::string before = ::testing::TempDir() + "rails_before.json";
+    const std::string after = ::testing::TempDir() + "rails_after.json";
+    const std::string pid = std::to_string(puma.pid());
+    ASSERT_EQ(run_report({pid, "--by", "ruby", "--format", "json", "--top", "0", "-o", before}).exit_code, 0);
+    send_requests(puma.url(), kMoreRequests);
+    ASSERT_EQ(run_report({pid, "--by", "ruby", "--format", "json", "--top", "0", "-o", after}).exit_code, 0);
+    const Completed diff = run_report({"diff", before, after, "--top", "1"});
+    EXPECT_EQ(diff.exit_code, 0) << diff.err;
+    const std::string first_row = controller + ":" + std::to_string(leak_line);
+    EXPECT_NE(diff.out.find(first_row), std::string::npos) << diff.out;
+    std::filesystem::remove(before);
+    std::filesystem::remove(after);
 
     EXPECT_EQ(puma.stop(), 0);
     EXPECT_FALSE(segment_exists(puma.pid())) << "a clean exit removes the segment";
