@@ -95,7 +95,10 @@ enum class ExistingSegment { kOursStale, kOursReplacedByExec, kForeign };
 ExistingSegment classify_existing(const char* name, int pid, uint64_t start_time) {
     char path[64];
     std::snprintf(path, sizeof path, "%s/%s", layout::kShmDirectory, name);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    // Anyone can plant an object under the name of a pid to come, and the program must never
+    // wait for it: O_NONBLOCK keeps open() of a FIFO from waiting forever for a writer,
+    // O_NOFOLLOW refuses a link, and nothing is read before fstat shows a regular file we own.
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return ExistingSegment::kForeign;
     struct stat st {};
     Header header{};
