@@ -4,6 +4,8 @@
 
 #include "report.h"
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -15,13 +17,15 @@ public:
     OpenMetricsFile(std::filesystem::path directory, ReportOptions options);
     ~OpenMetricsFile();
 
-    // Replaces the file atomically (a temporary file in DIR, then rename), so that a collector
-    // reads the previous sample or this one, never half of one. Throws when DIR is not writable.
+    // Replaces the file atomically (a new temporary file in DIR, then rename), so that a
+    // collector reads the previous sample or this one, never half of one. Throws when DIR is not
+    // writable.
     void write(const Snapshot& snapshot);
 
 private:
     std::filesystem::path directory_;
     ReportOptions options_;
+    mode_t mode_;  // of each new file
     // Kept across samples, since it caches what it resolved; rebuilt when the module list grows
     // (modules are only ever appended, so their count tells).
     std::unique_ptr<Symbolizer> symbolizer_;
