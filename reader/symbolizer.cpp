@@ -3,22 +3,21 @@
 #include <leakwrap/segment_layout.h>
 
 #include <cxxabi.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 namespace leakwrap {
 namespace {
-
-const Dwfl_Callbacks kOfflineCallbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = nullptr,
-};
 
 // "_ZN3fooEv" -> "foo()", "__libc_start_main@@GLIBC_2.34" -> "__libc_start_main": the symbol
 // version says which ABI was linked, not which code ran, and would split one function in two.
@@ -36,6 +35,85 @@ bool has_file(const Module& module) { return module.path.starts_with('/'); }
 std::string display_name(const Module& module) {
     return module.path.empty() ? std::string("[anonymous]") : module.path;
 }
+
+// A module's path comes from the segment, and since the run anyone who can write its directory
+// may have put a FIFO there, in place of the module or of a debug file beside it: its open()
+// would wait forever for a writer. So files there are opened without waiting and read only if
+// regular. Links are followed: libraries are usually reached through one (libc.so.6).
+// Returns -1 with the reason in `problem`.
+int open_regular_file(const std::string& path, std::string& problem) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        problem = "cannot read " + path + ": " + std::strerror(errno);
+        return -1;
+    }
+    struct stat status {};
+    if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+        problem = "cannot read " + path + ": not a regular file";
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// A separate debug file in the module's directory or its .debug, where elfutils would look too.
+// It must carry the module's build-id: a module without one has nothing to tell its debug file
+// by (elfutils would check a CRC of the whole file instead) and goes without.
+int open_debug_file_beside(Dwfl_Module* module, const std::filesystem::path& module_path,
+                           const std::string& name, char** found) {
+    const unsigned char* module_id = nullptr;
+    GElf_Addr id_address = 0;
+    const int module_id_length = dwfl_module_build_id(module, &module_id, &id_address);
+    if (module_id_length <= 0 || name.empty()) return -1;
+    const std::filesystem::path directory = module_path.parent_path();
+    for (const std::filesystem::path& candidate : {directory / name, directory / ".debug" / name}) {
+        std::string unused_problem;
+        const int fd = open_regular_file(candidate, unused_problem);
+        if (fd < 0) continue;
+        Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+        const void* id = nullptr;
+        const ssize_t length = elf == nullptr ? -1 : dwelf_elf_gnu_build_id(elf, &id);
+        const bool same = length == module_id_length && std::memcmp(id, module_id, length) == 0;
+        elf_end(elf);
+        if (same) {
+            *found = strdup(candidate.c_str());
+            return fd;
+        }
+        ::close(fd);
+    }
+    return -1;
+}
+
+// elfutils opens its candidates for separate debug info with a blocking open(), in the module's
+// directory too. So it searches only the system's debug directory, which only root can write
+// (by build-id, then by name), and debuginfod if the user set it up; the module's directory is
+// searched above, safely.
+char g_system_debug_directory[] = "/usr/lib/debug";
+char* g_debuginfo_path = g_system_debug_directory;
+
+int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name, Dwarf_Addr base,
+                   const char* file_name, const char* debuglink, GElf_Word debuglink_crc,
+                   char** debuginfo_file_name) {
+    // A debuglink names a file: a crafted one with directories in it ("../../tmp/fifo") would
+    // lead out of the debug directories.
+    const std::string link =
+        debuglink == nullptr ? std::string() : std::filesystem::path(debuglink).filename().string();
+    const int fd = dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name,
+                                                debuglink == nullptr ? nullptr : link.c_str(),
+                                                debuglink_crc, debuginfo_file_name);
+    if (fd >= 0 || file_name == nullptr) return fd;
+    const std::filesystem::path module_path(file_name);
+    return open_debug_file_beside(module, module_path,
+                                  debuglink == nullptr ? module_path.filename().string() + ".debug" : link,
+                                  debuginfo_file_name);
+}
+
+const Dwfl_Callbacks kOfflineCallbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &g_debuginfo_path,
+};
 
 // The recorded id keeps at most kBuildIdMax leading bytes of the file's.
 bool same_build_id(const std::vector<uint8_t>& recorded, const unsigned char* bits, int length) {
@@ -151,13 +229,17 @@ Symbolizer::DebugInfo& Symbolizer::debug_info(std::size_t module_index) {
         slot->problem = std::string("libdw: ") + dwfl_errmsg(-1);
         return *slot;
     }
+    const int fd = open_regular_file(module.path, slot->problem);
+    if (fd < 0) return *slot;
     dwfl_report_begin(slot->dwfl);
     const std::string name = std::filesystem::path(module.path).filename().string();
+    // On success the module owns fd; on failure it is still ours.
     Dwfl_Module* reported =
-        dwfl_report_elf(slot->dwfl, name.c_str(), module.path.c_str(), -1, module.load_bias, false);
+        dwfl_report_elf(slot->dwfl, name.c_str(), module.path.c_str(), fd, module.load_bias, false);
     dwfl_report_end(slot->dwfl, nullptr, nullptr);
     if (reported == nullptr) {
         slot->problem = std::string("cannot read ") + module.path + ": " + dwfl_errmsg(-1);
+        ::close(fd);
         return *slot;
     }
     if (!module.build_id.empty()) {

@@ -57,6 +57,10 @@ namespace late_leak {
 inline constexpr std::size_t kRoutes = 200, kBlockSize = 40;
 }  // namespace late_leak
 
+namespace plugin_leak {
+inline constexpr unsigned kTexts = 8;  // each a 64-byte block from torture_plugin's plugin_describe
+}  // namespace plugin_leak
+
 }  // namespace ground_truth
 
 namespace ground_truth::sampling {
