@@ -15,7 +15,7 @@ packages=(
   sqlite3 util-linux                                   # compatibility and fault tests
   clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
-  time heaptrack                                       # test/bench/compare.sh
+  time heaptrack libjemalloc2                          # test/bench/compare.sh (libjemalloc2: its jemalloc-prof variant)
   ruby-railties ruby-redcarpet ruby-nokogiri           # examples/rails: Rails 6.1 (its controller layer), and its test
 )
 

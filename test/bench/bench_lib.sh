@@ -1,17 +1,31 @@
 # shellcheck shell=bash
 # Shared by run_bench.sh and compare.sh (sourced, not run): where the build is, and how to run a
-# command bare, under leakwrap in exact or sampling mode, or under heaptrack.
+# command bare, under leakwrap in exact or sampling mode, under jemalloc's heap profiler, or under
+# heaptrack.
 
 bench_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # The sampling period of the "sampling" variant, in bytes (README, LEAKWRAP_SAMPLE).
 bench_sample_bytes=524288
 
+# The jemalloc-prof variant: Debian's libjemalloc2 preloaded, its heap profiler sampling on
+# average one allocation per 2^19 = 524288 bytes, the period of the sampling variant. Without
+# prof_final or lg_prof_interval it writes no profile file: what it costs is sampling and keeping
+# the sampled stacks, as leakwrap's sampling mode does.
+bench_jemalloc_conf=prof:true,lg_prof_sample:19
+
 # bench_find_build [DIR]: sets bench_build and bench_preload. DIR, else $LEAKWRAP_BUILD_DIR, else
 # build/ in the repository.
 bench_find_build() {
   bench_build=$(realpath -m "${1:-${LEAKWRAP_BUILD_DIR:-$bench_repo/build}}")
   bench_preload=$bench_build/lib/libleakwrap.so
+}
+
+# bench_find_jemalloc: sets bench_jemalloc to libjemalloc.so.2 of Debian's package libjemalloc2,
+# or to nothing if it is not installed.
+bench_find_jemalloc() {
+  bench_jemalloc=$(dpkg -L libjemalloc2 2>/dev/null | grep -m 1 '/libjemalloc\.so\.2$' || true)
+  [[ -n $bench_jemalloc && -e $bench_jemalloc ]] || bench_jemalloc=
 }
 
 # bench_require FILE...: every file must exist, else one line saying how to build and exit 1.
@@ -27,8 +41,9 @@ bench_require() {
 }
 
 # bench_variant_prefix VARIANT SCRATCH_DIR: sets the array bench_prefix to the words that run a
-# command as VARIANT (bare, exact, sampling or heaptrack): "${bench_prefix[@]}" program args...
-# heaptrack writes its data file into SCRATCH_DIR (the caller deletes it).
+# command as VARIANT (bare, exact, sampling, jemalloc-prof or heaptrack): "${bench_prefix[@]}"
+# program args... heaptrack writes its data file into SCRATCH_DIR (the caller deletes it).
+# jemalloc-prof needs bench_find_jemalloc first.
 # shellcheck disable=SC2034 # bench_prefix is for the caller
 bench_variant_prefix() {
   local variant=$1 scratch=$2
@@ -36,6 +51,7 @@ bench_variant_prefix() {
     bare) bench_prefix=(env -u LD_PRELOAD -u LEAKWRAP_SAMPLE) ;;
     exact) bench_prefix=(env LD_PRELOAD="$bench_preload" LEAKWRAP_SAMPLE=0) ;;
     sampling) bench_prefix=(env LD_PRELOAD="$bench_preload" LEAKWRAP_SAMPLE="$bench_sample_bytes") ;;
+    jemalloc-prof) bench_prefix=(env -u LEAKWRAP_SAMPLE LD_PRELOAD="$bench_jemalloc" MALLOC_CONF="$bench_jemalloc_conf") ;;
     heaptrack) bench_prefix=(env -u LD_PRELOAD -u LEAKWRAP_SAMPLE heaptrack -o "$scratch/heaptrack") ;;
     *) echo "bench_variant_prefix: unknown variant $variant" >&2; return 2 ;;
   esac
