@@ -50,6 +50,9 @@ CleanResult clean_segments(std::ostream& out, const std::filesystem::path& direc
             continue;
         }
         if (::unlink(entry.path.c_str()) != 0) {
+            // Gone since it was listed (its process exited cleanly, another --clean ran): what
+            // was wanted, not a failure.
+            if (errno == ENOENT) continue;
             out << "could not remove " << entry.path.string() << ": " << std::strerror(errno)
                 << '\n';
             ++result.failed;
