@@ -30,13 +30,8 @@ sites() { report "$1" --format json --top 1 | ruby -rjson -e 'puts JSON.parse($s
 
 work=$(mktemp -d)
 puma_pid=
-stop_puma() {
-  [[ -n $puma_pid ]] && kill -0 "$puma_pid" 2>/dev/null || return 0
-  kill -INT "$puma_pid"
-  for _ in $(seq 100); do kill -0 "$puma_pid" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$puma_pid" 2>/dev/null && { echo "soak: puma did not stop on SIGINT; killing it" >&2; kill -KILL "$puma_pid"; }
-  wait "$puma_pid" 2>/dev/null || true
-}
+# shellcheck source=../puma_server.sh
+source "$here/../puma_server.sh"
 trap 'stop_puma; rm -rf "$work"' EXIT
 
 # As CMake builds the project's other extensions (examples/ruby/ruby_extension.cmake): -O0 and

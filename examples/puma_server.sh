@@ -1,0 +1,10 @@
+# Sourced by the soak scripts of examples/puma and examples/rails: stops the puma they started
+# (its pid in $puma_pid) the clean way, SIGINT, so that its segments are removed; SIGKILL only if
+# it does not stop within 10 s.
+stop_puma() {
+  [[ -n $puma_pid ]] && kill -0 "$puma_pid" 2>/dev/null || return 0
+  kill -INT "$puma_pid"
+  for _ in $(seq 100); do kill -0 "$puma_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$puma_pid" 2>/dev/null && { echo "soak: puma did not stop on SIGINT; killing it" >&2; kill -KILL "$puma_pid"; }
+  wait "$puma_pid" 2>/dev/null || true
+}
