@@ -55,18 +55,7 @@ grep -q 'Use Ctrl-C to stop' "$work/puma.log" || { cat "$work/puma.log" >&2; die
 if ((workers > 0)); then mapfile -t worker_pids < <(booted_workers); else worker_pids=("$puma_pid"); fi
 port=$(grep -Eo 'Listening on http://127\.0\.0\.1:[0-9]+' "$work/puma.log" | grep -Eo '[0-9]+$')
 
-# siege with its own settings, in a HOME of its own (it writes ~/.siege/siege.conf when there is
-# none): no HTML parsing (it would fetch more URLs than asked), a new connection per request.
-mkdir "$work/.siege"
-cat >"$work/.siege/siege.conf" <<'EOF'
-verbose = false
-parser = false
-protocol = HTTP/1.1
-connection = close
-logging = false
-show-logfile = false
-json_output = false
-EOF
+write_siege_home "$work"
 echo "soak: siege -c $clients -r $((requests / clients)): $requests requests"
 HOME=$work siege -c "$clients" -r "$((requests / clients))" "http://127.0.0.1:$port/" </dev/null
 sleep 0.5 # let the out-of-band GC of puma.rb run after the last request

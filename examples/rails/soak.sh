@@ -69,18 +69,7 @@ echo "== at boot: $(sites "$puma_pid") sites"
 # process (over 200000 stacks) would take hundreds.
 report "$puma_pid" --by ruby --format json --top 0 -o "$work/boot.json"
 
-# siege with its own settings, in a HOME of its own (it writes ~/.siege/siege.conf when there is
-# none): no HTML parsing (it would fetch more URLs than asked), a new connection per request.
-mkdir "$work/.siege"
-cat >"$work/.siege/siege.conf" <<'EOF'
-verbose = false
-parser = false
-protocol = HTTP/1.1
-connection = close
-logging = false
-show-logfile = false
-json_output = false
-EOF
+write_siege_home "$work"
 echo
 echo "soak: siege -c $clients -r $((requests / clients)): $requests requests"
 HOME=$work timeout 600 siege -c "$clients" -r "$((requests / clients))" "http://127.0.0.1:$port/" </dev/null

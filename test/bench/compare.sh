@@ -40,6 +40,8 @@
 #                  rdoc ruby_json python_ast cc1plus puma_siege rails_boot
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
+# shellcheck source=../../examples/puma_server.sh
+source "$(dirname "$0")/../../examples/puma_server.sh"
 
 all_jobs=(server_churn producer_consumer small_objects rdoc ruby_json python_ast cc1plus puma_siege rails_boot)
 server_jobs=(puma_siege rails_boot)
@@ -108,11 +110,7 @@ job_check() {
       for tool in ruby puma siege; do
         command -v "$tool" > /dev/null || { reason="no $tool (scripts/setup.sh)"; return; }
       done
-      mkdir -p "$work/siege/.siege"
-      # siege's settings, in a HOME of its own (it writes ~/.siege/siege.conf when there is none),
-      # as examples/rails/soak.sh has them: no HTML parsing, a new connection per request.
-      printf '%s\n' 'verbose = false' 'parser = false' 'protocol = HTTP/1.1' 'connection = close' \
-        'logging = false' 'show-logfile = false' 'json_output = false' > "$work/siege/.siege/siege.conf"
+      write_siege_home "$work/siege"
       cat > "$work/hello.ru" << 'RUBY'
 run ->(env) { [200, { 'content-type' => 'text/plain' }, ["hello #{env['PATH_INFO']}\n"]] }
 RUBY
