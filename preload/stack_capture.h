@@ -29,16 +29,4 @@ void capture_stack(uint32_t max_depth, CapturedStack* out);
 // about a hundred times the cost: for the stacks the call-site cache will remember.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
-// The hash the site table is keyed by.
-inline uint64_t hash_stack(const uint64_t* frames, uint32_t depth) {
-    uint64_t h = 0x243F6A8885A308D3ull ^ depth;
-    for (uint32_t i = 0; i < depth; ++i) {
-        h ^= frames[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 33;
-    }
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 29);
-}
-
 }  // namespace leakwrap
