@@ -57,10 +57,9 @@ int matches_key(cds_lfht_node* node, const void* key_pointer) {
     return record->stack == key->stack && record->size_class == key->size_class;
 }
 
-// The last sixteenth of the slots is kept for reduced stacks (rule of stack_table.h).
 bool site_table_nearly_full() {
     uint32_t claimed = std::atomic_ref<uint32_t>(g_segment.header->sites_claimed).load(std::memory_order_relaxed);
-    return claimed > g_segment.site_capacity - g_segment.site_capacity / 16;
+    return in_reduced_reserve(claimed, g_segment.site_capacity);
 }
 
 // Called inside an RCU read-side critical section. A new stack has no site to find.

@@ -68,8 +68,8 @@ bool init_stack_table(uint32_t max_stacks) {
 
 bool stack_table_nearly_full() {
     const uint64_t used = std::atomic_ref<uint64_t>(g_segment.header->stacks_used).load(std::memory_order_relaxed);
-    return used > g_segment.stacks_capacity - g_segment.stacks_capacity / 16 ||
-           g_nodes_used.load(std::memory_order_relaxed) > g_node_capacity - g_node_capacity / 16;
+    return in_reduced_reserve(used, g_segment.stacks_capacity) ||
+           in_reduced_reserve(g_nodes_used.load(std::memory_order_relaxed), g_node_capacity);
 }
 
 uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add, bool* added) {

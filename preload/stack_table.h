@@ -32,4 +32,10 @@ uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add, boo
 // table is kept for them.
 bool stack_table_nearly_full();
 
+// The rule both tables apply: `used` has entered the last sixteenth of `capacity`, kept for
+// reduced stacks.
+constexpr bool in_reduced_reserve(uint64_t used, uint64_t capacity) {
+    return used > capacity - capacity / 16;
+}
+
 }  // namespace leakwrap
