@@ -349,6 +349,26 @@ void unlink_segment() {
     shm_unlink(name);
 }
 
+// Threads go on counting while the snapshot is copied, and a copy taken word by word can catch
+// an allocation and its free between reading a counter's allocations and its frees: more frees
+// than allocations. Reading the allocation side once more afterwards gives a cut in which every
+// free copied has its allocation copied too (a block is counted allocated before it is freed).
+// Sites, site deltas and bins all keep allocs at +0 and alloc_bytes at +16 of their counters.
+static void recopy_allocation_counts(uint64_t sites) {
+    auto recopy = [](uint64_t* live) {
+        auto* copy = reinterpret_cast<uint64_t*>(g_fork_snapshot + (reinterpret_cast<std::byte*>(live) - g_segment.base));
+        copy[0] = std::atomic_ref<uint64_t>(live[0]).load(std::memory_order_acquire);
+        copy[2] = std::atomic_ref<uint64_t>(live[2]).load(std::memory_order_acquire);
+    };
+    static_assert(offsetof(layout::SiteRecord, alloc_bytes) - offsetof(layout::SiteRecord, allocs) == 16);
+    static_assert(offsetof(layout::SiteDelta, alloc_bytes) - offsetof(layout::SiteDelta, allocs) == 16);
+    static_assert(offsetof(layout::BinCounters, alloc_bytes) - offsetof(layout::BinCounters, allocs) == 16);
+    for (uint64_t index = 0; index < sites; ++index) recopy(&site_record(static_cast<uint32_t>(index))->allocs);
+    for (uint32_t entry = 0; entry < kBinShards * kSiteDeltaSlots; ++entry)
+        recopy(&g_segment.site_deltas[entry].allocs);
+    for (uint32_t bin = 0; bin < layout::kSizeClassCount * kBinShards; ++bin) recopy(&g_segment.bins[bin].allocs);
+}
+
 void snapshot_segment_for_fork() {
     const Header* h = g_segment.header;
     if (h == nullptr) return;
@@ -367,8 +387,11 @@ void snapshot_segment_for_fork() {
     };
     uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
     uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
+    hold_site_delta_moves();
     copy_range(0, h->sites_offset);  // header, bins and site deltas
     copy_range(h->sites_offset, sites * sizeof(layout::SiteRecord));
+    recopy_allocation_counts(sites);
+    release_site_delta_moves();
     copy_range(h->stacks_offset, std::min(h->stacks_used, h->stacks_capacity));
     copy_range(h->modules_offset, modules * h->module_record_size);
     copy_range(h->strings_offset, std::min(h->strings_used, h->strings_capacity));

@@ -3,6 +3,12 @@
 namespace leakwrap {
 namespace {
 
+// Sequentially consistent, Dekker-style: a mover announces itself before it looks at the hold,
+// the forking thread sets the hold before it looks at the movers, so one of them sees the other.
+constinit std::atomic<bool> g_moves_held{false};
+constinit std::atomic<uint32_t> g_moves_running{0};
+constexpr uint32_t kMaxWaitForMoves = 1u << 20;  // spins; a move is a few atomic adds
+
 void add_if_any(uint64_t& counter, uint64_t amount) {
     if (amount != 0) std::atomic_ref<uint64_t>(counter).fetch_add(amount, std::memory_order_release);
 }
@@ -25,12 +31,27 @@ void move_to_record(layout::SiteDelta* delta) {
 
 }  // namespace
 
-void retarget_site_delta(layout::SiteDelta* delta, uint32_t site) {
-    move_to_record(delta);
-    std::atomic_ref<uint32_t>(delta->site).store(site, std::memory_order_release);
+bool retarget_site_delta(layout::SiteDelta* delta, uint32_t site) {
+    g_moves_running.fetch_add(1);
+    bool held = g_moves_held.load();
+    if (!held) {
+        move_to_record(delta);
+        std::atomic_ref<uint32_t>(delta->site).store(site, std::memory_order_release);
+    }
+    g_moves_running.fetch_sub(1, std::memory_order_release);
+    return !held;
 }
 
+void hold_site_delta_moves() {
+    g_moves_held.store(true);
+    for (uint32_t spins = 0; g_moves_running.load() != 0 && spins < kMaxWaitForMoves; ++spins) {
+    }
+}
+
+void release_site_delta_moves() { g_moves_held.store(false, std::memory_order_release); }
+
 void move_all_site_deltas_to_records(uint64_t sites) {
+    g_moves_running.store(0, std::memory_order_relaxed);  // the parent's movers are not here
     for (uint32_t entry = 0; entry < kBinShards * kSiteDeltaSlots; ++entry) {
         layout::SiteDelta* delta = &g_segment.site_deltas[entry];
         if (delta->site != layout::kNoDeltaSite && delta->site >= sites) delta->site = layout::kNoDeltaSite;

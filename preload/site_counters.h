@@ -20,8 +20,16 @@ namespace leakwrap {
 inline constexpr uint32_t kSiteDeltaSlots = 64;  // per shard: 2.5 KiB
 
 // Moves what `delta` holds into its site's record and gives the entry to `site` (out of line:
-// the common case is a thread that keeps hitting the same sites).
-void retarget_site_delta(layout::SiteDelta* delta, uint32_t site);
+// the common case is a thread that keeps hitting the same sites). False, moving nothing, while a
+// fork snapshot is being copied: the caller then counts in the record itself.
+bool retarget_site_delta(layout::SiteDelta* delta, uint32_t site);
+
+// Around fork's copy of the segment. A move of counts from an entry into a record that ran
+// while the copy is taken would be copied twice (the entry copied before the move, the record
+// after it) or not at all; so no move starts while the copy is taken, and the copy waits for
+// the moves already running (a few instructions each; bounded, so that it never hangs).
+void hold_site_delta_moves();
+void release_site_delta_moves();
 
 // After fork, in the child's only thread: every entry's counts into the records of the first
 // `sites` sites, so that the records alone are the whole count. An entry naming a later site
@@ -35,7 +43,7 @@ inline layout::SiteDelta* own_site_delta(uint32_t site) {
     if (__builtin_expect(shard == kSharedBinShard, 0)) return nullptr;
     layout::SiteDelta* delta =
         g_segment.site_deltas + shard * kSiteDeltaSlots + (site & (kSiteDeltaSlots - 1));
-    if (__builtin_expect(delta->site != site, 0)) retarget_site_delta(delta, site);
+    if (__builtin_expect(delta->site != site, 0) && !retarget_site_delta(delta, site)) return nullptr;
     return delta;
 }
 
