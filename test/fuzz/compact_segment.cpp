@@ -159,35 +159,33 @@ void change_last_site(std::vector<char>& segment, const std::function<void(layou
     store(segment, at, site);
 }
 
-// The stack of the last ready site; with_ruby: of the last whose stack has Ruby frames.
-void change_last_stack(std::vector<char>& segment, bool with_ruby,
-                       const std::function<void(layout::StackRecord&)>& change) {
+// Where the stack of the last ready site is; with_ruby: of the last whose stack has Ruby frames.
+// 0 if there is none.
+uint64_t last_stack_offset(const std::vector<char>& segment, bool with_ruby) {
     const auto header = load<layout::Header>(segment, 0);
     for (uint32_t slot = header.sites_claimed; slot-- > layout::kOverflowSites;) {
         const auto site = load<layout::SiteRecord>(segment, header.sites_offset + uint64_t{slot} * header.site_record_size);
         if (site.state != layout::kReady) continue;
         const uint64_t at = header.stacks_offset + uint64_t{site.stack} * layout::kStackAlignment;
+        if (!with_ruby || load<layout::StackRecord>(segment, at).ruby_depth > 0) return at;
+    }
+    return 0;
+}
+
+void change_last_stack(std::vector<char>& segment, const std::function<void(layout::StackRecord&)>& change) {
+    if (const uint64_t at = last_stack_offset(segment, false)) {
         auto stack = load<layout::StackRecord>(segment, at);
-        if (with_ruby && stack.ruby_depth == 0) continue;
         change(stack);
         store(segment, at, stack);
-        return;
     }
 }
 
 // The file of the first Ruby frame of the last stack that has one.
 void change_last_ruby_file(std::vector<char>& segment, uint32_t file) {
-    const auto header = load<layout::Header>(segment, 0);
-    change_last_stack(segment, true, [&](layout::StackRecord& stack) {
-        // The record itself is at the same place: find it again by its hash.
-        for (uint64_t at = header.stacks_offset; at + sizeof stack <= header.stacks_offset + header.stacks_used;
-             at += layout::kStackAlignment) {
-            const auto candidate = load<layout::StackRecord>(segment, at);
-            if (candidate.hash != stack.hash || candidate.ruby_depth != stack.ruby_depth) continue;
-            store(segment, at + sizeof stack + 8ull * stack.native_depth, layout::RubyFrame{file, 1});
-            return;
-        }
-    });
+    if (const uint64_t at = last_stack_offset(segment, true)) {
+        const auto stack = load<layout::StackRecord>(segment, at);
+        store(segment, at + sizeof stack + 8ull * stack.native_depth, layout::RubyFrame{file, 1});
+    }
 }
 
 // The entry the writer would use for `site` in the compact segment's single shard.
@@ -214,7 +212,7 @@ const Variant kVariants[] = {
     {"exe-path-beyond-the-pool",
      [](auto& s) { change_header(s, [](auto& h) { h.exe_path = {h.strings_capacity - 1, 2}; }); }},
     {"stack-deeper-than-max-depth",
-     [](auto& s) { change_last_stack(s, false, [](auto& stack) { stack.native_depth = 0xffff; }); }},
+     [](auto& s) { change_last_stack(s, [](auto& stack) { stack.native_depth = 0xffff; }); }},
     {"site-naming-a-stack-outside-the-table",
      [](auto& s) { change_last_site(s, [](auto& site) { site.stack = 0xfffffff0u; }); }},
     {"stack-with-unterminated-ruby-file",
