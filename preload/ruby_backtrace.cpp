@@ -1,12 +1,16 @@
 #include "ruby_backtrace.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 
 #include "code_range.h"
+#include "diagnostics.h"
 #include "guard.h"
+#include "ruby_vm_frames.h"
 #include "segment.h"
 
 namespace leakwrap {
@@ -73,6 +77,29 @@ struct KnownFrame {
 constexpr uint32_t kKnownFrameSlots = 4096;
 constinit KnownFrame g_known_frames[kKnownFrameSlots]{};
 
+// Backtraces by the fingerprint of the control frames they came from (ruby_vm_frames.h), valid
+// for one GC epoch like the frame table above: the common case of a backtrace seen before then
+// costs a walk over the frames instead of a line look-up in every frame. Direct-mapped; the
+// entries hold g_segment.max_ruby_depth frames each and are allocated, untouched, at start-up.
+struct KnownBacktrace {
+    uint64_t fingerprint;  // 0: empty
+    uint64_t gc_epoch;
+    uint64_t hash;
+    uint32_t depth;
+    uint32_t unused;
+    // followed by layout::RubyFrame frames[max_ruby_depth]
+};
+constexpr uint32_t kKnownBacktraceSlots = 4096;
+constinit std::byte* g_known_backtraces = nullptr;
+constinit std::size_t g_known_backtrace_size = 0;
+
+// Every kVerifyEvery-th backtrace found by its fingerprint is also asked of Ruby: if the two
+// ever differ, the VM's frames are not laid out as ruby_vm_frames.cpp reads them (or a case it
+// does not cover arose), and fingerprints are not used again.
+constexpr uint32_t kVerifyEvery = 1024;
+constinit uint32_t g_hits_until_verify = 1;  // the first hit is verified
+constinit bool g_fingerprints_trusted = true;
+
 // Only the thread holding the GVL reaches these tables, so the lock is practically never
 // contended; it exists for Ractors, whose threads hold GVLs of their own.
 constinit std::atomic_flag g_tables_busy = ATOMIC_FLAG_INIT;
@@ -123,6 +150,65 @@ uint64_t hash_frames(const layout::RubyFrame* frames, uint32_t depth) {
     return h | 1;  // never 0, which means "no backtrace"
 }
 
+// Ruby's own answer: the frames rb_profile_frames() gives, less those without a file or line.
+// Called with g_tables_busy held.
+void ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch, RubyBacktrace* out) {
+    Value frames[layout::kMaxRubyDepth + kCMethodFrames];
+    int lines[layout::kMaxRubyDepth + kCMethodFrames];
+    int found = g_ruby.profile_frames(0, static_cast<int>(frames_asked), frames, lines);
+    uint32_t depth = 0;
+    for (int i = 0; i < found && depth < max_depth; ++i) {
+        // Line 0: a frame with no line to show (the VM's root frame, an extension's Init).
+        if (lines[i] <= 0) continue;
+        uint32_t file = file_of(frames[i], gc_epoch);
+        if (file == layout::kNoString) continue;
+        out->frames[depth++] = layout::RubyFrame{file, static_cast<uint32_t>(lines[i])};
+    }
+    out->depth = depth;
+    out->hash = depth == 0 ? 0 : hash_frames(out->frames, depth);
+}
+
+KnownBacktrace* known_backtrace(uint64_t fingerprint) {
+    uint32_t slot = static_cast<uint32_t>(fingerprint >> 40) % kKnownBacktraceSlots;
+    return reinterpret_cast<KnownBacktrace*>(g_known_backtraces + slot * g_known_backtrace_size);
+}
+
+layout::RubyFrame* frames_of(KnownBacktrace* known) { return reinterpret_cast<layout::RubyFrame*>(known + 1); }
+const layout::RubyFrame* frames_of(const KnownBacktrace* known) {
+    return reinterpret_cast<const layout::RubyFrame*>(known + 1);
+}
+
+void copy_backtrace(const KnownBacktrace& known, RubyBacktrace* out) {
+    std::memcpy(out->frames, frames_of(&known), known.depth * sizeof(layout::RubyFrame));
+    out->depth = known.depth;
+    out->hash = known.hash;
+}
+
+bool same_backtrace(const KnownBacktrace& known, const RubyBacktrace& backtrace) {
+    return known.depth == backtrace.depth && known.hash == backtrace.hash &&
+           std::memcmp(frames_of(&known), backtrace.frames, known.depth * sizeof(layout::RubyFrame)) == 0;
+}
+
+void remember_backtrace(uint64_t fingerprint, uint64_t gc_epoch, const RubyBacktrace& backtrace,
+                        KnownBacktrace* known) {
+    std::memcpy(frames_of(known), backtrace.frames, backtrace.depth * sizeof(layout::RubyFrame));
+    known->depth = backtrace.depth;
+    known->hash = backtrace.hash;
+    known->gc_epoch = gc_epoch;
+    known->fingerprint = fingerprint;
+}
+
+// Room for the backtraces known by fingerprint, in Ruby processes only; pages are touched as
+// entries fill. Without it, every backtrace is asked of Ruby.
+void allocate_known_backtraces() {
+    std::size_t entry = sizeof(KnownBacktrace) + g_segment.max_ruby_depth * sizeof(layout::RubyFrame);
+    void* memory = mmap(nullptr, entry * kKnownBacktraceSlots, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED) return;
+    g_known_backtrace_size = entry;
+    g_known_backtraces = static_cast<std::byte*>(memory);
+}
+
 template <typename T>
 T ruby_symbol(const char* name) {
     return reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
@@ -143,6 +229,8 @@ void init_ruby_backtrace() {
         api.string_pointer && api.gc_count) {
         g_ruby = api;
         g_vm_code = code_range_of(reinterpret_cast<const void*>(api.profile_frames));
+        init_ruby_vm_frames(ruby_symbol<const char*>("ruby_version"));
+        if (g_segment.max_ruby_depth > 0) allocate_known_backtraces();
     }
 }
 
@@ -155,22 +243,32 @@ void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
         !g_vm_ready.load(std::memory_order_acquire) || *g_ruby.vm == nullptr || !g_ruby.has_gvl() ||
         g_ruby.during_gc())
         return;
-    Value frames[layout::kMaxRubyDepth + kCMethodFrames];
-    int lines[layout::kMaxRubyDepth + kCMethodFrames];
-    int found = g_ruby.profile_frames(0, static_cast<int>(max_depth + kCMethodFrames), frames, lines);
     if (g_tables_busy.test_and_set(std::memory_order_acquire)) return;
     uint64_t gc_epoch = g_ruby.gc_count();
-    uint32_t depth = 0;
-    for (int i = 0; i < found && depth < max_depth; ++i) {
-        // Line 0: a frame with no line to show (the VM's root frame, an extension's Init).
-        if (lines[i] <= 0) continue;
-        uint32_t file = file_of(frames[i], gc_epoch);
-        if (file == layout::kNoString) continue;
-        out->frames[depth++] = layout::RubyFrame{file, static_cast<uint32_t>(lines[i])};
+    uint32_t frames_asked = max_depth + kCMethodFrames;
+    uint64_t fingerprint = 0;
+    KnownBacktrace* known = nullptr;
+    if (g_fingerprints_trusted && max_depth == g_segment.max_ruby_depth && g_known_backtraces != nullptr) {
+        fingerprint = ruby_frames_fingerprint(frames_asked);
+        if (fingerprint != 0) known = known_backtrace(fingerprint);
+    }
+    bool hit = known != nullptr && known->fingerprint == fingerprint && known->gc_epoch == gc_epoch;
+    if (hit && --g_hits_until_verify != 0) {
+        copy_backtrace(*known, out);
+    } else {
+        ask_ruby(max_depth, frames_asked, gc_epoch, out);
+        if (hit) {
+            g_hits_until_verify = kVerifyEvery;
+            if (!same_backtrace(*known, *out)) {
+                g_fingerprints_trusted = false;
+                warn("Ruby's control frames are not laid out as leakwrap reads them: Ruby "
+                     "backtraces are taken the slow way from now on");
+            }
+        } else if (known != nullptr) {
+            remember_backtrace(fingerprint, gc_epoch, *out, known);
+        }
     }
     g_tables_busy.clear(std::memory_order_release);
-    out->depth = depth;
-    out->hash = depth == 0 ? 0 : hash_frames(out->frames, depth);
 }
 
 }  // namespace leakwrap

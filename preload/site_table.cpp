@@ -163,15 +163,36 @@ void capture(const CallerContext& caller, bool with_slots, uint32_t max_depth, C
         capture_stack(max_depth, stack);
 }
 
-// Native frames tried first for a Ruby thread: most of its allocations reach the VM's frames
-// within a few (its own allocations at once, an extension's after a handful), and each frame
-// not unwound is time saved.
+// Native frames tried first for a Ruby thread whose caller is not the VM: most extensions
+// reach the VM's frames within a few, and each frame not unwound is time saved.
 constexpr uint32_t kFirstTryBelowRubyVm = 8;
+
+// A caller in the VM: its next kVmAllocationFrames - 1 frames tell whether an extension is
+// behind it, and most often none is (see look_up_vm_caller).
+void capture_below_vm_caller(const CallerContext& caller, bool with_slots, CapturedStack* stack) {
+    VmCallerLookup known = look_up_vm_caller(caller);
+    if (known.vm_behind) {
+        stack->frames[0] = caller.return_address;
+        stack->depth = 1;
+        stack->slots_known = false;
+        return;
+    }
+    capture(caller, with_slots || known.fill, kVmAllocationFrames, stack);
+    uint32_t depth = depth_below_ruby_vm(*stack);
+    remember_vm_caller(caller, *stack, depth == 1 && stack->depth == kVmAllocationFrames);
+    if (depth != 0) {
+        stack->depth = depth;
+        return;
+    }
+    capture(caller, with_slots, g_segment.max_depth, stack);
+    if ((depth = depth_below_ruby_vm(*stack))) stack->depth = depth;
+}
 
 void capture_native_stack(const CallerContext& caller, bool with_slots, bool running_ruby,
                           CapturedStack* stack) {
     uint32_t max_depth = g_segment.max_depth;
     if (running_ruby && max_depth > kFirstTryBelowRubyVm) {
+        if (is_ruby_vm_code(caller.return_address)) return capture_below_vm_caller(caller, with_slots, stack);
         capture(caller, with_slots, kFirstTryBelowRubyVm, stack);
         if (uint32_t depth = depth_below_ruby_vm(*stack)) {
             stack->depth = depth;

@@ -3,6 +3,8 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <atomic>
+
 #include "code_range.h"
 
 namespace leakwrap {
@@ -10,10 +12,12 @@ namespace {
 
 constinit CodeRange g_own_code{};
 
-// Frames of leakwrap on a stack: at the inner end about five (room is left for this many), and
-// never more than kMaxOwnFrames in all.
-constexpr int kUsualOwnFrames = 8;
+// Frames of leakwrap on a stack: at the inner end a handful, the same few for every call from
+// the same entry point, never more than kMaxOwnFrames in all. The most seen at the inner end is
+// what the next unwind asks for on top of the frames wanted: a frame asked for and not needed
+// costs as much as one needed.
 constexpr int kMaxOwnFrames = 16;
+constinit std::atomic<int> g_inner_own_frames{0};
 
 bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
 
@@ -36,17 +40,26 @@ void init_stack_capture() {
 // cannot be filled from it.
 void capture_stack(uint32_t max_depth, CapturedStack* out) {
     void* addresses[layout::kMaxDepth + kMaxOwnFrames];
-    // Every frame costs: ask for the few own frames at the inner end only, and for more only if
-    // own frames in the middle of the stack (the Ruby wrappers) left it short.
-    int wanted = static_cast<int>(max_depth) + kUsualOwnFrames;
+    // Ask for the own frames usually at the inner end, and for more only if own frames left the
+    // stack short (more own frames on this path, or the Ruby wrappers in the middle).
+    int inner_own = g_inner_own_frames.load(std::memory_order_relaxed);
+    int wanted = static_cast<int>(max_depth) + inner_own;
     for (;;) {
         int found = unw_backtrace(addresses, wanted);
         uint32_t depth = 0;
+        int leading_own = 0;
         for (int i = 0; i < found && depth < max_depth; ++i) {
             auto ip = reinterpret_cast<uintptr_t>(addresses[i]);
             // leakwrap's frames sit at the inner end, and its wrappers of ruby_init/ruby_setup
             // in the middle of some stacks: neither is the program's code.
-            if (!is_own_frame(ip)) out->frames[depth++] = ip;
+            if (!is_own_frame(ip))
+                out->frames[depth++] = ip;
+            else if (depth == 0)
+                ++leading_own;
+        }
+        if (leading_own > inner_own) {
+            g_inner_own_frames.store(leading_own, std::memory_order_relaxed);
+            inner_own = leading_own;
         }
         out->depth = depth;
         out->slots_known = false;

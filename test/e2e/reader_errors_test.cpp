@@ -31,7 +31,7 @@ TEST(ReaderErrors, ProcessRunningWithoutThePreloadIsARuntimeError) {
 }
 
 TEST(ReaderErrors, SegmentFileThatIsNotASegmentIsARuntimeError) {
-    const std::string not_a_segment = ::testing::TempDir() + "not_a_segment";
+    const std::string not_a_segment = ::testing::TempDir() + "not_a_segment." + std::to_string(getpid());
     {
         std::FILE* file = std::fopen(not_a_segment.c_str(), "w");
         ASSERT_NE(file, nullptr);

@@ -67,9 +67,10 @@ TEST(RubyRails, EveryRequestLeaksOneTableOfContentsStateAtTheControllerLine) {
 
     // Boot memory outweighs the leak for thousands of requests, but the growth between two
     // snapshots names it first: what a soak test looks at.
-    const std::string before = ::testing::TempDir() + "rails_before.json";
-    const std::string after = ::testing::TempDir() + "rails_after.json";
+    // Named after puma's pid: other checkouts' suites may run this test at the same time.
     const std::string pid = std::to_string(puma.pid());
+    const std::string before = ::testing::TempDir() + "rails_before." + pid + ".json";
+    const std::string after = ::testing::TempDir() + "rails_after." + pid + ".json";
     ASSERT_EQ(run_report({pid, "--by", "ruby", "--format", "json", "--top", "0", "-o", before}).exit_code, 0);
     send_requests(puma.url(), kMoreRequests);
     ASSERT_EQ(run_report({pid, "--by", "ruby", "--format", "json", "--top", "0", "-o", after}).exit_code, 0);

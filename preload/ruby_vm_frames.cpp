@@ -1,0 +1,87 @@
+#include "ruby_vm_frames.h"
+
+#include <dlfcn.h>
+
+#include <cstddef>
+
+namespace leakwrap {
+namespace {
+
+using Value = uintptr_t;  // Ruby's VALUE
+
+// vm_core.h of Ruby 3.0 to 3.4 (release builds: VM_DEBUG_BP_CHECK off). A control frame is pushed
+// for every method, block, class body and C method call, innermost at the lowest address; the
+// frames end where the VM stack ends. A frame running Ruby code has a pc (the next instruction);
+// a C method's or a dummy frame's pc is null. Each frame starts {pc, sp, iseq, ...}; 3.0 and 3.1
+// have a base pointer and a JIT return address after the block code (8 words), 3.2 to 3.4 only
+// the JIT return address (7 words).
+struct ControlFrame {
+    const Value* pc;
+    Value* sp;
+    const void* iseq;
+};
+
+struct ExecutionContext {
+    Value* vm_stack;
+    std::size_t vm_stack_size;  // in VALUEs
+    ControlFrame* cfp;          // innermost frame
+};
+
+// More frames than this between the innermost and the wanted Ruby frames (C methods calling
+// blocks calling C methods...) are not fingerprinted: the caller asks Ruby instead.
+constexpr uint32_t kMaxFramesWalked = 64;
+
+constinit std::size_t g_frame_size = 0;  // 0: a Ruby whose frames are not read
+
+// The calling thread's `ruby_current_ec` (a thread-local variable of libruby: the execution
+// context of the fiber the thread runs). Its address is looked up once per thread: dlsym of a
+// thread-local symbol answers for the calling thread.
+const ExecutionContext* const* const kNoSlot = reinterpret_cast<const ExecutionContext* const*>(1);
+__thread const ExecutionContext* const* t_current_ec_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+
+const ExecutionContext* const* current_ec_slot() {
+    if (__builtin_expect(t_current_ec_slot == nullptr, 0)) {
+        void* slot = dlsym(RTLD_DEFAULT, "ruby_current_ec");
+        t_current_ec_slot = slot != nullptr ? static_cast<const ExecutionContext* const*>(slot) : kNoSlot;
+    }
+    return t_current_ec_slot;
+}
+
+// "3.N.x": the size of a control frame in that version, or 0.
+std::size_t frame_size_of_version(const char* version) {
+    if (version == nullptr || version[0] != '3' || version[1] != '.' || version[3] != '.') return 0;
+    if (version[2] == '0' || version[2] == '1') return 8 * sizeof(Value);
+    if (version[2] >= '2' && version[2] <= '4') return 7 * sizeof(Value);
+    return 0;
+}
+
+}  // namespace
+
+void init_ruby_vm_frames(const char* ruby_version) { g_frame_size = frame_size_of_version(ruby_version); }
+
+uint64_t ruby_frames_fingerprint(uint32_t ruby_frames) {
+    const std::size_t frame_size = g_frame_size;
+    if (frame_size == 0) return 0;
+    const ExecutionContext* const* slot = current_ec_slot();
+    if (slot == kNoSlot) return 0;
+    const ExecutionContext* ec = *slot;
+    if (ec == nullptr || ec->vm_stack == nullptr) return 0;
+    const auto begin = reinterpret_cast<uintptr_t>(ec->vm_stack);
+    const uintptr_t end = begin + ec->vm_stack_size * sizeof(Value);
+    uintptr_t frame = reinterpret_cast<uintptr_t>(ec->cfp);
+    // The frames grow down from the end of the VM stack: anything else is not a layout we know.
+    if (frame < begin || frame > end || (end - frame) % frame_size != 0) return 0;
+    uint64_t h = 0x243F6A8885A308D3ull ^ ruby_frames;
+    uint32_t ruby_frames_seen = 0;
+    for (uint32_t walked = 0; frame < end && ruby_frames_seen < ruby_frames; frame += frame_size) {
+        if (++walked > kMaxFramesWalked) return 0;
+        const auto* control = reinterpret_cast<const ControlFrame*>(frame);
+        h = (h ^ reinterpret_cast<uintptr_t>(control->iseq)) * 0xff51afd7ed558ccdull;
+        h = (h ^ reinterpret_cast<uintptr_t>(control->pc)) * 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 29;
+        if (control->pc != nullptr) ++ruby_frames_seen;
+    }
+    return h | 1;
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,79 @@
+// Ruby backtraces are exact: each allocation is counted under the backtrace that made it, however
+// often the same method is reached from other lines, through C methods and blocks or directly.
+// Most backtraces are found again by a fingerprint of the VM's control frames instead of being
+// asked of Ruby (preload/ruby_vm_frames.h); a fingerprint that confused two backtraces would put
+// one caller's strings, told apart here by their sizes, under another's line.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "ruby_support.h"
+
+namespace leakwrap::e2e::ruby {
+namespace {
+
+constexpr long long kRounds = 300;
+constexpr long long kLargestVmBlock = 8192;  // the strings are all larger
+
+struct Caller {
+    const char* text;        // what the caller's line says
+    long long string_size;   // of the strings it makes: a buffer of size + 1
+    long long calls;         // in kRounds rounds
+};
+
+const Caller kCallers[] = {
+    {"make(10_000) # direct, every round", 10'000, kRounds},
+    {"make(20_000) if i.even?", 20'000, kRounds / 2},
+    {"nested(30_000) # nested, every round", 30'000, kRounds},
+    {"nested(40_000) if (i % 3).zero?", 40'000, kRounds / 3},
+};
+
+TEST(RubyBacktraces, EveryStringIsCountedUnderTheCallerThatMadeIt) {
+    LEAKWRAP_SKIP_WITHOUT_RUBY();
+    const std::string script = paths::source("test/ruby/programs/backtraces.rb");
+    const int make_line = line_containing(script, "'x' * size");
+    const int block_line = line_containing(script, "[1].each {");
+    std::map<int, const Caller*> caller_at_line;
+    for (const Caller& caller : kCallers) caller_at_line[line_containing(script, caller.text)] = &caller;
+
+    Target target({paths::ruby, script, std::to_string(kRounds)}, Environment::profiled());
+    target.wait_ready("READY", 60s);
+    const nlohmann::json report = report_json(target.pid());
+
+    std::map<int, long long> allocs_by_caller;
+    for (const auto& row : report.at("sites")) {
+        const auto& frames = row.at("ruby_frames");
+        if (frames.empty() || frames[0].at("file") != script || frames[0].at("line") != make_line) continue;
+        // The innermost frame of the loop is the caller; a nested call passes the block first.
+        const Caller* caller = nullptr;
+        int caller_line = 0;
+        for (const auto& frame : frames) {
+            if (frame.at("file") != script) continue;
+            const int line = frame.at("line").get<int>();
+            if (auto found = caller_at_line.find(line); found != caller_at_line.end()) {
+                caller = found->second;
+                caller_line = line;
+                break;
+            }
+            EXPECT_TRUE(line == make_line || line == block_line) << "an unexpected line: " << row.dump(2);
+        }
+        ASSERT_NE(caller, nullptr) << "no caller in the backtrace: " << row.dump(2);
+        // The first call from a line also makes a few small blocks of the VM's (method caches):
+        // only the strings are large. They are all kept.
+        for (const auto& size_class : row.at("size_classes")) {
+            if (size_class.at("limit").get<long long>() <= kLargestVmBlock) continue;
+            const long long allocs = size_class.at("allocs").get<long long>();
+            EXPECT_EQ(size_class.at("live_bytes").get<long long>(), allocs * (caller->string_size + 1))
+                << "strings of another caller under line " << caller_line << ": " << row.dump(2);
+            EXPECT_EQ(size_class.at("frees").get<long long>(), 0) << row.dump(2);
+            allocs_by_caller[caller_line] += allocs;
+        }
+    }
+    for (const auto& [line, caller] : caller_at_line)
+        EXPECT_EQ(allocs_by_caller[line], caller->calls) << "strings made by line " << line;
+
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e::ruby
