@@ -6,7 +6,6 @@
 
 namespace leakwrap {
 
-__thread uint32_t t_bin_shard = 0;
 
 namespace {
 
@@ -18,7 +17,7 @@ constinit bool g_shard_key_ready = false;
 // use the shared shard.
 void release_bin_shard(void* shard_plus_one) {
     auto shard = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(shard_plus_one)) - 1;
-    t_bin_shard = kSharedBinShard + 1;
+    t_thread.bin_shard = kSharedBinShard + 1;
     if (shard < kSharedBinShard) g_shard_owned[shard].store(false, std::memory_order_release);
 }
 
@@ -41,20 +40,20 @@ uint32_t claim_bin_shard() {
             }
         }
     }
-    t_bin_shard = shard + 1;
+    t_thread.bin_shard = shard + 1;
     if (shard != kSharedBinShard) {
         GuardScope guard;  // pthread_setspecific may allocate its second-level array
         if (pthread_setspecific(g_shard_key, reinterpret_cast<void*>(uintptr_t{shard} + 1)) != 0) {
             g_shard_owned[shard].store(false, std::memory_order_release);
-            t_bin_shard = kSharedBinShard + 1;
+            t_thread.bin_shard = kSharedBinShard + 1;
         }
     }
-    return t_bin_shard;
+    return t_thread.bin_shard;
 }
 
 void reset_bin_shards_after_fork() {
     // Only the forking thread exists in the child: every other shard is free again.
-    uint32_t mine = t_bin_shard;
+    uint32_t mine = t_thread.bin_shard;
     for (uint32_t shard = 0; shard < kSharedBinShard; ++shard)
         g_shard_owned[shard].store(shard + 1 == mine, std::memory_order_relaxed);
 }

@@ -9,13 +9,12 @@
 #include <cstdint>
 
 #include "segment.h"
+#include "thread_state.h"
 
 namespace leakwrap {
 
 inline constexpr uint32_t kBinShards = 64;
 inline constexpr uint32_t kSharedBinShard = kBinShards - 1;
-
-extern __thread uint32_t t_bin_shard __attribute__((tls_model("initial-exec")));  // shard + 1
 
 void init_bin_shards();
 uint32_t claim_bin_shard();  // shard + 1
@@ -33,7 +32,7 @@ inline void add_to_counter(uint64_t& counter, uint64_t amount, bool owned) {
 
 // The calling thread's shard, claimed at its first count.
 inline uint32_t current_bin_shard() {
-    uint32_t shard = t_bin_shard;
+    uint32_t shard = t_thread.bin_shard;
     if (__builtin_expect(shard == 0, 0)) shard = claim_bin_shard();
     return shard - 1;
 }

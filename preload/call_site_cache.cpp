@@ -58,6 +58,9 @@ struct VmCaller {
     uint32_t state;
 };
 
+}  // namespace
+
+// Declared in thread_state.h, which holds a pointer to it.
 struct ThreadCache {
     uintptr_t stack_low;
     uintptr_t stack_high;
@@ -67,10 +70,11 @@ struct ThreadCache {
     // followed by kEntries entries
 };
 
+namespace {
+
 constinit pthread_key_t g_cache_key{};
 constinit bool g_cache_key_ready = false;
 ThreadCache* const kNoCache = reinterpret_cast<ThreadCache*>(1);
-__thread ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
 
 std::size_t entry_size() {
     return (sizeof(Entry) + g_segment.max_depth * (sizeof(uint64_t) + sizeof(uint32_t)) + 15) & ~std::size_t{15};
@@ -86,13 +90,13 @@ uint32_t* entry_slot_offsets(Entry* entry) {
 
 void release_cache(void* cache) {
     auto* thread_cache = static_cast<ThreadCache*>(cache);
-    t_cache = kNoCache;  // frees during the rest of this thread's exit just unwind
+    t_thread.call_site_cache = kNoCache;  // frees during the rest of this thread's exit just unwind
     munmap(thread_cache, thread_cache->mapping_size);
 }
 
 ThreadCache* create_cache() {
-    t_cache = kNoCache;  // until it exists; also what stays if anything below fails
-    const StackBounds bounds = t_stack_bounds;
+    t_thread.call_site_cache = kNoCache;  // until it exists; also what stays if anything below fails
+    const StackBounds bounds = t_thread.stack_bounds;
     if (!g_cache_key_ready || bounds.high == 0) return nullptr;
     GuardScope guard;  // pthread_setspecific may allocate
     std::size_t size = sizeof(ThreadCache) + kEntries * entry_size();
@@ -106,13 +110,13 @@ ThreadCache* create_cache() {
         munmap(memory, size);
         return nullptr;
     }
-    t_cache = cache;
+    t_thread.call_site_cache = cache;
     return cache;
 }
 
 // The calling thread's cache, if its stack is the one the cache knows.
 ThreadCache* usable_cache(uintptr_t stack_pointer) {
-    ThreadCache* cache = t_cache;
+    ThreadCache* cache = t_thread.call_site_cache;
     if (__builtin_expect(cache == nullptr, 0)) cache = create_cache();
     if (cache == nullptr || cache == kNoCache) return nullptr;
     if (stack_pointer < cache->stack_low || stack_pointer >= cache->stack_high) return nullptr;
@@ -176,14 +180,14 @@ CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint6
 }
 
 uint32_t known_site(uint64_t key_hash) {
-    ThreadCache* cache = t_cache;
+    ThreadCache* cache = t_thread.call_site_cache;
     if (cache == nullptr || cache == kNoCache) return kNoCachedSite;
     const KnownSite& known = cache->known[key_hash % kKnownSites];
     return known.key_hash == key_hash ? known.site : kNoCachedSite;
 }
 
 void remember_known_site(uint64_t key_hash, uint32_t site) {
-    ThreadCache* cache = t_cache;
+    ThreadCache* cache = t_thread.call_site_cache;
     if (cache == nullptr || cache == kNoCache || key_hash == 0) return;
     cache->known[key_hash % kKnownSites] = KnownSite{key_hash, site, 0};
 }

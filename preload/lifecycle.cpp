@@ -27,7 +27,6 @@ namespace leakwrap {
 constinit std::atomic<int> g_mode{kUninitialized};
 constinit uint64_t g_tag_secret = 0;
 constinit Config g_config{};
-__thread int t_inside_leakwrap = 0;
 
 namespace {
 
@@ -43,7 +42,7 @@ uint64_t random_secret() {
 // child's own segment: in the child it is the only thread, so nothing lands in the parent's
 // segment, and the parent's other threads keep counting meanwhile.
 void before_fork() {
-    ++t_inside_leakwrap;
+    ++t_thread.inside_leakwrap;
     snapshot_segment_for_fork();
     urcu_bp_before_fork();
 }
@@ -51,14 +50,14 @@ void before_fork() {
 void after_fork_in_parent() {
     urcu_bp_after_fork_parent();
     discard_fork_snapshot();
-    --t_inside_leakwrap;
+    --t_thread.inside_leakwrap;
 }
 
 void after_fork_in_child() {
     urcu_bp_after_fork_child();
     reset_bin_shards_after_fork();
     if (!adopt_fork_snapshot_in_child(g_config)) g_mode.store(kPassThrough, std::memory_order_release);
-    --t_inside_leakwrap;
+    --t_thread.inside_leakwrap;
 }
 
 bool start_tracking() {

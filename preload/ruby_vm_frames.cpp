@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "thread_state.h"
+
 namespace leakwrap {
 namespace {
 
@@ -21,11 +23,16 @@ struct ControlFrame {
     const void* iseq;
 };
 
+}  // namespace
+
+// Declared in thread_state.h, which holds a pointer to it.
 struct ExecutionContext {
     Value* vm_stack;
     std::size_t vm_stack_size;  // in VALUEs
     ControlFrame* cfp;          // innermost frame
 };
+
+namespace {
 
 // More frames than this between the innermost and the wanted Ruby frames (C methods calling
 // blocks calling C methods...) are not fingerprinted: the caller asks Ruby instead.
@@ -37,14 +44,14 @@ constinit std::size_t g_frame_size = 0;  // 0: a Ruby whose frames are not read
 // context of the fiber the thread runs). Its address is looked up once per thread: dlsym of a
 // thread-local symbol answers for the calling thread.
 const ExecutionContext* const* const kNoSlot = reinterpret_cast<const ExecutionContext* const*>(1);
-__thread const ExecutionContext* const* t_current_ec_slot __attribute__((tls_model("initial-exec"))) = nullptr;
 
 const ExecutionContext* const* current_ec_slot() {
-    if (__builtin_expect(t_current_ec_slot == nullptr, 0)) {
-        void* slot = dlsym(RTLD_DEFAULT, "ruby_current_ec");
-        t_current_ec_slot = slot != nullptr ? static_cast<const ExecutionContext* const*>(slot) : kNoSlot;
+    const ExecutionContext* const*& slot = t_thread.ruby_execution_context;
+    if (__builtin_expect(slot == nullptr, 0)) {
+        void* found = dlsym(RTLD_DEFAULT, "ruby_current_ec");
+        slot = found != nullptr ? static_cast<const ExecutionContext* const*>(found) : kNoSlot;
     }
-    return t_current_ec_slot;
+    return slot;
 }
 
 // "3.N.x": the size of a control frame in that version, or 0.

@@ -7,10 +7,9 @@
 namespace leakwrap {
 
 constinit uint64_t g_sample_interval = 0;
-__thread SamplerState t_sampler = {0, 0};
 
 int64_t draw_bytes_until_sample() {
-    SamplerState& state = t_sampler;
+    SamplerState& state = t_thread.sampler;
     if (state.random_state == 0)
         state.random_state = (reinterpret_cast<uintptr_t>(&state) ^ g_tag_secret) | 1;
     // xorshift64*: cheap, and plenty for spacing samples.

@@ -7,21 +7,18 @@
 
 #include <cstdint>
 
+#include "thread_state.h"
+
 namespace leakwrap {
 
 extern uint64_t g_sample_interval;  // 0: exact mode, every allocation is attributed
 
-struct SamplerState {
-    int64_t bytes_until_sample;
-    uint64_t random_state;  // 0 until the thread's first draw
-};
-extern __thread SamplerState t_sampler __attribute__((tls_model("initial-exec")));
 
 int64_t draw_bytes_until_sample();
 
 inline bool should_sample(uint64_t size) {
     if (g_sample_interval == 0) return true;
-    SamplerState& state = t_sampler;
+    SamplerState& state = t_thread.sampler;
     if (__builtin_expect(state.random_state == 0, 0)) state.bytes_until_sample = draw_bytes_until_sample();
     state.bytes_until_sample -= static_cast<int64_t>(size);
     if (__builtin_expect(state.bytes_until_sample > 0, 1)) return false;

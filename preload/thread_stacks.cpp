@@ -10,7 +10,6 @@
 
 namespace leakwrap {
 
-__thread StackBounds t_stack_bounds = {0, 0};
 
 void record_thread_stack_bounds() {
     GuardScope guard;  // for the main thread, glibc reads /proc/self/maps with stdio
@@ -19,7 +18,7 @@ void record_thread_stack_bounds() {
     void* base = nullptr;
     std::size_t size = 0;
     if (pthread_attr_getstack(&attributes, &base, &size) == 0)
-        t_stack_bounds = StackBounds{reinterpret_cast<uintptr_t>(base),
+        t_thread.stack_bounds = StackBounds{reinterpret_cast<uintptr_t>(base),
                                      reinterpret_cast<uintptr_t>(base) + size};
     pthread_attr_destroy(&attributes);
 }

@@ -6,14 +6,9 @@
 
 #include <cstdint>
 
+#include "thread_state.h"
+
 namespace leakwrap {
-
-struct StackBounds {
-    uintptr_t low;
-    uintptr_t high;  // 0: unknown
-};
-
-extern __thread StackBounds t_stack_bounds __attribute__((tls_model("initial-exec")));
 
 // Records the calling thread's stack bounds; call outside any allocation.
 void record_thread_stack_bounds();

@@ -24,7 +24,6 @@ namespace leakwrap {
 constinit std::atomic<int> g_mode{kTracking};
 constinit uint64_t g_tag_secret = 0x5bd1e9955bd1e995ull;
 constinit Config g_config{};
-__thread int t_inside_leakwrap = 0;
 }  // namespace leakwrap
 
 namespace leakwrap::recording {
