@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+
+#include "debug_check.h"
 
 namespace leakwrap {
 
@@ -23,6 +26,11 @@ void warn(const char* format, ...) {
     ssize_t ignored = write(STDERR_FILENO, line, length);
     (void)ignored;
     errno = saved_errno;
+}
+
+void check_failed(const char* condition, const char* file, int line) {
+    warn("internal check failed: %s (%s:%d)", condition, file, line);
+    std::abort();
 }
 
 }  // namespace leakwrap

@@ -2,14 +2,36 @@
 // memalign/aligned_alloc round a non-power-of-two alignment up, posix_memalign rejects it with
 // EINVAL, overflowing calloc/reallocarray give ENOMEM); leakwrap only adds bookkeeping.
 //
-// Why each path is safe inside malloc:
-//  - re-entry (leakwrap's own allocations, or a signal handler allocating while leakwrap runs)
-//    sees the reentrancy guard and goes straight to the real allocator, untracked;
-//  - before the real functions are known, the static bootstrap arena serves;
-//  - bookkeeping takes no lock that an allocation could also need: the site lookup is a
-//    lock-free RCU hash table and the counters are plain stores to the thread's own entries
-//    or atomic adds in shared memory;
-//  - errno is preserved on success, as the host's code would see without us.
+// INVARIANTS of the hot path (checked by LEAKWRAP_CHECK in -DLEAKWRAP_DEBUG=ON builds, as CI's):
+//  1. Guard. Bookkeeping runs with the thread's reentrancy guard held (GuardScope, guard.h):
+//     whatever it allocates (libunwind's caches, dlsym, liburcu, Ruby's API) comes back here,
+//     sees the guard and goes to the real allocator untracked. Every function documented
+//     "called with the guard held" checks it. A tracked allocation starts without it.
+//  2. Order. The real allocator runs before the bookkeeping of an allocation and after that of
+//     a free, so bookkeeping never runs while glibc holds an arena lock, and a block is counted
+//     allocated before any thread can free it.
+//  3. Locks a slow path may take, none of which can close a cycle with an allocation:
+//     - urcu-bp's registry lock, once per thread on its first RCU read-side section: liburcu
+//       takes no lock of ours and allocates with mmap;
+//     - the loader lock (dl_iterate_phdr for each new stack, to see whether modules changed;
+//       dlsym of Ruby's thread-local once per thread): recursive, so a thread that called
+//       malloc while holding it (a constructor in dlopen) takes it again; another thread
+//       holding it never waits for us, since nothing we hold is needed by the loader;
+//     - libunwind's lock, in the cursor steps that fill a cache entry: taken and released
+//       inside each step, libunwind calls nothing of ours while holding it;
+//     - never a lock of glibc's malloc (invariant 2) nor of the program's.
+//     The Ruby tables' flag and the module scan's flag are tried, never waited for: a thread
+//     that finds them taken records the allocation without a Ruby backtrace / module scan.
+//     The one wait is the fork copy's (site_counters.cpp), bounded, for delta moves that are a
+//     few atomic adds long.
+//  4. Signals. A handler that allocates while its thread runs bookkeeping sees the guard
+//     (invariant 1) and is untracked; one that interrupts the program outside bookkeeping finds
+//     every per-thread structure (ThreadState, thread_state.h) consistent. Nothing here blocks
+//     signals or waits for another thread's progress, so a handler can never hang on leakwrap.
+//  5. Fork. The forking thread holds the guard from prepare until the child has its own segment
+//     (lifecycle.cpp): its allocations in between are untracked; the child starts with one
+//     thread and a consistent copy of the counters (segment.cpp).
+//  6. Errno is preserved on success, as the host's code would see without us.
 #include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -20,6 +42,7 @@
 #include "bins.h"
 #include "block_header.h"
 #include "caller.h"
+#include "debug_check.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "real_allocator.h"
@@ -75,6 +98,7 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
         errno = ENOMEM;
         return nullptr;
     }
+    LEAKWRAP_CHECK(!inside_leakwrap());
     int saved_errno = errno;
     GuardScope guard;
     void* raw;

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "debug_check.h"
+#include "guard.h"
 #include "proc_self.h"
 #include "segment.h"
 
@@ -153,6 +155,7 @@ void scan_modules() {
 }
 
 uint32_t current_module_generation() {
+    LEAKWRAP_CHECK(inside_leakwrap());
     layout::Header* h = g_segment.header;
     LoaderCounters counters;
     dl_iterate_phdr(read_loader_counters, &counters);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "code_range.h"
+#include "debug_check.h"
 #include "diagnostics.h"
 #include "guard.h"
 #include "ruby_vm_frames.h"
@@ -153,6 +154,7 @@ uint64_t hash_frames(const layout::RubyFrame* frames, uint32_t depth) {
 // Ruby's own answer: the frames rb_profile_frames() gives, less those without a file or line.
 // Called with g_tables_busy held.
 void ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch, RubyBacktrace* out) {
+    LEAKWRAP_CHECK(g_tables_busy.test(std::memory_order_relaxed));
     Value frames[layout::kMaxRubyDepth + kCMethodFrames];
     int lines[layout::kMaxRubyDepth + kCMethodFrames];
     int found = g_ruby.profile_frames(0, static_cast<int>(frames_asked), frames, lines);
@@ -237,6 +239,7 @@ void init_ruby_backtrace() {
 bool is_ruby_vm_code(uintptr_t address) { return g_vm_code.contains(address); }
 
 void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
+    LEAKWRAP_CHECK(inside_leakwrap());
     out->depth = 0;
     out->hash = 0;
     if (max_depth == 0 || g_ruby.profile_frames == nullptr ||

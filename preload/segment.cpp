@@ -15,7 +15,9 @@
 #include <new>
 
 #include "bins.h"
+#include "debug_check.h"
 #include "diagnostics.h"
+#include "guard.h"
 #include "proc_self.h"
 #include "site_counters.h"
 
@@ -254,6 +256,7 @@ static uint64_t table_end(Table table) {
 }
 
 bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
+    LEAKWRAP_CHECK(inside_leakwrap());
     Table table = table_of(offset);
     // Invariant: everything of the table below `reserved` is backed. Each reservation starts at
     // the mark it read, so concurrent claimers can never leave a hole below the new mark.

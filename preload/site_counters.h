@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "bins.h"
+#include "debug_check.h"
 #include "segment.h"
 
 namespace leakwrap {
@@ -50,6 +51,7 @@ inline layout::SiteDelta* own_site_delta(uint32_t site) {
 // Shared-shard threads add to the record. The frees side uses release so that a reader
 // loading frees before allocs (acquire) sees no more frees than allocations in one record.
 inline void count_allocation(uint32_t site, uint64_t bytes) {
+    LEAKWRAP_CHECK(site < g_segment.site_capacity);
     if (layout::SiteDelta* delta = own_site_delta(site)) {
         add_to_counter(delta->alloc_bytes, bytes, true);
         add_to_counter(delta->allocs, 1, true);
@@ -61,6 +63,7 @@ inline void count_allocation(uint32_t site, uint64_t bytes) {
 }
 
 inline void count_free(uint32_t site, uint64_t bytes) {
+    LEAKWRAP_CHECK(site < g_segment.site_capacity);
     if (layout::SiteDelta* delta = own_site_delta(site)) {
         add_to_counter(delta->free_bytes, bytes, true);
         add_to_counter(delta->frees, 1, true);

@@ -5,7 +5,9 @@
 #include <atomic>
 
 #include "call_site_cache.h"
+#include "debug_check.h"
 #include "diagnostics.h"
+#include "guard.h"
 #include "hash_index.h"
 #include "ruby_backtrace.h"
 #include "stack_capture.h"
@@ -64,6 +66,7 @@ bool site_table_nearly_full() {
 
 // Called inside an RCU read-side critical section. A new stack has no site to find.
 uint32_t find_or_add_site(const SiteKey& key, bool may_add, bool new_stack) {
+    LEAKWRAP_CHECK(urcu_bp_read_ongoing());
     uint64_t hash = hash_site(key);
     if (!new_stack)
         if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return index_of(found);
@@ -181,7 +184,8 @@ void capture_below_vm_caller(const CallerContext& caller, bool with_slots, Captu
     uint32_t depth = depth_below_ruby_vm(*stack);
     remember_vm_caller(caller, *stack, depth == 1 && stack->depth == kVmAllocationFrames);
     if (depth != 0) {
-        stack->depth = depth;
+        LEAKWRAP_CHECK(depth <= stack->depth);
+    stack->depth = depth;
         return;
     }
     capture(caller, with_slots, g_segment.max_depth, stack);
@@ -216,6 +220,7 @@ bool init_site_table() {
 }
 
 uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
+    LEAKWRAP_CHECK(inside_leakwrap());
     uint32_t size_class = layout::size_class_of(size);
     RubyBacktrace ruby;
     current_ruby_backtrace(g_segment.max_ruby_depth, &ruby);
@@ -233,6 +238,7 @@ uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
         remember_known_site(known_key, site);
     }
     remember_site(caller, size_class, ruby.hash, stack, site);
+    LEAKWRAP_CHECK(site < g_segment.site_capacity);
     return site;
 }
 

@@ -6,6 +6,8 @@
 #include <atomic>
 
 #include "code_range.h"
+#include "debug_check.h"
+#include "guard.h"
 
 namespace leakwrap {
 namespace {
@@ -39,6 +41,7 @@ void init_stack_capture() {
 // lock. It does not say where each return address was read from, so the call-site cache
 // cannot be filled from it.
 void capture_stack(uint32_t max_depth, CapturedStack* out) {
+    LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth);
     void* addresses[layout::kMaxDepth + kMaxOwnFrames];
     // Ask for the own frames usually at the inner end, and for more only if own frames left the
     // stack short (more own frames on this path, or the Ruby wrappers in the middle).
@@ -73,6 +76,7 @@ void capture_stack(uint32_t max_depth, CapturedStack* out) {
 // follows: on x86_64 a return address sits just below the stack pointer of the frame it returns
 // to. Each step takes a lock of libunwind's (with two sigprocmask calls), about 0.7 us a frame.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
+    LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth);
     out->depth = 0;
     out->slots_known = false;
     unw_context_t context;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "debug_check.h"
+#include "guard.h"
 #include "hash_index.h"
 #include "modules.h"
 #include "segment.h"
@@ -73,6 +75,8 @@ bool stack_table_nearly_full() {
 }
 
 uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add, bool* added) {
+    LEAKWRAP_CHECK(inside_leakwrap() && urcu_bp_read_ongoing());
+    LEAKWRAP_CHECK(key.native_depth <= g_segment.max_depth && key.ruby_depth <= g_segment.max_ruby_depth);
     *added = false;
     if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return reference_of(found);
     if (!may_add) return layout::kNoStack;

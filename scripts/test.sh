@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/build.sh
+# With the preload's invariants checked at run time (preload/debug_check.h).
+scripts/build.sh -DLEAKWRAP_DEBUG=ON
 # No single test should come near the timeout; it only guards against a hung target.
 exec ctest --test-dir "${LEAKWRAP_BUILD_DIR:-build}" --output-on-failure -j2 --timeout 120

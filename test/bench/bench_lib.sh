@@ -15,10 +15,16 @@ bench_sample_bytes=524288
 bench_jemalloc_conf=prof:true,lg_prof_sample:19
 
 # bench_find_build [DIR]: sets bench_build and bench_preload. DIR, else $LEAKWRAP_BUILD_DIR, else
-# build/ in the repository.
+# build/ in the repository. Refuses a build that checks the preload's invariants at run time
+# (LEAKWRAP_DEBUG=ON, as scripts/test.sh configures): that is not what users run.
 bench_find_build() {
   bench_build=$(realpath -m "${1:-${LEAKWRAP_BUILD_DIR:-$bench_repo/build}}")
   bench_preload=$bench_build/lib/libleakwrap.so
+  if grep -q '^LEAKWRAP_DEBUG:BOOL=ON' "$bench_build/CMakeCache.txt" 2>/dev/null; then
+    echo "$bench_build checks invariants at run time (LEAKWRAP_DEBUG=ON): benchmark a build" \
+      "configured with -DLEAKWRAP_DEBUG=OFF, e.g. cmake -S . -B build-bench -DLEAKWRAP_DEBUG=OFF" >&2
+    exit 2
+  fi
 }
 
 # bench_find_jemalloc: sets bench_jemalloc to libjemalloc.so.2 of Debian's package libjemalloc2,
