@@ -236,6 +236,8 @@ void init_ruby_backtrace() {
     }
 }
 
+bool ruby_vm_loaded() { return g_vm_code.begin != g_vm_code.end; }
+
 bool is_ruby_vm_code(uintptr_t address) { return g_vm_code.contains(address); }
 
 void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {

@@ -23,6 +23,9 @@ void init_ruby_backtrace();
 // Up to max_depth frames of the calling thread's Ruby backtrace. Called with the guard held.
 void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out);
 
+// libruby (or an executable with the Ruby VM linked in) is part of the process.
+bool ruby_vm_loaded();
+
 // The address lies in the Ruby VM's code (libruby, or an executable with the VM linked in).
 bool is_ruby_vm_code(uintptr_t address);
 

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "call_site_cache.h"
@@ -147,7 +148,7 @@ uint32_t site_for_stack(const StackKey& key, uint64_t hash, uint32_t size_class)
     return site != kNoSite ? site : overflow(size_class);
 }
 
-// The depth a Ruby thread's native stack keeps (see kVmAllocationFrames); 0 if the frames
+// The depth a native stack keeps in a Ruby process (see kVmAllocationFrames); 0 if the frames
 // captured do not reach the VM frame that called the extension.
 uint32_t depth_below_ruby_vm(const CapturedStack& stack) {
     uint32_t first_outside_vm = 0;
@@ -159,6 +160,23 @@ uint32_t depth_below_ruby_vm(const CapturedStack& stack) {
     return 0;
 }
 
+// The VM's own allocation made with no Ruby backtrace to say why (while the VM boots, during
+// GC, outside the GVL) keeps this many of its innermost frames: enough to tell what the VM was
+// doing, without a stack for every path through the interpreter (booting Ruby alone made
+// 9,000 stacks of 11 to 16 frames, each for a block or two).
+constexpr uint32_t kVmFramesWithoutBacktrace = 3;
+
+// Cuts a captured stack where the Ruby VM called in; false if the frames captured do not reach
+// that far.
+bool cut_below_ruby_vm(bool ruby_backtrace, CapturedStack* stack) {
+    uint32_t depth = depth_below_ruby_vm(*stack);
+    if (depth == 0) return false;
+    if (depth == 1 && !ruby_backtrace) depth = std::min(kVmFramesWithoutBacktrace, stack->depth);
+    LEAKWRAP_CHECK(depth <= stack->depth);
+    stack->depth = depth;
+    return true;
+}
+
 void capture(const CallerContext& caller, bool with_slots, uint32_t max_depth, CapturedStack* stack) {
     if (with_slots)
         capture_stack_with_slots(caller, max_depth, stack);
@@ -166,46 +184,32 @@ void capture(const CallerContext& caller, bool with_slots, uint32_t max_depth, C
         capture_stack(max_depth, stack);
 }
 
-// Native frames tried first for a Ruby thread whose caller is not the VM: most extensions
-// reach the VM's frames within a few, and each frame not unwound is time saved.
+// Native frames tried first in a Ruby process when the caller is not the VM: most extensions
+// reach the VM's frames within a few, and each frame not unwound is time saved. When the VM is
+// the caller, its next kVmAllocationFrames - 1 frames tell whether an extension is behind it.
 constexpr uint32_t kFirstTryBelowRubyVm = 8;
 
-// A caller in the VM: its next kVmAllocationFrames - 1 frames tell whether an extension is
-// behind it, and most often none is (see look_up_vm_caller).
-void capture_below_vm_caller(const CallerContext& caller, bool with_slots, CapturedStack* stack) {
-    VmCallerLookup known = look_up_vm_caller(caller);
-    if (known.vm_behind) {
-        stack->frames[0] = caller.return_address;
-        stack->depth = 1;
-        stack->slots_known = false;
-        return;
-    }
-    capture(caller, with_slots || known.fill, kVmAllocationFrames, stack);
-    uint32_t depth = depth_below_ruby_vm(*stack);
-    remember_vm_caller(caller, *stack, depth == 1 && stack->depth == kVmAllocationFrames);
-    if (depth != 0) {
-        LEAKWRAP_CHECK(depth <= stack->depth);
-    stack->depth = depth;
-        return;
-    }
-    capture(caller, with_slots, g_segment.max_depth, stack);
-    if ((depth = depth_below_ruby_vm(*stack))) stack->depth = depth;
-}
-
-void capture_native_stack(const CallerContext& caller, bool with_slots, bool running_ruby,
+void capture_native_stack(const CallerContext& caller, bool with_slots, bool ruby_backtrace,
                           CapturedStack* stack) {
     uint32_t max_depth = g_segment.max_depth;
-    if (running_ruby && max_depth > kFirstTryBelowRubyVm) {
-        if (is_ruby_vm_code(caller.return_address)) return capture_below_vm_caller(caller, with_slots, stack);
-        capture(caller, with_slots, kFirstTryBelowRubyVm, stack);
-        if (uint32_t depth = depth_below_ruby_vm(*stack)) {
-            stack->depth = depth;
+    bool ruby_process = ruby_vm_loaded();
+    if (ruby_process && max_depth > kFirstTryBelowRubyVm) {
+        bool vm_caller = is_ruby_vm_code(caller.return_address);
+        // A VM caller with VM frames behind it needs no unwind once known (look_up_vm_caller).
+        VmCallerLookup known = vm_caller && ruby_backtrace ? look_up_vm_caller(caller) : VmCallerLookup{};
+        if (known.vm_behind) {
+            stack->frames[0] = caller.return_address;
+            stack->depth = 1;
+            stack->slots_known = false;
             return;
         }
+        capture(caller, with_slots || known.fill, vm_caller ? kVmAllocationFrames : kFirstTryBelowRubyVm, stack);
+        if (vm_caller && ruby_backtrace)
+            remember_vm_caller(caller, *stack, stack->depth == kVmAllocationFrames && depth_below_ruby_vm(*stack) == 1);
+        if (cut_below_ruby_vm(ruby_backtrace, stack)) return;
     }
     capture(caller, with_slots, max_depth, stack);
-    if (running_ruby)
-        if (uint32_t depth = depth_below_ruby_vm(*stack)) stack->depth = depth;
+    if (ruby_process) cut_below_ruby_vm(ruby_backtrace, stack);
 }
 
 }  // namespace
