@@ -49,6 +49,7 @@
 #include "sampler.h"
 #include "site_counters.h"
 #include "site_table.h"
+#include "stack_capture.h"
 
 using namespace leakwrap;
 
@@ -114,8 +115,10 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
     return stamp_block(raw, offset, size, site, g_tag_secret);
 }
 
+// leakwrap's own blocks are untracked: those it allocates holding the guard, and those the
+// libstdc++ linked into it allocates for itself (its exception pool, at load).
 void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) {
-    if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled())
+    if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled() || is_own_frame(caller.return_address))
         return allocate_untracked(size, alignment, zeroed);
     return allocate_tracked(size, alignment, zeroed, caller);
 }

@@ -21,8 +21,6 @@ constinit CodeRange g_own_code{};
 constexpr int kMaxOwnFrames = 16;
 constinit std::atomic<int> g_inner_own_frames{0};
 
-bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
-
 uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
     unw_word_t value = 0;
     unw_get_reg(cursor, reg, &value);
@@ -30,6 +28,8 @@ uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
 }
 
 }  // namespace
+
+bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
 
 void init_stack_capture() {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);

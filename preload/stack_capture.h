@@ -12,6 +12,9 @@ namespace leakwrap {
 // libleakwrap.so itself, whose frames are left out of every stack.
 void init_stack_capture();
 
+// The address lies in libleakwrap.so, whose code includes the libstdc++ linked into it.
+bool is_own_frame(uintptr_t address);
+
 // A captured stack: return addresses innermost first (frames[0] is the function that called
 // malloc), and, where known, the stack address each one was read from (its slot).
 struct CapturedStack {
