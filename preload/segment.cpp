@@ -1,7 +1,6 @@
 #include "segment.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,10 +14,9 @@
 #include <new>
 
 #include "bins.h"
-#include "debug_check.h"
 #include "diagnostics.h"
-#include "guard.h"
 #include "proc_self.h"
+#include "segment_internals.h"
 #include "site_counters.h"
 
 namespace leakwrap {
@@ -36,20 +34,13 @@ constexpr uint32_t kStringsCapacity = 16u << 20;
 // Stack table bytes per site slot: a native stack of 16 frames is 152 bytes, a Ruby stack of a
 // few native and 8 Ruby frames about 100, and a stack serves 1.3 to 2 sites (size classes).
 constexpr uint64_t kStackBytesPerSite = 128;
-// tmpfs pages are reserved in chunks of this many bytes as the tables fill.
-constexpr uint64_t kReserveChunk = 64 * 1024;
 
 // Boost objects live in static storage that is never destroyed: the mapping must outlive every
 // destructor that may still free memory at exit, and the descriptor is needed for fallocate.
 alignas(bip::shared_memory_object) constinit unsigned char g_shm_storage[sizeof(bip::shared_memory_object)]{};
 alignas(bip::mapped_region) constinit unsigned char g_region_storage[sizeof(bip::mapped_region)]{};
 constinit bool g_boost_objects_live = false;
-constinit int g_segment_fd = -1;
 constinit char g_segment_name[32]{};
-// Per table, everything below the mark is backed: sites (and what precedes them), stacks,
-// modules, strings.
-enum Table { kSitesTable, kStacksTable, kModulesTable, kStringsTable, kTables };
-constinit std::atomic<uint64_t> g_reserved_until[kTables]{};
 
 bip::shared_memory_object& stored_shm() {
     return *std::launder(reinterpret_cast<bip::shared_memory_object*>(g_shm_storage));
@@ -58,21 +49,7 @@ bip::mapped_region& stored_region() {
     return *std::launder(reinterpret_cast<bip::mapped_region*>(g_region_storage));
 }
 
-// Snapshot taken in the fork "prepare" handler: an anonymous private mapping as large as the
-// segment holding the in-use ranges at their own offsets (untouched pages cost nothing).
-constinit std::byte* g_fork_snapshot = nullptr;
-constinit uint64_t g_fork_snapshot_size = 0;
-
-uint64_t align_up(uint64_t value, uint64_t alignment) {
-    return (value + alignment - 1) / alignment * alignment;
-}
-
-struct Geometry {
-    uint64_t bins_offset, site_deltas_offset, sites_offset, stacks_offset, stacks_capacity,
-        modules_offset, strings_offset, size;
-};
-
-constinit Geometry g_geometry{};
+}  // namespace
 
 Geometry geometry_for(const Config& config) {
     Geometry g{};
@@ -90,6 +67,8 @@ Geometry geometry_for(const Config& config) {
     g.size = align_up(g.strings_offset + kStringsCapacity, 4096);
     return g;
 }
+
+namespace {
 
 // What an existing /dev/shm/leakwrap.<pid> is, when exclusive creation finds the name taken.
 enum class ExistingSegment { kOursStale, kOursReplacedByExec, kForeign };
@@ -156,6 +135,14 @@ bool open_exclusive(const char* name, uint64_t size, bip::shared_memory_object& 
     return false;
 }
 
+void set_exe_and_command_line(Header* h) {
+    const ProcessIdentity& id = current_process_identity();
+    intern_string(id.exe_path, std::strlen(id.exe_path), &h->exe_path);
+    intern_string(id.command_line, std::strlen(id.command_line), &h->command_line);
+}
+
+}  // namespace
+
 void fill_identity(Header* h, int parent_pid) {
     const ProcessIdentity& id = current_process_identity();
     h->pid = id.pid;
@@ -165,12 +152,6 @@ void fill_identity(Header* h, int parent_pid) {
     timespec now{};
     clock_gettime(CLOCK_REALTIME, &now);
     h->created_unix_ns = uint64_t(now.tv_sec) * 1000000000u + uint64_t(now.tv_nsec);
-}
-
-void set_exe_and_command_line(Header* h) {
-    const ProcessIdentity& id = current_process_identity();
-    intern_string(id.exe_path, std::strlen(id.exe_path), &h->exe_path);
-    intern_string(id.command_line, std::strlen(id.command_line), &h->command_line);
 }
 
 // Maps a new segment for this pid and installs it as the current one.
@@ -191,13 +172,9 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     // parent's) and unmap/close it when they go out of scope.
     stored_shm().swap(shm);
     stored_region().swap(region);
-    g_segment_fd = static_cast<int>(stored_shm().get_mapping_handle().handle);
+    int segment_fd = static_cast<int>(stored_shm().get_mapping_handle().handle);
     std::memcpy(g_segment_name, name, sizeof name);
-    g_geometry = g;
-    g_reserved_until[kSitesTable].store(g.sites_offset, std::memory_order_relaxed);
-    g_reserved_until[kStacksTable].store(g.stacks_offset, std::memory_order_relaxed);
-    g_reserved_until[kModulesTable].store(g.modules_offset, std::memory_order_relaxed);
-    g_reserved_until[kStringsTable].store(g.strings_offset, std::memory_order_relaxed);
+    start_reservations(g, segment_fd);
 
     auto* base = static_cast<std::byte*>(stored_region().get_address());
     g_segment = SegmentView{base, reinterpret_cast<Header*>(base),
@@ -207,7 +184,7 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
                             config.depth, config.ruby_depth};
     // The header, the bins, the site deltas and the overflow sites are written at once; later
     // slots are backed on claim.
-    if (posix_fallocate(g_segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
+    if (posix_fallocate(segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
         !reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * sizeof(layout::SiteRecord))) {
         warn("no space in /dev/shm for a leakwrap segment; this process is not profiled");
         bip::shared_memory_object::remove(name);
@@ -216,89 +193,7 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     return reinterpret_cast<Header*>(base);
 }
 
-// The parent's other threads kept counting while its snapshot was copied, bins first and sites
-// later, so the copy's bins may be ahead of its sites. In exact mode every block is counted at
-// its site too, so the child's bins are rebuilt from its sites: both then describe one moment.
-void rebuild_bins_from_sites(uint64_t sites) {
-    std::memset(g_segment.bins, 0, uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters));
-    for (uint64_t index = 0; index < sites; ++index) {
-        const layout::SiteRecord* site = site_record(static_cast<uint32_t>(index));
-        if (site->state != layout::kReady || site->size_class >= layout::kSizeClassCount) continue;
-        layout::BinCounters& bin = g_segment.bins[site->size_class * kBinShards + kSharedBinShard];
-        bin.allocs += site->allocs;
-        bin.frees += site->frees;
-        bin.alloc_bytes += site->alloc_bytes;
-        bin.free_bytes += site->free_bytes;
-    }
-}
-
 void publish(Header* h) { std::atomic_ref<uint32_t>(h->state).store(layout::kReady, std::memory_order_release); }
-
-}  // namespace
-
-// Which reservation mark covers a segment offset.
-static Table table_of(uint64_t offset) {
-    const Geometry& g = g_geometry;
-    return offset >= g.strings_offset   ? kStringsTable
-           : offset >= g.modules_offset ? kModulesTable
-           : offset >= g.stacks_offset  ? kStacksTable
-                                        : kSitesTable;
-}
-
-static uint64_t table_end(Table table) {
-    const Geometry& g = g_geometry;
-    switch (table) {
-        case kSitesTable: return g.stacks_offset;
-        case kStacksTable: return g.modules_offset;
-        case kModulesTable: return g.strings_offset;
-        default: return g.size;
-    }
-}
-
-bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
-    LEAKWRAP_CHECK(inside_leakwrap());
-    Table table = table_of(offset);
-    // Invariant: everything of the table below `reserved` is backed. Each reservation starts at
-    // the mark it read, so concurrent claimers can never leave a hole below the new mark.
-    std::atomic<uint64_t>& reserved = g_reserved_until[table];
-    uint64_t needed_end = offset + length;
-    uint64_t mark = reserved.load(std::memory_order_acquire);
-    if (needed_end <= mark) return true;
-    uint64_t chunk_end = std::min(align_up(needed_end, kReserveChunk), table_end(table));
-    if (needed_end > chunk_end ||
-        posix_fallocate(g_segment_fd, static_cast<off_t>(mark),
-                        static_cast<off_t>(chunk_end - mark)) != 0)
-        return false;
-    while (mark < chunk_end && !reserved.compare_exchange_weak(mark, chunk_end)) {
-    }
-    return true;
-}
-
-bool intern_string(const char* text, std::size_t length, layout::StringRef* out) {
-    Header* h = g_segment.header;
-    std::atomic_ref<uint32_t> used(h->strings_used);
-    uint32_t offset = used.load(std::memory_order_relaxed);
-    std::size_t with_nul = length + 1;
-    do {
-        if (with_nul > h->strings_capacity - offset) return false;
-    } while (!used.compare_exchange_weak(offset, offset + static_cast<uint32_t>(with_nul)));
-    if (!reserve_segment_bytes(h->strings_offset + offset, with_nul)) return false;
-    std::byte* target = g_segment.base + h->strings_offset + offset;
-    std::memcpy(target, text, length);
-    target[length] = std::byte{0};
-    *out = layout::StringRef{offset, static_cast<uint32_t>(length)};
-    return true;
-}
-
-uint64_t claim_stack_bytes(uint64_t bytes) {
-    std::atomic_ref<uint64_t> used(g_segment.header->stacks_used);
-    uint64_t offset = used.load(std::memory_order_relaxed);
-    do {
-        if (bytes > g_segment.stacks_capacity - offset) return UINT64_MAX;
-    } while (!used.compare_exchange_weak(offset, offset + bytes, std::memory_order_relaxed));
-    if (!reserve_segment_bytes(g_geometry.stacks_offset + offset, bytes)) return UINT64_MAX;
-    return offset;
-}
 
 bool create_segment(const Config& config) {
     Geometry g = geometry_for(config);
@@ -350,103 +245,6 @@ void unlink_segment() {
     char name[sizeof g_segment_name + 1] = "/";
     std::memcpy(name + 1, g_segment_name, sizeof g_segment_name);
     shm_unlink(name);
-}
-
-// Threads go on counting while the snapshot is copied, and a copy taken word by word can catch
-// an allocation and its free between reading a counter's allocations and its frees: more frees
-// than allocations. Reading the allocation side once more afterwards gives a cut in which every
-// free copied has its allocation copied too (a block is counted allocated before it is freed).
-// Sites, site deltas and bins all keep allocs at +0 and alloc_bytes at +16 of their counters.
-static void recopy_allocation_counts(uint64_t sites) {
-    auto recopy = [](uint64_t* live) {
-        auto* copy = reinterpret_cast<uint64_t*>(g_fork_snapshot + (reinterpret_cast<std::byte*>(live) - g_segment.base));
-        copy[0] = std::atomic_ref<uint64_t>(live[0]).load(std::memory_order_acquire);
-        copy[2] = std::atomic_ref<uint64_t>(live[2]).load(std::memory_order_acquire);
-    };
-    static_assert(offsetof(layout::SiteRecord, alloc_bytes) - offsetof(layout::SiteRecord, allocs) == 16);
-    static_assert(offsetof(layout::SiteDelta, alloc_bytes) - offsetof(layout::SiteDelta, allocs) == 16);
-    static_assert(offsetof(layout::BinCounters, alloc_bytes) - offsetof(layout::BinCounters, allocs) == 16);
-    for (uint64_t index = 0; index < sites; ++index) recopy(&site_record(static_cast<uint32_t>(index))->allocs);
-    for (uint32_t entry = 0; entry < kBinShards * kSiteDeltaSlots; ++entry)
-        recopy(&g_segment.site_deltas[entry].allocs);
-    for (uint32_t bin = 0; bin < layout::kSizeClassCount * kBinShards; ++bin) recopy(&g_segment.bins[bin].allocs);
-}
-
-void snapshot_segment_for_fork() {
-    const Header* h = g_segment.header;
-    if (h == nullptr) return;
-    void* copy = mmap(nullptr, h->segment_size, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (copy == MAP_FAILED) return;
-    g_fork_snapshot = static_cast<std::byte*>(copy);
-    g_fork_snapshot_size = h->segment_size;
-    // Only backed pages are read: a slot claimed when /dev/shm had no room left was never
-    // backed, and touching it would raise SIGBUS in the host.
-    auto copy_range = [&](uint64_t offset, uint64_t length) {
-        uint64_t backed = g_reserved_until[table_of(offset)].load(std::memory_order_acquire);
-        if (offset < h->sites_offset) backed = h->sites_offset;  // reserved at creation
-        uint64_t end = std::min(offset + length, backed);
-        if (end > offset) std::memcpy(g_fork_snapshot + offset, g_segment.base + offset, end - offset);
-    };
-    uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
-    uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
-    hold_site_delta_moves();
-    copy_range(0, h->sites_offset);  // header, bins and site deltas
-    copy_range(h->sites_offset, sites * sizeof(layout::SiteRecord));
-    recopy_allocation_counts(sites);
-    release_site_delta_moves();
-    copy_range(h->stacks_offset, std::min(h->stacks_used, h->stacks_capacity));
-    copy_range(h->modules_offset, modules * h->module_record_size);
-    copy_range(h->strings_offset, std::min(h->strings_used, h->strings_capacity));
-}
-
-void discard_fork_snapshot() {
-    if (g_fork_snapshot != nullptr) munmap(g_fork_snapshot, g_fork_snapshot_size);
-    g_fork_snapshot = nullptr;
-}
-
-bool adopt_fork_snapshot_in_child(const Config& config) {
-    if (g_fork_snapshot == nullptr) return false;
-    int parent_pid = g_segment.header->pid;
-    Geometry g = geometry_for(config);
-    Header* h = map_new_segment(config, g);
-    if (h == nullptr) {
-        g_segment = SegmentView{};
-        discard_fork_snapshot();
-        return false;
-    }
-    const auto* parent = reinterpret_cast<const Header*>(g_fork_snapshot);
-    uint64_t sites = std::min<uint64_t>(parent->sites_claimed, parent->site_capacity);
-    uint64_t modules = std::min<uint64_t>(parent->modules_claimed, parent->module_capacity);
-    uint64_t strings = std::min(parent->strings_used, parent->strings_capacity);
-    uint64_t stacks = std::min(parent->stacks_used, parent->stacks_capacity);
-    bool reserved = reserve_segment_bytes(g.sites_offset, sites * sizeof(layout::SiteRecord)) &&
-                    (stacks == 0 || reserve_segment_bytes(g.stacks_offset, stacks)) &&
-                    (modules == 0 ||
-                     reserve_segment_bytes(g.modules_offset, modules * sizeof(layout::ModuleRecord))) &&
-                    (strings == 0 || reserve_segment_bytes(g.strings_offset, strings));
-    if (!reserved) {
-        warn("no space in /dev/shm for the forked child's segment; the child is not profiled");
-        unlink_segment();
-        g_segment = SegmentView{};
-        discard_fork_snapshot();
-        return false;
-    }
-    std::memcpy(g_segment.base, g_fork_snapshot, g.sites_offset);  // header, bins, site deltas
-    std::memcpy(g_segment.base + g.sites_offset, g_fork_snapshot + g.sites_offset,
-                sites * sizeof(layout::SiteRecord));
-    std::memcpy(g_segment.base + g.stacks_offset, g_fork_snapshot + g.stacks_offset, stacks);
-    std::memcpy(g_segment.base + g.modules_offset, g_fork_snapshot + g.modules_offset,
-                modules * sizeof(layout::ModuleRecord));
-    std::memcpy(g_segment.base + g.strings_offset, g_fork_snapshot + g.strings_offset, strings);
-    discard_fork_snapshot();
-    move_all_site_deltas_to_records(sites);
-    if (h->sample_interval == 0) rebuild_bins_from_sites(sites);
-    h->state = layout::kEmpty;
-    h->process_state = layout::kProcessRunning;
-    fill_identity(h, parent_pid);
-    publish(h);
-    return true;
 }
 
 }  // namespace leakwrap

@@ -1,7 +1,8 @@
 // The process's shared-memory segment /dev/shm/leakwrap.<pid>: creation with
-// Boost.Interprocess (exclusive, mode 0600), the process identity the reader checks, tmpfs
-// reservation so that no write can ever raise SIGBUS, the string pool and the stack table's
-// bytes, and the hand-over to a fresh segment in a forked child.
+// Boost.Interprocess (exclusive, mode 0600) and the process identity the reader checks
+// (segment.cpp); tmpfs reservation so that no write can ever raise SIGBUS, the string pool and
+// the stack table's bytes (segment_space.cpp); the hand-over to a fresh segment in a forked
+// child (fork_snapshot.cpp).
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,140 @@
+#include "segment.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+
+#include "bins.h"
+#include "diagnostics.h"
+#include "segment_internals.h"
+#include "site_counters.h"
+
+namespace leakwrap {
+namespace {
+
+using layout::Header;
+
+// Snapshot taken in the fork "prepare" handler: an anonymous private mapping as large as the
+// segment holding the in-use ranges at their own offsets (untouched pages cost nothing).
+constinit std::byte* g_fork_snapshot = nullptr;
+constinit uint64_t g_fork_snapshot_size = 0;
+
+// The parent's other threads kept counting while its snapshot was copied, bins first and sites
+// later, so the copy's bins may be ahead of its sites. In exact mode every block is counted at
+// its site too, so the child's bins are rebuilt from its sites: both then describe one moment.
+void rebuild_bins_from_sites(uint64_t sites) {
+    std::memset(g_segment.bins, 0, uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters));
+    for (uint64_t index = 0; index < sites; ++index) {
+        const layout::SiteRecord* site = site_record(static_cast<uint32_t>(index));
+        if (site->state != layout::kReady || site->size_class >= layout::kSizeClassCount) continue;
+        layout::BinCounters& bin = g_segment.bins[site->size_class * kBinShards + kSharedBinShard];
+        bin.allocs += site->allocs;
+        bin.frees += site->frees;
+        bin.alloc_bytes += site->alloc_bytes;
+        bin.free_bytes += site->free_bytes;
+    }
+}
+
+// Threads go on counting while the snapshot is copied, and a copy taken word by word can catch
+// an allocation and its free between reading a counter's allocations and its frees: more frees
+// than allocations. Reading the allocation side once more afterwards gives a cut in which every
+// free copied has its allocation copied too (a block is counted allocated before it is freed).
+// Sites, site deltas and bins all keep allocs at +0 and alloc_bytes at +16 of their counters.
+void recopy_allocation_counts(uint64_t sites) {
+    auto recopy = [](uint64_t* live) {
+        auto* copy = reinterpret_cast<uint64_t*>(g_fork_snapshot + (reinterpret_cast<std::byte*>(live) - g_segment.base));
+        copy[0] = std::atomic_ref<uint64_t>(live[0]).load(std::memory_order_acquire);
+        copy[2] = std::atomic_ref<uint64_t>(live[2]).load(std::memory_order_acquire);
+    };
+    static_assert(offsetof(layout::SiteRecord, alloc_bytes) - offsetof(layout::SiteRecord, allocs) == 16);
+    static_assert(offsetof(layout::SiteDelta, alloc_bytes) - offsetof(layout::SiteDelta, allocs) == 16);
+    static_assert(offsetof(layout::BinCounters, alloc_bytes) - offsetof(layout::BinCounters, allocs) == 16);
+    for (uint64_t index = 0; index < sites; ++index) recopy(&site_record(static_cast<uint32_t>(index))->allocs);
+    for (uint32_t entry = 0; entry < kBinShards * kSiteDeltaSlots; ++entry)
+        recopy(&g_segment.site_deltas[entry].allocs);
+    for (uint32_t bin = 0; bin < layout::kSizeClassCount * kBinShards; ++bin) recopy(&g_segment.bins[bin].allocs);
+}
+
+}  // namespace
+
+void snapshot_segment_for_fork() {
+    const Header* h = g_segment.header;
+    if (h == nullptr) return;
+    void* copy = mmap(nullptr, h->segment_size, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (copy == MAP_FAILED) return;
+    g_fork_snapshot = static_cast<std::byte*>(copy);
+    g_fork_snapshot_size = h->segment_size;
+    // Only backed pages are read: a slot claimed when /dev/shm had no room left was never
+    // backed, and touching it would raise SIGBUS in the host.
+    auto copy_range = [&](uint64_t offset, uint64_t length) {
+        uint64_t backed = backed_until(offset);
+        if (offset < h->sites_offset) backed = h->sites_offset;  // reserved at creation
+        uint64_t end = std::min(offset + length, backed);
+        if (end > offset) std::memcpy(g_fork_snapshot + offset, g_segment.base + offset, end - offset);
+    };
+    uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
+    uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
+    hold_site_delta_moves();
+    copy_range(0, h->sites_offset);  // header, bins and site deltas
+    copy_range(h->sites_offset, sites * sizeof(layout::SiteRecord));
+    recopy_allocation_counts(sites);
+    release_site_delta_moves();
+    copy_range(h->stacks_offset, std::min(h->stacks_used, h->stacks_capacity));
+    copy_range(h->modules_offset, modules * h->module_record_size);
+    copy_range(h->strings_offset, std::min(h->strings_used, h->strings_capacity));
+}
+
+void discard_fork_snapshot() {
+    if (g_fork_snapshot != nullptr) munmap(g_fork_snapshot, g_fork_snapshot_size);
+    g_fork_snapshot = nullptr;
+}
+
+bool adopt_fork_snapshot_in_child(const Config& config) {
+    if (g_fork_snapshot == nullptr) return false;
+    int parent_pid = g_segment.header->pid;
+    Geometry g = geometry_for(config);
+    Header* h = map_new_segment(config, g);
+    if (h == nullptr) {
+        g_segment = SegmentView{};
+        discard_fork_snapshot();
+        return false;
+    }
+    const auto* parent = reinterpret_cast<const Header*>(g_fork_snapshot);
+    uint64_t sites = std::min<uint64_t>(parent->sites_claimed, parent->site_capacity);
+    uint64_t modules = std::min<uint64_t>(parent->modules_claimed, parent->module_capacity);
+    uint64_t strings = std::min(parent->strings_used, parent->strings_capacity);
+    uint64_t stacks = std::min(parent->stacks_used, parent->stacks_capacity);
+    bool reserved = reserve_segment_bytes(g.sites_offset, sites * sizeof(layout::SiteRecord)) &&
+                    (stacks == 0 || reserve_segment_bytes(g.stacks_offset, stacks)) &&
+                    (modules == 0 ||
+                     reserve_segment_bytes(g.modules_offset, modules * sizeof(layout::ModuleRecord))) &&
+                    (strings == 0 || reserve_segment_bytes(g.strings_offset, strings));
+    if (!reserved) {
+        warn("no space in /dev/shm for the forked child's segment; the child is not profiled");
+        unlink_segment();
+        g_segment = SegmentView{};
+        discard_fork_snapshot();
+        return false;
+    }
+    std::memcpy(g_segment.base, g_fork_snapshot, g.sites_offset);  // header, bins, site deltas
+    std::memcpy(g_segment.base + g.sites_offset, g_fork_snapshot + g.sites_offset,
+                sites * sizeof(layout::SiteRecord));
+    std::memcpy(g_segment.base + g.stacks_offset, g_fork_snapshot + g.stacks_offset, stacks);
+    std::memcpy(g_segment.base + g.modules_offset, g_fork_snapshot + g.modules_offset,
+                modules * sizeof(layout::ModuleRecord));
+    std::memcpy(g_segment.base + g.strings_offset, g_fork_snapshot + g.strings_offset, strings);
+    discard_fork_snapshot();
+    move_all_site_deltas_to_records(sites);
+    if (h->sample_interval == 0) rebuild_bins_from_sites(sites);
+    h->state = layout::kEmpty;
+    h->process_state = layout::kProcessRunning;
+    fill_identity(h, parent_pid);
+    publish(h);
+    return true;
+}
+
+}  // namespace leakwrap
