@@ -97,11 +97,6 @@ __attribute__((destructor)) void finish_at_exit() { finish_normal_exit(); }
 using ExitFunction = void (*)(int);
 constinit ExitFunction g_real_exit = nullptr;
 
-[[noreturn]] void exit_now(int status) {
-    finish_normal_exit();
-    if (g_real_exit != nullptr) g_real_exit(status);
-    for (;;) syscall(SYS_exit_group, status);
-}
 
 __attribute__((constructor)) void initialize_at_load() {
     int expected = kUninitialized;
@@ -120,16 +115,15 @@ __attribute__((constructor)) void initialize_at_load() {
 
 }  // namespace
 
+[[noreturn]] void exit_now(int status) {
+    finish_normal_exit();
+    if (g_real_exit != nullptr) g_real_exit(status);
+    for (;;) syscall(SYS_exit_group, status);
+}
+
 bool wait_for_initialization() {
     while (g_mode.load(std::memory_order_acquire) == kInitializing) sched_yield();
     return g_mode.load(std::memory_order_acquire) == kTracking;
 }
 
 }  // namespace leakwrap
-
-// Programs that leave with _exit() (shells, forked children, daemons) skip destructors; their
-// exit is just as normal, so it must clean up the same way.
-extern "C" {
-__attribute__((visibility("default"), noreturn)) void _exit(int status) { leakwrap::exit_now(status); }
-__attribute__((visibility("default"), noreturn)) void _Exit(int status) { leakwrap::exit_now(status); }
-}

@@ -1,7 +1,8 @@
 // Start-up, shutdown and fork of the profiler. Tracking starts in libleakwrap's constructor.
 // Blocks allocated before it (by the dynamic loader and the constructors of the libraries
-// leakwrap itself depends on, such as libstdc++'s exception pool) stay untracked: they are never
-// the program's leaks, and starting later keeps initialisation out of the loader's own calls.
+// leakwrap itself depends on) stay untracked, as do those of the libstdc++ linked into it (its
+// exception pool): they are never the program's leaks, and starting later keeps initialisation
+// out of the loader's own calls.
 #pragma once
 
 #include <atomic>
@@ -16,6 +17,10 @@ enum Mode : int { kUninitialized, kInitializing, kTracking, kPassThrough };
 extern constinit std::atomic<int> g_mode;
 extern constinit uint64_t g_tag_secret;
 extern constinit Config g_config;
+
+// _exit and _Exit: programs that leave that way (shells, forked children, daemons) skip
+// destructors, but their exit is just as normal, so it cleans up the same way.
+[[noreturn]] void exit_now(int status);
 
 // Waits for a concurrent initialisation to finish; true if it enabled tracking.
 bool wait_for_initialization();

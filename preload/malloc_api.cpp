@@ -1,6 +1,7 @@
-// The interposed malloc family. Semantics follow glibc's (realloc(p, 0) frees and returns NULL,
-// memalign/aligned_alloc round a non-power-of-two alignment up, posix_memalign rejects it with
-// EINVAL, overflowing calloc/reallocarray give ENOMEM); leakwrap only adds bookkeeping.
+// The malloc family behind the exported entry points (exports.cpp). Semantics follow glibc's
+// (realloc(p, 0) frees and returns NULL, memalign/aligned_alloc round a non-power-of-two
+// alignment up, posix_memalign rejects it with EINVAL, overflowing calloc/reallocarray give
+// ENOMEM); leakwrap only adds bookkeeping.
 //
 // INVARIANTS of the hot path (checked by LEAKWRAP_CHECK in -DLEAKWRAP_DEBUG=ON builds, as CI's):
 //  1. Guard. Bookkeeping runs with the thread's reentrancy guard held (GuardScope, guard.h):
@@ -40,8 +41,11 @@
 #include <cstring>
 
 #include "bins.h"
+#include "malloc_api.h"
+
 #include "block_header.h"
 #include "caller.h"
+#include "malloc_api.h"
 #include "debug_check.h"
 #include "guard.h"
 #include "lifecycle.h"
@@ -51,17 +55,10 @@
 #include "site_table.h"
 #include "stack_capture.h"
 
-using namespace leakwrap;
-
+namespace leakwrap {
 namespace {
 
 constexpr std::size_t kMaxAlignment = std::size_t{1} << 62;
-
-std::size_t page_size() {
-    static constinit std::size_t cached = 0;
-    if (cached == 0) cached = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    return cached;
-}
 
 // Blocks nobody tracks: leakwrap's own, pass-through mode, or before the real allocator is known.
 void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
@@ -78,7 +75,7 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
 
 // Counts a new block in its bin and, if it is sampled (always, in exact mode), at its site.
 // Called with the guard held: the unwinder and the site table may allocate.
-uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
+uint32_t account_allocation(uint64_t size, CallerContext caller) {
     count_bin_allocation(layout::size_class_of(size), size);
     if (!should_sample(size)) return kUnsampledSite;
     uint32_t site = site_for_allocation(size, caller);
@@ -93,7 +90,7 @@ void account_free(const BlockHeader* header) {
 }
 
 void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
-                       const CallerContext& caller) {
+                       CallerContext caller) {
     std::size_t offset = raw_offset_for(alignment);
     if (size > kMaxRequest - offset) {
         errno = ENOMEM;
@@ -115,14 +112,6 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
     return stamp_block(raw, offset, size, site, g_tag_secret);
 }
 
-// leakwrap's own blocks are untracked: those it allocates holding the guard, and those the
-// libstdc++ linked into it allocates for itself (its exception pool, at load).
-void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) {
-    if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled() || is_own_frame(caller.return_address))
-        return allocate_untracked(size, alignment, zeroed);
-    return allocate_tracked(size, alignment, zeroed, caller);
-}
-
 bool is_tracked_block(void* p) { return tag_matches(p, g_tag_secret); }
 
 // Counts the free of a tracked block (unless leakwrap itself is running on this thread: then the
@@ -133,22 +122,9 @@ void* release_tracked(void* user) {
     return raw_of(user);
 }
 
-void deallocate(void* p) {
-    if (p == nullptr || is_bootstrap_block(p)) return;  // bootstrap blocks are never reused
-    if (is_tracked_block(p)) p = release_tracked(p);
-    real().free(p);
-}
-
-std::size_t usable_size(void* p) {
-    if (p == nullptr) return 0;
-    if (is_bootstrap_block(p)) return bootstrap_block_size(p);
-    if (!is_tracked_block(p)) return real().malloc_usable_size(p);
-    return real().malloc_usable_size(raw_of(p)) - raw_offset(header_of(p));
-}
-
 // realloc of a block we cannot resize in place: move it into a fresh block.
 void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size,
-                        const CallerContext& caller) {
+                        CallerContext caller) {
     void* fresh = allocate(new_size, kNaturalAlignment, false, caller);
     if (fresh == nullptr) return nullptr;
     std::memcpy(fresh, old_block, old_size < new_size ? old_size : new_size);
@@ -156,7 +132,36 @@ void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_s
     return fresh;
 }
 
-void* reallocate(void* p, std::size_t size, const CallerContext& caller) {
+}  // namespace
+
+std::size_t page_size() noexcept {
+    static constinit std::size_t cached = 0;
+    if (cached == 0) cached = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return cached;
+}
+
+// leakwrap's own blocks are untracked: those it allocates holding the guard, and those the
+// libstdc++ linked into it allocates for itself (its exception pool, at load).
+void* allocate(std::size_t size, std::size_t alignment, bool zeroed, CallerContext caller) noexcept {
+    if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled() || is_own_frame(caller.return_address))
+        return allocate_untracked(size, alignment, zeroed);
+    return allocate_tracked(size, alignment, zeroed, caller);
+}
+
+void deallocate(void* p) noexcept {
+    if (p == nullptr || is_bootstrap_block(p)) return;  // bootstrap blocks are never reused
+    if (is_tracked_block(p)) p = release_tracked(p);
+    real().free(p);
+}
+
+std::size_t usable_size(void* p) noexcept {
+    if (p == nullptr) return 0;
+    if (is_bootstrap_block(p)) return bootstrap_block_size(p);
+    if (!is_tracked_block(p)) return real().malloc_usable_size(p);
+    return real().malloc_usable_size(raw_of(p)) - raw_offset(header_of(p));
+}
+
+void* reallocate(void* p, std::size_t size, CallerContext caller) noexcept {
     if (p == nullptr) return allocate(size, kNaturalAlignment, false, caller);
     if (is_bootstrap_block(p)) {
         if (size == 0) return nullptr;
@@ -187,7 +192,7 @@ void* reallocate(void* p, std::size_t size, const CallerContext& caller) {
 }
 
 // memalign's rules: small alignments are plain malloc, others are rounded up to a power of two.
-void* allocate_aligned(std::size_t alignment, std::size_t size, const CallerContext& caller) {
+void* allocate_aligned(std::size_t alignment, std::size_t size, CallerContext caller) noexcept {
     if (alignment > kMaxAlignment) {
         errno = EINVAL;
         return nullptr;
@@ -196,70 +201,35 @@ void* allocate_aligned(std::size_t alignment, std::size_t size, const CallerCont
     return allocate(size, alignment, false, caller);
 }
 
-}  // namespace
-
-extern "C" {
-
-__attribute__((visibility("default"))) void* malloc(std::size_t size) noexcept {
-    return allocate(size, kNaturalAlignment, false, LEAKWRAP_CALLER());
-}
-
-__attribute__((visibility("default"))) void free(void* p) noexcept { deallocate(p); }
-
-// glibc keeps cfree only as a compatibility symbol for old binaries.
-__attribute__((visibility("default"))) void cfree(void* p) noexcept { deallocate(p); }
-
-__attribute__((visibility("default"))) void* calloc(std::size_t count, std::size_t size) noexcept {
-    std::size_t bytes;
-    if (__builtin_mul_overflow(count, size, &bytes)) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    return allocate(bytes, kNaturalAlignment, true, LEAKWRAP_CALLER());
-}
-
-__attribute__((visibility("default"))) void* realloc(void* p, std::size_t size) noexcept {
-    return reallocate(p, size, LEAKWRAP_CALLER());
-}
-
-__attribute__((visibility("default"))) void* reallocarray(void* p, std::size_t count,
-                                                          std::size_t size) noexcept {
-    std::size_t bytes;
-    if (__builtin_mul_overflow(count, size, &bytes)) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    return reallocate(p, bytes, LEAKWRAP_CALLER());
-}
-
-__attribute__((visibility("default"))) int posix_memalign(void** out, std::size_t alignment,
-                                                          std::size_t size) noexcept {
-    if (alignment % sizeof(void*) != 0 || !is_power_of_two(alignment / sizeof(void*)))
-        return EINVAL;
+int allocate_posix_aligned(void** out, std::size_t alignment, std::size_t size, CallerContext caller) noexcept {
+    if (alignment % sizeof(void*) != 0 || !is_power_of_two(alignment / sizeof(void*))) return EINVAL;
     int saved_errno = errno;
-    void* block = allocate(size, alignment, false, LEAKWRAP_CALLER());
+    void* block = allocate(size, alignment, false, caller);
     if (block == nullptr) return ENOMEM;
     errno = saved_errno;
     *out = block;
     return 0;
 }
 
-// In glibc 2.36 aligned_alloc is memalign (no extra checks of the alignment).
-__attribute__((visibility("default"))) void* aligned_alloc(std::size_t alignment,
-                                                           std::size_t size) noexcept {
-    return allocate_aligned(alignment, size, LEAKWRAP_CALLER());
+void* allocate_array(std::size_t count, std::size_t size, bool zeroed, CallerContext caller) noexcept {
+    std::size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return allocate(bytes, kNaturalAlignment, zeroed, caller);
 }
 
-__attribute__((visibility("default"))) void* memalign(std::size_t alignment,
-                                                      std::size_t size) noexcept {
-    return allocate_aligned(alignment, size, LEAKWRAP_CALLER());
+void* reallocate_array(void* p, std::size_t count, std::size_t size, CallerContext caller) noexcept {
+    std::size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return reallocate(p, bytes, caller);
 }
 
-__attribute__((visibility("default"))) void* valloc(std::size_t size) noexcept {
-    return allocate(size, page_size(), false, LEAKWRAP_CALLER());
-}
-
-__attribute__((visibility("default"))) void* pvalloc(std::size_t size) noexcept {
+void* allocate_whole_pages(std::size_t size, CallerContext caller) noexcept {
     std::size_t page = page_size();
     std::size_t rounded;
     if (__builtin_add_overflow(size, page - 1, &rounded)) {
@@ -267,11 +237,7 @@ __attribute__((visibility("default"))) void* pvalloc(std::size_t size) noexcept 
         return nullptr;
     }
     rounded &= ~(page - 1);
-    return allocate(rounded == 0 ? page : rounded, page, false, LEAKWRAP_CALLER());
+    return allocate(rounded == 0 ? page : rounded, page, false, caller);
 }
 
-__attribute__((visibility("default"))) std::size_t malloc_usable_size(void* p) noexcept {
-    return usable_size(p);
-}
-
-}  // extern "C"
+}  // namespace leakwrap

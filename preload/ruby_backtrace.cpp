@@ -276,31 +276,25 @@ void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     g_tables_busy.clear(std::memory_order_release);
 }
 
-}  // namespace leakwrap
-
-// The interpreter's start-up calls, wrapped to learn when the VM is ready. Both exist in every
-// libruby; in other programs they are never called.
-extern "C" {
-
-__attribute__((visibility("default"))) int ruby_setup(void) {
+int run_ruby_setup() {
     int (*real_setup)();
     {
-        leakwrap::GuardScope guard;
+        GuardScope guard;
         real_setup = reinterpret_cast<int (*)()>(dlsym(RTLD_NEXT, "ruby_setup"));
     }
     int status = real_setup != nullptr ? real_setup() : -1;
-    if (status == 0) leakwrap::g_vm_ready.store(true, std::memory_order_release);
+    if (status == 0) g_vm_ready.store(true, std::memory_order_release);
     return status;
 }
 
-__attribute__((visibility("default"))) void ruby_init(void) {
+void run_ruby_init() {
     void (*real_init)();
     {
-        leakwrap::GuardScope guard;
+        GuardScope guard;
         real_init = reinterpret_cast<void (*)()>(dlsym(RTLD_NEXT, "ruby_init"));
     }
     if (real_init != nullptr) real_init();
-    leakwrap::g_vm_ready.store(true, std::memory_order_release);
+    g_vm_ready.store(true, std::memory_order_release);
 }
 
-}  // extern "C"
+}  // namespace leakwrap

@@ -23,6 +23,12 @@ void init_ruby_backtrace();
 // Up to max_depth frames of the calling thread's Ruby backtrace. Called with the guard held.
 void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out);
 
+// ruby_setup() and ruby_init(), the interpreter's start-up calls, are wrapped to learn when the
+// VM is ready: while it boots, ruby_current_vm_ptr is already set but the main thread has no
+// control frame yet. Both exist in every libruby; in other programs they are never called.
+int run_ruby_setup();
+void run_ruby_init();
+
 // libruby (or an executable with the Ruby VM linked in) is part of the process.
 bool ruby_vm_loaded();
 

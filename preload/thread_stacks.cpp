@@ -40,13 +40,9 @@ void* start_thread_with_known_stack(void* start_pointer) {
 using CreateFunction = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
 }  // namespace
-}  // namespace leakwrap
 
-// Wraps the start routine so the new thread learns its stack bounds before running any of the
-// program's code.
-extern "C" __attribute__((visibility("default"))) int pthread_create(
-    pthread_t* thread, const pthread_attr_t* attributes, void* (*routine)(void*), void* argument) {
-    using namespace leakwrap;
+int create_thread_knowing_its_stack(pthread_t* thread, const pthread_attr_t* attributes,
+                                    void* (*routine)(void*), void* argument) {
     static constinit CreateFunction real_create = nullptr;
     ThreadStart* start;
     {
@@ -62,3 +58,5 @@ extern "C" __attribute__((visibility("default"))) int pthread_create(
     if (result != 0) real().free(start);
     return result;
 }
+
+}  // namespace leakwrap

@@ -1,0 +1,81 @@
+// Every symbol libleakwrap.so exports (the library is built with hidden visibility, and the
+// libstdc++ linked into it is made local): the malloc family, which a preloaded library
+// interposes for the whole process; _exit and _Exit, which skip destructors but still end the
+// process normally; pthread_create, so that each thread learns its stack bounds before it runs;
+// and the Ruby interpreter's start-up calls, to learn when its VM is ready.
+//
+// Each entry point only takes what its own frame alone can give (the program's return address
+// and stack pointer) and tail-calls the function that does the work, so none leaves a frame.
+#include <pthread.h>
+
+#include <cstddef>
+
+#include "block_header.h"
+#include "caller.h"
+#include "lifecycle.h"
+#include "malloc_api.h"
+#include "ruby_backtrace.h"
+#include "thread_stacks.h"
+
+using namespace leakwrap;
+
+#define LEAKWRAP_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+LEAKWRAP_EXPORT void* malloc(std::size_t size) noexcept {
+    return allocate(size, kNaturalAlignment, false, LEAKWRAP_CALLER());
+}
+
+LEAKWRAP_EXPORT void free(void* p) noexcept { deallocate(p); }
+
+// glibc keeps cfree only as a compatibility symbol for old binaries.
+LEAKWRAP_EXPORT void cfree(void* p) noexcept { deallocate(p); }
+
+LEAKWRAP_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
+    return allocate_array(count, size, true, LEAKWRAP_CALLER());
+}
+
+LEAKWRAP_EXPORT void* realloc(void* p, std::size_t size) noexcept {
+    return reallocate(p, size, LEAKWRAP_CALLER());
+}
+
+LEAKWRAP_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size) noexcept {
+    return reallocate_array(p, count, size, LEAKWRAP_CALLER());
+}
+
+LEAKWRAP_EXPORT int posix_memalign(void** out, std::size_t alignment, std::size_t size) noexcept {
+    return allocate_posix_aligned(out, alignment, size, LEAKWRAP_CALLER());
+}
+
+// In glibc 2.36 aligned_alloc is memalign (no extra checks of the alignment).
+LEAKWRAP_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+    return allocate_aligned(alignment, size, LEAKWRAP_CALLER());
+}
+
+LEAKWRAP_EXPORT void* memalign(std::size_t alignment, std::size_t size) noexcept {
+    return allocate_aligned(alignment, size, LEAKWRAP_CALLER());
+}
+
+LEAKWRAP_EXPORT void* valloc(std::size_t size) noexcept {
+    return allocate(size, page_size(), false, LEAKWRAP_CALLER());
+}
+
+LEAKWRAP_EXPORT void* pvalloc(std::size_t size) noexcept {
+    return allocate_whole_pages(size, LEAKWRAP_CALLER());
+}
+
+LEAKWRAP_EXPORT std::size_t malloc_usable_size(void* p) noexcept { return usable_size(p); }
+
+LEAKWRAP_EXPORT __attribute__((noreturn)) void _exit(int status) { exit_now(status); }
+LEAKWRAP_EXPORT __attribute__((noreturn)) void _Exit(int status) { exit_now(status); }
+
+LEAKWRAP_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
+                                   void* (*routine)(void*), void* argument) {
+    return create_thread_knowing_its_stack(thread, attributes, routine, argument);
+}
+
+LEAKWRAP_EXPORT int ruby_setup(void) { return run_ruby_setup(); }
+LEAKWRAP_EXPORT void ruby_init(void) { run_ruby_init(); }
+
+}  // extern "C"
