@@ -58,6 +58,24 @@ __attribute__((noinline)) uint32_t call_site(uint64_t size) {
     return site;
 }
 
+// One call site reached from two callers whose frames are alike (same size, same caller): the
+// call of record_allocation has the same return address and stack pointer from both, and only a
+// return address further out tells them apart.
+__attribute__((noinline)) uint32_t shared_leaf(uint64_t size) {
+    g_sink.store(1000, std::memory_order_relaxed);
+    uint32_t site = recording::record_allocation(size);
+    asm volatile("" : "+r"(site));
+    return site;
+}
+
+template <int Id>
+__attribute__((noinline)) uint32_t caller_of_leaf(uint64_t size) {
+    g_sink.store(2000 + Id, std::memory_order_relaxed);
+    uint32_t site = shared_leaf(size);
+    asm volatile("" : "+r"(site));
+    return site;
+}
+
 }  // namespace lockfree_sites
 
 namespace {
@@ -431,6 +449,38 @@ TEST_F(LockFreePaths, EightThreadsCountEverySiteAndBinExactly) {
 
 // A site table with room for 5 sites and 19 call sites racing for it: the slots are claimed
 // atomically, the rest is counted in the overflow sites, and nothing is lost.
+// The call-site cache fills an entry once a call keeps leading to the same site, and from then on
+// trusts it only while every remembered return address is still in its slot: a caller that
+// differs only further out must still get its own site, before the entry is filled, after, and
+// when the two callers alternate.
+TEST_F(LockFreePaths, TheCallSiteCacheTellsApartCallersThatDifferOnlyFurtherOut) {
+    start();
+    recording::enter_thread();
+    constexpr int kCalls = 300;  // several times what fills an entry
+    // One call expression for every call, so that everything but the caller is the same.
+    std::vector<int> schedule(kCalls, 0);
+    schedule.insert(schedule.end(), kCalls, 1);
+    for (int call = 0; call < kCalls; ++call) schedule.insert(schedule.end(), {0, 1});
+    const SiteFunction callers[] = {&lockfree_sites::caller_of_leaf<0>, &lockfree_sites::caller_of_leaf<1>};
+    std::set<uint32_t> sites_of[2];
+    for (int caller : schedule) sites_of[caller].insert(callers[caller](64));
+    const std::set<uint32_t>& first_caller = sites_of[0];
+    const std::set<uint32_t>& second_caller = sites_of[1];
+    ASSERT_EQ(first_caller.size(), 1u);
+    ASSERT_EQ(second_caller.size(), 1u);
+    const uint32_t first = *first_caller.begin(), second = *second_caller.begin();
+    ASSERT_NE(first, second);
+    EXPECT_TRUE(names_function(recording::site_frames(first)[1], &lockfree_sites::caller_of_leaf<0>));
+    EXPECT_TRUE(names_function(recording::site_frames(second)[1], &lockfree_sites::caller_of_leaf<1>));
+    const leakwrap::Snapshot snapshot = final_snapshot();
+    for (uint32_t site : {first, second}) {
+        auto found = std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
+                                  [&](const leakwrap::Site& s) { return s.id == site; });
+        ASSERT_NE(found, snapshot.sites.end());
+        EXPECT_EQ(counts_of(found->counters), (Counts{2 * kCalls, 0, 2 * kCalls * 64, 0})) << site;
+    }
+}
+
 TEST_F(LockFreePaths, FullSiteTableLosesNoCount) {
     constexpr uint32_t kOrdinarySlots = 5;
     start({.depth = 16, .max_sites = layout::kMinSiteCapacity - 1 + kOrdinarySlots});
