@@ -167,6 +167,50 @@ TEST(Faults, DevShmFillingUpWhileTheProgramRunsWarnsOnceThatItIsFull) {
     EXPECT_EQ(warning.find("site table full"), std::string::npos) << warning;
 }
 
+// The same full /dev/shm: the writer has claimed site slots it could not back (holes in the
+// sparse file), and the reader must read the segment all the same, live and after the exit,
+// exactly as far as the totals go (every one of many_sites' blocks, in a site or an overflow site).
+TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    char pattern[] = "/tmp/leakwrap-full-shm-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr) << std::strerror(errno);
+    const fs::path directory = pattern;
+    struct Cleanup {
+        fs::path directory;
+        ~Cleanup() { fs::remove_all(directory); }
+    } cleanup{directory};
+    // The program's stdin and stdout are FIFOs outside the full tmpfs: READY is read, both
+    // reports run, then the release line lets it exit.
+    const std::string script =
+        "set -e; mount -t tmpfs -o size=640k tmpfs /dev/shm; d=\"$4\"; mkfifo \"$d/in\" \"$d/out\"; "
+        "LEAKWRAP_KEEP=1 LD_PRELOAD=\"$1\" \"$2\" < \"$d/in\" > \"$d/out\" & pid=$!; "
+        "exec 3> \"$d/in\" 4< \"$d/out\"; read ready <&4; "
+        "\"$3\" \"$pid\" --format json --top 0 > \"$d/live.json\"; echo release >&3; wait \"$pid\"; "
+        "\"$3\" --segment \"/dev/shm/leakwrap.$pid\" --format json --top 0 > \"$d/exited.json\"";
+    const Completed shell =
+        run({"unshare", "--mount", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script, "sh",
+             paths::preload_library, paths::program("many_sites"), paths::report_tool, directory.string()},
+            Environment::bare());
+    ASSERT_EQ(shell.exit_code, 0) << shell.err;
+    EXPECT_NE(shell.err.find("/dev/shm is full"), std::string::npos) << shell.err;
+    const auto kSites = static_cast<long long>(ground_truth::many_sites::kSites);
+    const uint32_t block_class = layout::size_class_of(ground_truth::many_sites::kBlockSize);
+    for (const char* name : {"live.json", "exited.json"}) {
+        std::ifstream file(directory / name);
+        const nlohmann::json report = nlohmann::json::parse(file);
+        EXPECT_EQ(report.at("state"), std::string(name) == "live.json" ? "alive" : "exited");
+        long long overflowed = 0;
+        if (const nlohmann::json* overflow = overflow_site(report))
+            for (const auto& entry : overflow->at("size_classes"))
+                if (entry.at("class").get<uint32_t>() == block_class) overflowed = entry.at("live_blocks").get<long long>();
+        EXPECT_GT(overflowed, 0) << name << ": /dev/shm did not fill up";
+        EXPECT_EQ(sites_calling_function_containing(report, "many_sites_leak<", 1).counters.live_blocks + overflowed,
+                  kSites)
+            << name;
+        EXPECT_GE(report.at("totals").at("live_blocks").get<long long>(), kSites) << name;
+    }
+}
+
 // In a fresh pid namespace the program gets a small pid: every name up to kPlantedPids is taken
 // before it starts, and afterwards each planted file must be exactly as it was.
 constexpr const char* kPlantedPids = "300";
