@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <leakwrap/segment_layout.h>
 #include <sstream>
 #include <system_error>
@@ -209,6 +210,70 @@ TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
             << name;
         EXPECT_GE(report.at("totals").at("live_blocks").get<long long>(), kSites) << name;
     }
+}
+
+std::set<std::string> words_of(const fs::path& file) {
+    std::ifstream in(file);
+    std::set<std::string> words;
+    for (std::string word; in >> word;) words.insert(word);
+    return words;
+}
+
+// Six profiled programs stopped with SIGTERM leave their segments; the first is made to look ten
+// days old, the second is handed to another user. A seventh still runs. Then two profiled
+// programs start, the first keeping 8 dead segments, the second 3. Private /dev/shm and pid
+// namespace: the trimming must not meet anyone else's segments, nor this test theirs.
+TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramStarts) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    char pattern[] = "/tmp/leakwrap-dead-segments-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr) << std::strerror(errno);
+    const fs::path directory = pattern;
+    struct Cleanup {
+        fs::path directory;
+        ~Cleanup() { fs::remove_all(directory); }
+    } cleanup{directory};
+    const std::string script =
+        "set -e; mount -t tmpfs -o size=64m tmpfs /dev/shm; d=\"$3\"; "
+        // start N: runs the program profiled until it is READY; its pid in $pid, fds 3 and 4 on it.
+        "start() { mkfifo \"$d/in$1\" \"$d/out$1\"; "
+        "  LD_PRELOAD=\"$P\" \"$PROGRAM\" < \"$d/in$1\" > \"$d/out$1\" & pid=$!; "
+        "  exec 3> \"$d/in$1\" 4< \"$d/out$1\"; read ready <&4; }; "
+        "P=\"$1\"; PROGRAM=\"$2\"; i=1; while [ $i -le 6 ]; do "
+        "  start $i; kill -TERM $pid; wait $pid 2> /dev/null || true; exec 3>&- 4<&-; "
+        "  echo $pid >> \"$d/killed\"; touch -m -d \"$((7 - i)) minutes ago\" /dev/shm/leakwrap.$pid; "
+        "  i=$((i + 1)); done; "
+        "start 7; echo $pid > \"$d/alive\"; "
+        "touch -m -d '10 days ago' /dev/shm/leakwrap.$(sed -n 1p \"$d/killed\"); "
+        "chown 65534 /dev/shm/leakwrap.$(sed -n 2p \"$d/killed\"); "
+        "mkfifo /dev/shm/leakwrap.424242; ln -s leakwrap.$(sed -n 3p \"$d/killed\") /dev/shm/leakwrap.434343; "
+        "ls /dev/shm > \"$d/before\"; "
+        "LEAKWRAP_KEEP_DEAD=8 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep8\"; "
+        "LEAKWRAP_KEEP_DEAD=3 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep3\"; "
+        "echo release >&3; wait $pid";
+    const Completed shell = run({"unshare", "--mount", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script,
+                                 "sh", paths::preload_library, paths::program("alloc_kinds"), directory.string()},
+                                Environment::bare());
+    ASSERT_EQ(shell.exit_code, 0) << shell.err;
+    EXPECT_EQ(shell.err, "");
+    std::vector<std::string> killed;
+    std::ifstream killed_pids(directory / "killed");
+    for (std::string pid; killed_pids >> pid;) killed.push_back("leakwrap." + pid);
+    ASSERT_EQ(killed.size(), 6u);
+    const std::string alive = "leakwrap." + *words_of(directory / "alive").begin();
+    const std::set<std::string> planted = {"leakwrap.424242", "leakwrap.434343"};
+    std::set<std::string> everything(killed.begin(), killed.end());
+    everything.insert(alive);
+    everything.insert(planted.begin(), planted.end());
+    EXPECT_EQ(words_of(directory / "before"), everything);
+
+    // Eight may stay: only the ten-day-old one goes.
+    std::set<std::string> expected = everything;
+    expected.erase(killed[0]);
+    EXPECT_EQ(words_of(directory / "keep8"), expected);
+    // Three may stay: the newest three of this user's; the other user's, the live one and the
+    // planted names stay too.
+    expected.erase(killed[2]);
+    EXPECT_EQ(words_of(directory / "keep3"), expected);
 }
 
 // In a fresh pid namespace the program gets a small pid: every name up to kPlantedPids is taken
