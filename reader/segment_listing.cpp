@@ -1,5 +1,6 @@
 #include "segment_listing.h"
 
+#include "printable_text.h"
 #include "process_identity.h"
 #include "segment_directory.h"
 
@@ -37,11 +38,11 @@ void list_segments(std::ostream& out, const std::filesystem::path& directory) {
             const OwnerState state = owner_state(snapshot);
             write_row(out, pid, listed_state(state), std::to_string(snapshot.totals.live_bytes()),
                       std::to_string(snapshot.totals.live_blocks()),
-                      std::to_string(snapshot.sites_in_use()), snapshot.exe,
-                      current_command_line(snapshot, state));
+                      std::to_string(snapshot.sites_in_use()), printable(snapshot.exe),
+                      printable(current_command_line(snapshot, state)));
         } catch (const std::exception& error) {
             write_row(out, pid, "unreadable", "-", "-", "-", "-",
-                      std::string("error: ") + error.what());
+                      "error: " + printable(error.what()));
         }
     }
 }
