@@ -68,6 +68,8 @@ int run(const CommandLine& command) {
 
     Snapshot snapshot = command.segment.empty() ? read_by_pid(static_cast<pid_t>(command.pid))
                                                 : read_segment_file(command.segment);
+    if (const auto warning = impossible_counts_warning(snapshot))
+        std::cerr << "leakwrap-report: warning: " << *warning << '\n';
     const OwnerState state = owner_state(snapshot);
     snapshot.command_line = current_command_line(snapshot, state);
     Symbolizer symbolizer(snapshot.modules);

@@ -518,6 +518,43 @@ TEST(Faults, SegmentOfARecycledPidIsStaleNeverAlive) {
     EXPECT_EQ(report_json(unrelated.pid()).at("state"), "alive");
 }
 
+// A site counting more frees than allocations is corrupt, or a live copy caught it mid-update:
+// the report is made, with one warning line naming the site, and the site's live counts are 0,
+// never a wrapped-around 2^64.
+TEST(Faults, SiteWithMoreFreesThanAllocationsIsReportedWithOneWarningLine) {
+    std::vector<char> segment = ForgedSegment::real_segment();
+    ASSERT_GE(segment.size(), sizeof(layout::Header));
+    layout::Header header;
+    std::memcpy(&header, segment.data(), sizeof header);
+    uint32_t corrupted = 0;
+    layout::SiteRecord record{};
+    for (uint32_t slot = layout::kOverflowSites; slot < std::min(header.sites_claimed, header.site_capacity); ++slot) {
+        char* at = segment.data() + header.sites_offset + uint64_t{slot} * header.site_record_size;
+        std::memcpy(&record, at, sizeof record);
+        if (record.state != layout::kReady || record.allocs == 0) continue;
+        record.frees = record.allocs + 1000000;  // more than its delta entries can add
+        std::memcpy(at, &record, sizeof record);
+        corrupted = slot;
+        break;
+    }
+    ASSERT_NE(corrupted, 0u) << "alloc_kinds left no site with allocations in its record";
+    const fs::path copy = fs::temp_directory_path() / ("leakwrap-corrupt-" + std::to_string(getpid()));
+    const ForgedSegment written(copy, segment, header.pid, header.start_time_ticks);
+
+    for (const char* format : {"text", "json"}) {
+        const Completed report = run_report({"--segment", copy.string(), "--format", format, "--top", "0"});
+        EXPECT_EQ(report.exit_code, 0) << report.err;
+        const std::vector<std::string> lines = lines_of(report.err);
+        ASSERT_EQ(lines.size(), 1u) << report.err;
+        EXPECT_TRUE(lines[0].starts_with("leakwrap-report: warning: site " + std::to_string(corrupted) +
+                                         " counts more frees than allocations"))
+            << lines[0];
+        if (std::string(format) == "json")
+            for (const auto& site : nlohmann::json::parse(report.out).at("sites"))
+                EXPECT_LT(site.at("live_blocks").get<uint64_t>(), uint64_t{1} << 32) << site;
+    }
+}
+
 TEST(Faults, CopiedSegmentOfARecycledPidIsStaleNeverAlive) {
     const std::vector<char> segment = ForgedSegment::real_segment();
     ASSERT_GE(segment.size(), sizeof(layout::Header));
