@@ -20,6 +20,7 @@
 #include <set>
 #include <leakwrap/segment_layout.h>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 
@@ -168,36 +169,64 @@ TEST(Faults, DevShmFillingUpWhileTheProgramRunsWarnsOnceThatItIsFull) {
     EXPECT_EQ(warning.find("site table full"), std::string::npos) << warning;
 }
 
+// A directory of the test's own outside /dev/shm (FIFOs, results), removed however it ends.
+class ScratchDirectory {
+public:
+    ScratchDirectory() {
+        char pattern[] = "/tmp/leakwrap-faults-XXXXXX";
+        if (mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+        path_ = pattern;
+    }
+    ~ScratchDirectory() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    ScratchDirectory(const ScratchDirectory&) = delete;
+    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+// `body` run by sh in a private mount and pid namespace over a fresh tmpfs of `size` on
+// /dev/shm, with $P the preload library, $PROGRAM `program`, $d `directory` and `more` as $4, ...
+// Its function `start N` runs $PROGRAM profiled ($EXTRA_ENVIRONMENT added) with FIFOs in $d as
+// stdin and stdout until it says READY; then its pid is in $pid and fds 3 and 4 are on it.
+Completed run_in_private_dev_shm(const std::string& size, const std::string& body, const std::string& program,
+                                 const fs::path& directory, const std::vector<std::string>& more = {}) {
+    const std::string script =
+        "set -e; mount -t tmpfs -o size=" + size + " tmpfs /dev/shm; P=\"$1\"; PROGRAM=\"$2\"; d=\"$3\"; "
+        "start() { mkfifo \"$d/in$1\" \"$d/out$1\"; "
+        "  env $EXTRA_ENVIRONMENT LD_PRELOAD=\"$P\" \"$PROGRAM\" < \"$d/in$1\" > \"$d/out$1\" & pid=$!; "
+        "  exec 3> \"$d/in$1\" 4< \"$d/out$1\"; read ready <&4; }; " + body;
+    std::vector<std::string> argv{"unshare", "--mount",   "--pid",      "--fork",
+                                  "--mount-proc", "/bin/sh", "-c", script, "sh", paths::preload_library,
+                                  paths::program(program), directory.string()};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return run(argv, Environment::bare());
+}
+
 // The same full /dev/shm: the writer has claimed site slots it could not back (holes in the
 // sparse file), and the reader must read the segment all the same, live and after the exit,
 // exactly as far as the totals go (every one of many_sites' blocks, in a site or an overflow site).
 TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
     if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
-    char pattern[] = "/tmp/leakwrap-full-shm-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr) << std::strerror(errno);
-    const fs::path directory = pattern;
-    struct Cleanup {
-        fs::path directory;
-        ~Cleanup() { fs::remove_all(directory); }
-    } cleanup{directory};
-    // The program's stdin and stdout are FIFOs outside the full tmpfs: READY is read, both
-    // reports run, then the release line lets it exit.
-    const std::string script =
-        "set -e; mount -t tmpfs -o size=640k tmpfs /dev/shm; d=\"$4\"; mkfifo \"$d/in\" \"$d/out\"; "
-        "LEAKWRAP_KEEP=1 LD_PRELOAD=\"$1\" \"$2\" < \"$d/in\" > \"$d/out\" & pid=$!; "
-        "exec 3> \"$d/in\" 4< \"$d/out\"; read ready <&4; "
-        "\"$3\" \"$pid\" --format json --top 0 > \"$d/live.json\"; echo release >&3; wait \"$pid\"; "
-        "\"$3\" --segment \"/dev/shm/leakwrap.$pid\" --format json --top 0 > \"$d/exited.json\"";
-    const Completed shell =
-        run({"unshare", "--mount", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script, "sh",
-             paths::preload_library, paths::program("many_sites"), paths::report_tool, directory.string()},
-            Environment::bare());
+    // The FIFOs are outside the full tmpfs: READY is read, both reports run, then the release
+    // line lets the program exit.
+    const ScratchDirectory scratch;
+    const Completed shell = run_in_private_dev_shm(
+        "640k",
+        "EXTRA_ENVIRONMENT=LEAKWRAP_KEEP=1 start 1; "
+        "\"$4\" \"$pid\" --format json --top 0 > \"$d/live.json\"; echo release >&3; wait \"$pid\"; "
+        "\"$4\" --segment \"/dev/shm/leakwrap.$pid\" --format json --top 0 > \"$d/exited.json\"",
+        "many_sites", scratch.path(), {paths::report_tool});
     ASSERT_EQ(shell.exit_code, 0) << shell.err;
     EXPECT_NE(shell.err.find("/dev/shm is full"), std::string::npos) << shell.err;
     const auto kSites = static_cast<long long>(ground_truth::many_sites::kSites);
     const uint32_t block_class = layout::size_class_of(ground_truth::many_sites::kBlockSize);
     for (const char* name : {"live.json", "exited.json"}) {
-        std::ifstream file(directory / name);
+        std::ifstream file(scratch.path() / name);
         const nlohmann::json report = nlohmann::json::parse(file);
         EXPECT_EQ(report.at("state"), std::string(name) == "live.json" ? "alive" : "exited");
         long long overflowed = 0;
@@ -225,20 +254,12 @@ std::set<std::string> words_of(const fs::path& file) {
 // namespace: the trimming must not meet anyone else's segments, nor this test theirs.
 TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramStarts) {
     if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
-    char pattern[] = "/tmp/leakwrap-dead-segments-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr) << std::strerror(errno);
-    const fs::path directory = pattern;
-    struct Cleanup {
-        fs::path directory;
-        ~Cleanup() { fs::remove_all(directory); }
-    } cleanup{directory};
-    const std::string script =
-        "set -e; mount -t tmpfs -o size=64m tmpfs /dev/shm; d=\"$3\"; "
-        // start N: runs the program profiled until it is READY; its pid in $pid, fds 3 and 4 on it.
-        "start() { mkfifo \"$d/in$1\" \"$d/out$1\"; "
-        "  LD_PRELOAD=\"$P\" \"$PROGRAM\" < \"$d/in$1\" > \"$d/out$1\" & pid=$!; "
-        "  exec 3> \"$d/in$1\" 4< \"$d/out$1\"; read ready <&4; }; "
-        "P=\"$1\"; PROGRAM=\"$2\"; i=1; while [ $i -le 6 ]; do "
+    const ScratchDirectory scratch;
+    const fs::path& directory = scratch.path();
+    // The seventh starts before the first segment is aged, which its own trimming would remove.
+    const Completed shell = run_in_private_dev_shm(
+        "64m",
+        "i=1; while [ $i -le 6 ]; do "
         "  start $i; kill -TERM $pid; wait $pid 2> /dev/null || true; exec 3>&- 4<&-; "
         "  echo $pid >> \"$d/killed\"; touch -m -d \"$((7 - i)) minutes ago\" /dev/shm/leakwrap.$pid; "
         "  i=$((i + 1)); done; "
@@ -249,10 +270,8 @@ TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramS
         "ls /dev/shm > \"$d/before\"; "
         "LEAKWRAP_KEEP_DEAD=8 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep8\"; "
         "LEAKWRAP_KEEP_DEAD=3 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep3\"; "
-        "echo release >&3; wait $pid";
-    const Completed shell = run({"unshare", "--mount", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script,
-                                 "sh", paths::preload_library, paths::program("alloc_kinds"), directory.string()},
-                                Environment::bare());
+        "echo release >&3; wait $pid",
+        "alloc_kinds", directory);
     ASSERT_EQ(shell.exit_code, 0) << shell.err;
     EXPECT_EQ(shell.err, "");
     std::vector<std::string> killed;
