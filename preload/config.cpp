@@ -46,6 +46,10 @@ Config read_config() {
     config.sample_interval =
         read_number("LEAKWRAP_SAMPLE", config.sample_interval, 0, uint64_t{1} << 40);
     config.keep = read_flag("LEAKWRAP_KEEP");
+    config.keep_dead =
+        static_cast<uint32_t>(read_number("LEAKWRAP_KEEP_DEAD", config.keep_dead, 0, kMaxKeepDead));
+    config.keep_dead_days = static_cast<uint32_t>(
+        read_number("LEAKWRAP_KEEP_DEAD_DAYS", config.keep_dead_days, 0, 36500));
     config.disable = read_flag("LEAKWRAP_DISABLE");
     return config;
 }

@@ -12,6 +12,7 @@
 
 #include "bins.h"
 #include "call_site_cache.h"
+#include "dead_segments.h"
 #include "guard.h"
 #include "modules.h"
 #include "real_allocator.h"
@@ -64,6 +65,8 @@ bool start_tracking() {
     g_config = read_config();
     if (g_config.disable) return false;
     g_sample_interval = g_config.sample_interval;
+    // Before creating its own: the room freed may be what the new segment needs.
+    trim_dead_segments(g_config);
     if (!create_segment(g_config)) return false;
     if (!init_site_table()) {
         unlink_segment();

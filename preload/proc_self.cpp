@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,9 +25,9 @@ std::size_t read_small_file(const char* path, char* buffer, std::size_t size) {
     return used;
 }
 
-uint64_t read_start_time() {
+uint64_t read_start_time(const char* stat_path) {
     char stat[1024];
-    read_small_file("/proc/self/stat", stat, sizeof stat);
+    read_small_file(stat_path, stat, sizeof stat);
     // The command name in field 2 may contain spaces and parentheses: count from the last ')'.
     const char* field = std::strrchr(stat, ')');
     if (field == nullptr) return 0;
@@ -41,7 +42,7 @@ uint64_t read_start_time() {
 const ProcessIdentity& refresh_process_identity() {
     ProcessIdentity& id = g_identity;
     id.pid = getpid();
-    id.start_time_ticks = read_start_time();
+    id.start_time_ticks = read_start_time("/proc/self/stat");
     std::size_t n = read_small_file("/proc/sys/kernel/random/boot_id", id.boot_id, sizeof id.boot_id);
     while (n > 0 && id.boot_id[n - 1] == '\n') id.boot_id[--n] = '\0';
     ssize_t length = readlink("/proc/self/exe", id.exe_path, sizeof id.exe_path - 1);
@@ -54,5 +55,11 @@ const ProcessIdentity& refresh_process_identity() {
 }
 
 const ProcessIdentity& current_process_identity() { return g_identity; }
+
+uint64_t start_time_ticks_of(int pid) {
+    char path[32];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    return read_start_time(path);
+}
 
 }  // namespace leakwrap

@@ -18,4 +18,7 @@ struct ProcessIdentity {
 const ProcessIdentity& refresh_process_identity();
 const ProcessIdentity& current_process_identity();
 
+// Field 22 of /proc/<pid>/stat; 0 if the process is gone or its file unreadable.
+uint64_t start_time_ticks_of(int pid);
+
 }  // namespace leakwrap

@@ -1,5 +1,6 @@
 // leakwrap-report: shows where the still-live heap memory of a process started with
 // LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
+#include "printable_text.h"
 #include "process_identity.h"
 #include "report.h"
 #include "segment_cleaning.h"
@@ -38,10 +39,7 @@ struct CommandLine {
 
 // Scripts parse stderr line by line; a message must never span two.
 int report_error(std::string_view message, int exit_code) {
-    std::string line(message);
-    for (char& c : line)
-        if (c == '\n' || c == '\r') c = ' ';
-    std::cerr << "leakwrap-report: error: " << line << '\n';
+    std::cerr << "leakwrap-report: error: " << printable(message) << '\n';
     return exit_code;
 }
 
@@ -70,6 +68,8 @@ int run(const CommandLine& command) {
 
     Snapshot snapshot = command.segment.empty() ? read_by_pid(static_cast<pid_t>(command.pid))
                                                 : read_segment_file(command.segment);
+    if (const auto warning = impossible_counts_warning(snapshot))
+        std::cerr << "leakwrap-report: warning: " << *warning << '\n';
     const OwnerState state = owner_state(snapshot);
     snapshot.command_line = current_command_line(snapshot, state);
     Symbolizer symbolizer(snapshot.modules);

@@ -1,3 +1,4 @@
+#include "printable_text.h"
 #include "report.h"
 #include "report_bins.h"
 
@@ -38,14 +39,15 @@ std::string padded_left(const std::string& text, std::size_t width) {
 
 void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& frame) {
     out << "    #" << index << ' ' << hex_address(frame.address) << ' '
-        << frame.function.value_or("??");
-    if (const auto location = source_location(frame); !location.empty()) out << " at " << location;
+        << printable(frame.function.value_or("??"));
+    if (const auto location = source_location(frame); !location.empty())
+        out << " at " << printable(location);
     if (frame.module) {
-        out << " (" << std::filesystem::path(*frame.module).filename().string();
+        out << " (" << printable(std::filesystem::path(*frame.module).filename().string());
         if (!frame.function && frame.module_offset) out << '+' << hex_address(*frame.module_offset);
         out << ')';
     }
-    if (!frame.note.empty()) out << " [" << frame.note << ']';
+    if (!frame.note.empty()) out << " [" << printable(frame.note) << ']';
     out << '\n';
 }
 
@@ -53,7 +55,7 @@ std::string row_title(const ReportRow& row, Grouping grouping) {
     if (row.overflow)
         return "overflow site (allocations from stacks that found the site table full)";
     if (grouping == Grouping::ruby)
-        return row.innermost_ruby() ? "ruby " + ruby_location_text(*row.innermost_ruby())
+        return row.innermost_ruby() ? "ruby " + printable(ruby_location_text(*row.innermost_ruby()))
                                     : "(no Ruby frame)";
     return "site " + std::to_string(row.id);
 }
@@ -89,7 +91,7 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
         << " blocks; " << counters.allocs << " allocs, " << counters.frees << " frees, "
         << bytes_with_human(counters.alloc_bytes) << " allocated\n";
     if (row.innermost_ruby() && input.options.by == Grouping::native)
-        out << "    ruby: " << ruby_location_text(*row.innermost_ruby()) << '\n';
+        out << "    ruby: " << printable(ruby_location_text(*row.innermost_ruby())) << '\n';
     if (row.reduced)
         out << "    (innermost frames only: the site table was nearly full; raise LEAKWRAP_MAX_SITES)\n";
     write_size_classes(out, row);
@@ -98,7 +100,8 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
     // The Ruby backtrace continues the native stack outwards: the VM called the native frames.
     if (input.options.by == Grouping::native)
         for (std::size_t i = 0; i < row.ruby.size(); ++i)
-            out << "    #" << row.frames.size() + i << " ruby " << ruby_location_text(row.ruby[i]) << '\n';
+            out << "    #" << row.frames.size() + i << " ruby " << printable(ruby_location_text(row.ruby[i]))
+                << '\n';
 }
 
 void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
@@ -123,7 +126,7 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
         for (const ReportRow* row : entry.top_rows)
             out << "      " << std::setw(10) << row->in_size_class(entry.size_class).live_blocks()
                 << " live  site " << row->id << "  "
-                << row_summary(*row, input.options.by, input.symbolizer) << '\n';
+                << printable(row_summary(*row, input.options.by, input.symbolizer)) << '\n';
     }
 }
 
@@ -132,8 +135,8 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
 void write_text_report(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
     const Counters& totals = snapshot.totals;
-    out << "pid " << snapshot.pid << " (" << state_label(input.owner) << ")  " << snapshot.exe
-        << "  command: " << snapshot.command_line << '\n';
+    out << "pid " << snapshot.pid << " (" << state_label(input.owner) << ")  " << printable(snapshot.exe)
+        << "  command: " << printable(snapshot.command_line) << '\n';
     out << "live: " << bytes_with_human(totals.live_bytes()) << " in " << totals.live_blocks()
         << " blocks; " << totals.allocs << " allocs, " << totals.frees << " frees, "
         << bytes_with_human(totals.alloc_bytes) << " allocated in total; "

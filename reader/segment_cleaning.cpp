@@ -1,5 +1,6 @@
 #include "segment_cleaning.h"
 
+#include "printable_text.h"
 #include "process_identity.h"
 #include "segment_directory.h"
 
@@ -58,7 +59,7 @@ CleanResult clean_segments(std::ostream& out, const std::filesystem::path& direc
             ++result.failed;
             continue;
         }
-        out << "removed " << entry.path.string() << " (" << *reason << ")\n";
+        out << "removed " << entry.path.string() << " (" << printable(*reason) << ")\n";
         ++result.removed;
     }
     out << "removed " << result.removed << " segment(s), kept " << result.kept;

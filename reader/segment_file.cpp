@@ -142,18 +142,38 @@ void copy_in_publication_order(std::byte* destination, const std::byte* source, 
             __atomic_load_n(reinterpret_cast<const uint8_t*>(source) + i, __ATOMIC_ACQUIRE)};
 }
 
+// The writer hands out a slot or a string before it backs its page, and backing fails once
+// /dev/shm is full, so a claimed range can end in a hole. Reading a hole through the shared
+// mapping makes tmpfs allocate a page, which raises SIGBUS when there is none left. Holes read as
+// zero, which the private copy already is, so only the file's data is copied; a page the writer
+// fills after this look holds nothing published before it, like a page copied earlier. A file
+// system that cannot tell says the whole file is data.
+void copy_data_in_range(int fd, std::byte* destination, const std::byte* source, uint64_t offset,
+                        uint64_t end) {
+    while (offset < end) {
+        const off_t data = ::lseek(fd, static_cast<off_t>(offset), SEEK_DATA);
+        if (data < 0 && errno == ENXIO) return;  // only holes up to the end of the file
+        const uint64_t from = data < 0 ? offset : static_cast<uint64_t>(data);
+        if (from >= end) return;
+        const off_t hole = data < 0 ? -1 : ::lseek(fd, data, SEEK_HOLE);
+        const uint64_t to = hole < 0 ? end : std::min(static_cast<uint64_t>(hole), end);
+        copy_in_publication_order(destination + from, source + from, to - from);
+        offset = to;
+    }
+}
+
 // A corrupt header must not steer the copy outside the mapping.
-void copy_range(std::byte* destination, const std::byte* source, uint64_t size, uint64_t offset,
-                uint64_t length) {
+void copy_range(int fd, std::byte* destination, const std::byte* source, uint64_t size,
+                uint64_t offset, uint64_t length) {
     if (offset >= size) return;
     length = std::min(length, size - offset);
-    copy_in_publication_order(destination + offset, source + offset, length);
+    copy_data_in_range(fd, destination, source, offset, offset + length);
 }
 
 // Copies only what the writer has handed out. The rest of the segment is a sparse tmpfs file,
 // and reading its holes through a shared mapping would allocate them, inflating the segment
 // to its full size in /dev/shm.
-void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_t size) {
+void copy_segment_bytes(int fd, std::byte* destination, const std::byte* source, uint64_t size) {
     if (size < sizeof(layout::Header)) {
         copy_in_publication_order(destination, source, size);
         return;
@@ -168,14 +188,14 @@ void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_
     std::memcpy(&header, destination, sizeof(header));
 
     copy_range(
-        destination, source, size, header.sites_offset,
+        fd, destination, source, size, header.sites_offset,
         uint64_t{std::min(header.sites_claimed, header.site_capacity)} * header.site_record_size);
     // After the sites (rule R5: a site is published after its stack): every stack a copied site
     // names was ready before stacks_used is loaded here.
     const uint64_t stacks_used = __atomic_load_n(
         reinterpret_cast<const uint64_t*>(source + offsetof(layout::Header, stacks_used)),
         __ATOMIC_ACQUIRE);
-    copy_range(destination, source, size, header.stacks_offset,
+    copy_range(fd, destination, source, size, header.stacks_offset,
                std::min(stacks_used, header.stacks_capacity));
     // After the sites: a thread moves a delta entry's counts into the site record after marking
     // the entry empty, so copying the entries after the records may miss counts in transit but
@@ -183,16 +203,16 @@ void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_
     // ignored by the parser. The writer backs the whole table at creation, so reading it all
     // allocates nothing; a corrupt size is clamped to the file like every range.
     const uint64_t delta_entries = uint64_t{header.bin_shards} * header.site_delta_slots;
-    copy_range(destination, source, size, header.site_deltas_offset,
+    copy_range(fd, destination, source, size, header.site_deltas_offset,
                delta_entries > size / sizeof(layout::SiteDelta)
                    ? size
                    : delta_entries * sizeof(layout::SiteDelta));
     // After the sites and their deltas: the writer counts a block in its bin before its site (or
     // the site's delta entry), so the exact totals copied now cover every block the copied site
     // counters show.
-    copy_range(destination, source, size, header.bins_offset,
+    copy_range(fd, destination, source, size, header.bins_offset,
                uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters));
-    copy_range(destination, source, size, header.modules_offset,
+    copy_range(fd, destination, source, size, header.modules_offset,
                uint64_t{std::min(header.modules_claimed, header.module_capacity)} *
                    header.module_record_size);
     // A string is handed out (strings_used) before it is written, and written before the record
@@ -200,18 +220,19 @@ void copy_segment_bytes(std::byte* destination, const std::byte* source, uint64_
     const uint32_t strings_used = __atomic_load_n(
         reinterpret_cast<const uint32_t*>(source + offsetof(layout::Header, strings_used)),
         __ATOMIC_ACQUIRE);
-    copy_range(destination, source, size, header.strings_offset,
+    copy_range(fd, destination, source, size, header.strings_offset,
                std::min(strings_used, header.strings_capacity));
     std::memcpy(destination + kStateOffset, &header_state, sizeof(header_state));
 }
 
 // A concurrent truncate turns reads past the new end into SIGBUS; catch it instead of dying.
-bool copy_surviving_truncation(std::byte* destination, const std::byte* source, uint64_t size) {
+bool copy_surviving_truncation(int fd, std::byte* destination, const std::byte* source,
+                               uint64_t size) {
     SigbusHandlerScope handler;
     sigjmp_buf escape;
     if (sigsetjmp(escape, 1) != 0) return false;
     sigbus_escape = &escape;
-    copy_segment_bytes(destination, source, size);
+    copy_segment_bytes(fd, destination, source, size);
     sigbus_escape = nullptr;
     return true;
 }
@@ -244,7 +265,7 @@ void copy_file(const FileDescriptor& fd, const std::filesystem::path& path, Priv
     const auto size = copy.bytes().size();
     if (size == 0) return;
     const ReadOnlyMapping mapping(fd.get(), size, path);
-    if (!copy_surviving_truncation(copy.data(), mapping.data(), size))
+    if (!copy_surviving_truncation(fd.get(), copy.data(), mapping.data(), size))
         throw SegmentFileError(quoted(path) + " shrank while it was being read", EFAULT);
 }
 

@@ -1,5 +1,6 @@
 #include "segment_listing.h"
 
+#include "printable_text.h"
 #include "process_identity.h"
 #include "segment_directory.h"
 
@@ -18,6 +19,14 @@ void write_row(std::ostream& out, const std::string& pid, std::string_view state
         << sites << "  " << std::left << std::setw(24) << exe << "  " << command << '\n';
 }
 
+// How the owner ended, as far as the segment tells: a normal exit either removes the segment or
+// (LEAKWRAP_KEEP=1) marks it exited, so a gone owner without the mark skipped its exit path, as
+// a signal (SIGTERM, SIGKILL, SIGPIPE) or a crash does. "?": a program exec'd without the
+// preload ends unmarked too.
+std::string_view listed_state(OwnerState state) {
+    return state == OwnerState::dead ? "killed?" : owner_state_name(state);
+}
+
 }  // namespace
 
 void list_segments(std::ostream& out, const std::filesystem::path& directory) {
@@ -27,13 +36,13 @@ void list_segments(std::ostream& out, const std::filesystem::path& directory) {
         try {
             const auto snapshot = read_segment(entry);
             const OwnerState state = owner_state(snapshot);
-            write_row(out, pid, owner_state_name(state), std::to_string(snapshot.totals.live_bytes()),
+            write_row(out, pid, listed_state(state), std::to_string(snapshot.totals.live_bytes()),
                       std::to_string(snapshot.totals.live_blocks()),
-                      std::to_string(snapshot.sites_in_use()), snapshot.exe,
-                      current_command_line(snapshot, state));
+                      std::to_string(snapshot.sites_in_use()), printable(snapshot.exe),
+                      printable(current_command_line(snapshot, state)));
         } catch (const std::exception& error) {
             write_row(out, pid, "unreadable", "-", "-", "-", "-",
-                      std::string("error: ") + error.what());
+                      "error: " + printable(error.what()));
         }
     }
 }

@@ -360,6 +360,16 @@ std::vector<Counters> parse_bins(std::span<const std::byte> bytes, const layout:
     return bins;
 }
 
+bool impossible(const Counters& counters) {
+    return counters.frees > counters.allocs || counters.free_bytes > counters.alloc_bytes;
+}
+
+void flag_impossible_sites(Snapshot& snapshot) {
+    for (const Site& site : snapshot.sites)
+        if (impossible(site.counters) && snapshot.impossible_sites++ == 0)
+            snapshot.first_impossible_site = site.id;
+}
+
 Counters sum_bins(const std::vector<Counters>& bins) {
     Counters totals;
     for (const auto& bin : bins) totals = checked_sum(totals, bin);
@@ -396,9 +406,26 @@ Snapshot parse_segment(std::span<const std::byte> bytes) {
     snapshot.modules = parse_modules(bytes, header, strings);
     snapshot.sites = parse_sites(bytes, header, strings);
     add_site_deltas(bytes, header, snapshot.sites);
+    flag_impossible_sites(snapshot);
     snapshot.bins = parse_bins(bytes, header);
     snapshot.totals = sum_bins(snapshot.bins);
     return snapshot;
+}
+
+std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot) {
+    if (snapshot.impossible_sites == 0) return std::nullopt;
+    const auto first = std::find_if(snapshot.sites.begin(), snapshot.sites.end(), [&](const Site& site) {
+        return site.id == snapshot.first_impossible_site;
+    });
+    const Counters& counters = first->counters;
+    std::string line = "site " + number(first->id) + " counts more frees than allocations (" +
+                       number(counters.allocs) + " allocs, " + number(counters.frees) + " frees, " +
+                       number(counters.alloc_bytes) + " B allocated, " + number(counters.free_bytes) +
+                       " B freed)";
+    if (snapshot.impossible_sites > 1)
+        line += ", and " + number(snapshot.impossible_sites - 1) + " more site(s) do";
+    return line + ": shown with 0 live; the segment is corrupt, or this copy of a live one caught "
+                  "a site in the middle of an update (read it again)";
 }
 
 Counters& Counters::operator+=(const Counters& other) {

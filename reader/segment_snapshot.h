@@ -91,6 +91,11 @@ struct Snapshot {
     std::vector<Site> sites;     // the ready records, in slot order
     std::vector<Counters> bins;  // per size class (index = class), summed over the shards; exact
     Counters totals;             // the sum over the bins, so exact in both modes
+    // Sites whose counters (record and deltas) show more frees than allocations, or more bytes
+    // freed than allocated, and the first of them. No writer counts so, but a copy of a live
+    // segment can (see Counters::live_blocks), so they are flagged rather than rejected.
+    std::size_t impossible_sites = 0;
+    uint32_t first_impossible_site = 0;
 
     bool sampled() const { return sample_interval != 0; }
     // Site records that hold a call site: every ordinary record, and the overflow records that
@@ -101,5 +106,8 @@ struct Snapshot {
 // Parses a private copy of a segment. Every offset, size and count is checked against the bytes
 // before use; anything inconsistent throws SegmentError.
 Snapshot parse_segment(std::span<const std::byte> bytes);
+
+// One line saying which sites' counters are impossible and what that means, if any are.
+std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot);
 
 }  // namespace leakwrap

@@ -133,13 +133,17 @@ public:
         for (int i = 1; i < count; ++i) {
             GElf_Sym symbol{};
             GElf_Addr address = 0;
+            GElf_Word section = SHN_UNDEF;
             const char* name =
-                dwfl_module_getsym_info(module, i, &symbol, &address, nullptr, nullptr, nullptr);
+                dwfl_module_getsym_info(module, i, &symbol, &address, &section, nullptr, nullptr);
             const int type = GELF_ST_TYPE(symbol.st_info);
-            if (name == nullptr || *name == '\0' || address == 0 ||
+            // An undefined symbol names code of another module; in a non-PIE executable its
+            // value is the address of its PLT entry, which would otherwise stretch over the
+            // module's stripped code up to the next symbol.
+            if (name == nullptr || *name == '\0' || address == 0 || section == SHN_UNDEF ||
                 (type != STT_FUNC && type != STT_GNU_IFUNC))
                 continue;
-            functions_.push_back({address, symbol.st_size, binding_rank(symbol), name});
+            functions_.push_back({address, symbol.st_size, binding_rank(symbol), section, name});
         }
         // At one address, the preferred name (global, then weak, then local) comes first.
         std::sort(functions_.begin(), functions_.end(), [](const Function& a, const Function& b) {
@@ -149,7 +153,8 @@ public:
 
     bool usable() const { return !functions_.empty(); }
 
-    // The function whose extent holds `address`; a zero-sized symbol extends to the next one.
+    // The function whose extent holds `address`; a zero-sized symbol extends to the next one in
+    // its section, and covers nothing more when it is its section's last.
     const char* name_at(uint64_t address) const {
         auto after = std::upper_bound(functions_.begin(), functions_.end(), address,
                                       [](uint64_t wanted, const Function& f) { return wanted < f.start; });
@@ -157,8 +162,9 @@ public:
         auto at = std::prev(after);
         while (at != functions_.begin() && std::prev(at)->start == at->start) --at;
         const uint64_t end = at->size != 0 ? at->start + at->size
-                             : after != functions_.end() ? after->start
-                                                         : at->start + 1;
+                             : after != functions_.end() && after->section == at->section
+                                 ? after->start
+                                 : at->start + 1;
         return address < end ? at->name : nullptr;
     }
 
@@ -167,6 +173,7 @@ private:
         uint64_t start;
         uint64_t size;
         int rank;
+        GElf_Word section;
         const char* name;  // in the module's string table, alive as long as the Dwfl
     };
 

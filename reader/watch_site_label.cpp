@@ -1,5 +1,7 @@
 #include "watch_site_label.h"
 
+#include "printable_text.h"
+
 #include <array>
 #include <filesystem>
 #include <string_view>
@@ -56,12 +58,12 @@ std::string ruby_location(const json& site) {
 
 std::string site_label(const json& site) {
     if (site.value("overflow", false)) return "[overflow]";
-    if (const std::string ruby = ruby_location(site); !ruby.empty()) return "ruby " + ruby;
+    if (const std::string ruby = ruby_location(site); !ruby.empty()) return "ruby " + printable(ruby);
     const json frames = site.value("frames", json::array());
     if (frames.empty()) return "(no stack)";
     for (const json& frame : frames)
-        if (!in_runtime_library(frame)) return frame_label(frame);
-    return frame_label(frames.front());
+        if (!in_runtime_library(frame)) return printable(frame_label(frame));
+    return printable(frame_label(frames.front()));
 }
 
 std::string site_stack_key(const json& site) {

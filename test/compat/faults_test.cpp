@@ -17,8 +17,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <leakwrap/segment_layout.h>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 
@@ -165,6 +167,132 @@ TEST(Faults, DevShmFillingUpWhileTheProgramRunsWarnsOnceThatItIsFull) {
         "size=640k", "env \"$1\" \"$2\" < /dev/null; ls /dev/shm | wc -l", "many_sites");
     EXPECT_NE(warning.find("/dev/shm is full"), std::string::npos) << warning;
     EXPECT_EQ(warning.find("site table full"), std::string::npos) << warning;
+}
+
+// A directory of the test's own outside /dev/shm (FIFOs, results), removed however it ends.
+class ScratchDirectory {
+public:
+    ScratchDirectory() {
+        char pattern[] = "/tmp/leakwrap-faults-XXXXXX";
+        if (mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+        path_ = pattern;
+    }
+    ~ScratchDirectory() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    ScratchDirectory(const ScratchDirectory&) = delete;
+    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+// `body` run by sh in a private mount and pid namespace over a fresh tmpfs of `size` on
+// /dev/shm, with $P the preload library, $PROGRAM `program`, $d `directory` and `more` as $4, ...
+// Its function `start N` runs $PROGRAM profiled ($EXTRA_ENVIRONMENT added) with FIFOs in $d as
+// stdin and stdout until it says READY; then its pid is in $pid and fds 3 and 4 are on it.
+Completed run_in_private_dev_shm(const std::string& size, const std::string& body, const std::string& program,
+                                 const fs::path& directory, const std::vector<std::string>& more = {}) {
+    const std::string script =
+        "set -e; mount -t tmpfs -o size=" + size + " tmpfs /dev/shm; P=\"$1\"; PROGRAM=\"$2\"; d=\"$3\"; "
+        "start() { mkfifo \"$d/in$1\" \"$d/out$1\"; "
+        "  env $EXTRA_ENVIRONMENT LD_PRELOAD=\"$P\" \"$PROGRAM\" < \"$d/in$1\" > \"$d/out$1\" & pid=$!; "
+        "  exec 3> \"$d/in$1\" 4< \"$d/out$1\"; read ready <&4; }; " + body;
+    std::vector<std::string> argv{"unshare", "--mount",   "--pid",      "--fork",
+                                  "--mount-proc", "/bin/sh", "-c", script, "sh", paths::preload_library,
+                                  paths::program(program), directory.string()};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return run(argv, Environment::bare());
+}
+
+// The same full /dev/shm: the writer has claimed site slots it could not back (holes in the
+// sparse file), and the reader must read the segment all the same, live and after the exit,
+// exactly as far as the totals go (every one of many_sites' blocks, in a site or an overflow site).
+TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    // The FIFOs are outside the full tmpfs: READY is read, both reports run, then the release
+    // line lets the program exit.
+    const ScratchDirectory scratch;
+    const Completed shell = run_in_private_dev_shm(
+        "640k",
+        "EXTRA_ENVIRONMENT=LEAKWRAP_KEEP=1 start 1; "
+        "\"$4\" \"$pid\" --format json --top 0 > \"$d/live.json\"; echo release >&3; wait \"$pid\"; "
+        "\"$4\" --segment \"/dev/shm/leakwrap.$pid\" --format json --top 0 > \"$d/exited.json\"",
+        "many_sites", scratch.path(), {paths::report_tool});
+    ASSERT_EQ(shell.exit_code, 0) << shell.err;
+    EXPECT_NE(shell.err.find("/dev/shm is full"), std::string::npos) << shell.err;
+    const auto kSites = static_cast<long long>(ground_truth::many_sites::kSites);
+    const uint32_t block_class = layout::size_class_of(ground_truth::many_sites::kBlockSize);
+    for (const char* name : {"live.json", "exited.json"}) {
+        std::ifstream file(scratch.path() / name);
+        const nlohmann::json report = nlohmann::json::parse(file);
+        EXPECT_EQ(report.at("state"), std::string(name) == "live.json" ? "alive" : "exited");
+        long long overflowed = 0;
+        if (const nlohmann::json* overflow = overflow_site(report))
+            for (const auto& entry : overflow->at("size_classes"))
+                if (entry.at("class").get<uint32_t>() == block_class) overflowed = entry.at("live_blocks").get<long long>();
+        EXPECT_GT(overflowed, 0) << name << ": /dev/shm did not fill up";
+        EXPECT_EQ(sites_calling_function_containing(report, "many_sites_leak<", 1).counters.live_blocks + overflowed,
+                  kSites)
+            << name;
+        EXPECT_GE(report.at("totals").at("live_blocks").get<long long>(), kSites) << name;
+    }
+}
+
+std::set<std::string> words_of(const fs::path& file) {
+    std::ifstream in(file);
+    std::set<std::string> words;
+    for (std::string word; in >> word;) words.insert(word);
+    return words;
+}
+
+// Six profiled programs stopped with SIGTERM leave their segments; the first is made to look ten
+// days old, the second is handed to another user. A seventh still runs. Then two profiled
+// programs start, the first keeping 8 dead segments, the second 3. Private /dev/shm and pid
+// namespace: the trimming must not meet anyone else's segments, nor this test theirs.
+TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramStarts) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    const ScratchDirectory scratch;
+    const fs::path& directory = scratch.path();
+    // The seventh starts before the first segment is aged, which its own trimming would remove.
+    const Completed shell = run_in_private_dev_shm(
+        "64m",
+        "i=1; while [ $i -le 6 ]; do "
+        "  start $i; kill -TERM $pid; wait $pid 2> /dev/null || true; exec 3>&- 4<&-; "
+        "  echo $pid >> \"$d/killed\"; touch -m -d \"$((7 - i)) minutes ago\" /dev/shm/leakwrap.$pid; "
+        "  i=$((i + 1)); done; "
+        "start 7; echo $pid > \"$d/alive\"; "
+        "touch -m -d '10 days ago' /dev/shm/leakwrap.$(sed -n 1p \"$d/killed\"); "
+        "chown 65534 /dev/shm/leakwrap.$(sed -n 2p \"$d/killed\"); "
+        "mkfifo /dev/shm/leakwrap.424242; ln -s leakwrap.$(sed -n 3p \"$d/killed\") /dev/shm/leakwrap.434343; "
+        "ls /dev/shm > \"$d/before\"; "
+        "LEAKWRAP_KEEP_DEAD=8 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep8\"; "
+        "LEAKWRAP_KEEP_DEAD=3 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep3\"; "
+        "echo release >&3; wait $pid",
+        "alloc_kinds", directory);
+    ASSERT_EQ(shell.exit_code, 0) << shell.err;
+    EXPECT_EQ(shell.err, "");
+    std::vector<std::string> killed;
+    std::ifstream killed_pids(directory / "killed");
+    for (std::string pid; killed_pids >> pid;) killed.push_back("leakwrap." + pid);
+    ASSERT_EQ(killed.size(), 6u);
+    const std::string alive = "leakwrap." + *words_of(directory / "alive").begin();
+    const std::set<std::string> planted = {"leakwrap.424242", "leakwrap.434343"};
+    std::set<std::string> everything(killed.begin(), killed.end());
+    everything.insert(alive);
+    everything.insert(planted.begin(), planted.end());
+    EXPECT_EQ(words_of(directory / "before"), everything);
+
+    // Eight may stay: only the ten-day-old one goes.
+    std::set<std::string> expected = everything;
+    expected.erase(killed[0]);
+    EXPECT_EQ(words_of(directory / "keep8"), expected);
+    // Three may stay: the newest three of this user's; the other user's, the live one and the
+    // planted names stay too.
+    expected.erase(killed[2]);
+    EXPECT_EQ(words_of(directory / "keep3"), expected);
 }
 
 // In a fresh pid namespace the program gets a small pid: every name up to kPlantedPids is taken
@@ -407,6 +535,43 @@ TEST(Faults, SegmentOfARecycledPidIsStaleNeverAlive) {
     // The same bytes with the true start time: the check above is about the start time alone.
     const ForgedSegment genuine(segment_path(unrelated.pid()), segment, unrelated.pid(), real_start);
     EXPECT_EQ(report_json(unrelated.pid()).at("state"), "alive");
+}
+
+// A site counting more frees than allocations is corrupt, or a live copy caught it mid-update:
+// the report is made, with one warning line naming the site, and the site's live counts are 0,
+// never a wrapped-around 2^64.
+TEST(Faults, SiteWithMoreFreesThanAllocationsIsReportedWithOneWarningLine) {
+    std::vector<char> segment = ForgedSegment::real_segment();
+    ASSERT_GE(segment.size(), sizeof(layout::Header));
+    layout::Header header;
+    std::memcpy(&header, segment.data(), sizeof header);
+    uint32_t corrupted = 0;
+    layout::SiteRecord record{};
+    for (uint32_t slot = layout::kOverflowSites; slot < std::min(header.sites_claimed, header.site_capacity); ++slot) {
+        char* at = segment.data() + header.sites_offset + uint64_t{slot} * header.site_record_size;
+        std::memcpy(&record, at, sizeof record);
+        if (record.state != layout::kReady || record.allocs == 0) continue;
+        record.frees = record.allocs + 1000000;  // more than its delta entries can add
+        std::memcpy(at, &record, sizeof record);
+        corrupted = slot;
+        break;
+    }
+    ASSERT_NE(corrupted, 0u) << "alloc_kinds left no site with allocations in its record";
+    const fs::path copy = fs::temp_directory_path() / ("leakwrap-corrupt-" + std::to_string(getpid()));
+    const ForgedSegment written(copy, segment, header.pid, header.start_time_ticks);
+
+    for (const char* format : {"text", "json"}) {
+        const Completed report = run_report({"--segment", copy.string(), "--format", format, "--top", "0"});
+        EXPECT_EQ(report.exit_code, 0) << report.err;
+        const std::vector<std::string> lines = lines_of(report.err);
+        ASSERT_EQ(lines.size(), 1u) << report.err;
+        EXPECT_TRUE(lines[0].starts_with("leakwrap-report: warning: site " + std::to_string(corrupted) +
+                                         " counts more frees than allocations"))
+            << lines[0];
+        if (std::string(format) == "json")
+            for (const auto& site : nlohmann::json::parse(report.out).at("sites"))
+                EXPECT_LT(site.at("live_blocks").get<uint64_t>(), uint64_t{1} << 32) << site;
+    }
 }
 
 TEST(Faults, CopiedSegmentOfARecycledPidIsStaleNeverAlive) {

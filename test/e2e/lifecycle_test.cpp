@@ -71,11 +71,11 @@ TEST(Lifecycle, KilledProcessLeavesASegmentReportedDeadUntilCleaned) {
         bool has_pid = false, has_dead = false;
         for (std::string word; words >> word;) {
             has_pid = has_pid || word == std::to_string(pid);
-            has_dead = has_dead || word == "dead";
+            has_dead = has_dead || word == "killed?";
         }
         listed_dead = listed_dead || (has_pid && has_dead);
     }
-    EXPECT_TRUE(listed_dead) << "--list should show pid " << pid << " as dead:\n" << list.out;
+    EXPECT_TRUE(listed_dead) << "--list should show pid " << pid << " as killed?:\n" << list.out;
 
     expect_clean_removes_segment_of(pid);
 }

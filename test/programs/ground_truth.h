@@ -49,6 +49,10 @@ inline constexpr std::size_t kChildBlocks = 40, kChildBlockSize = 512;
 inline constexpr std::size_t kInheritedFreedByChild = 100;
 }  // namespace fork_leak
 
+namespace stripped_no_pie {
+inline constexpr std::size_t kBlocks = 3, kBlockSize = 72;
+}  // namespace stripped_no_pie
+
 namespace many_sites {
 inline constexpr std::size_t kSites = 256, kBlockSize = 24;
 }  // namespace many_sites
