@@ -14,7 +14,8 @@ namespace leakwrap {
 namespace {
 
 const std::vector<std::string> kSettings = {"LEAKWRAP_DEPTH", "LEAKWRAP_RUBY_DEPTH", "LEAKWRAP_MAX_SITES",
-                                            "LEAKWRAP_SAMPLE", "LEAKWRAP_KEEP", "LEAKWRAP_DISABLE"};
+                                            "LEAKWRAP_SAMPLE", "LEAKWRAP_KEEP", "LEAKWRAP_DISABLE",
+                                            "LEAKWRAP_KEEP_DEAD", "LEAKWRAP_KEEP_DEAD_DAYS"};
 
 class PreloadConfig : public ::testing::Test {
 protected:
@@ -38,6 +39,8 @@ TEST_F(PreloadConfig, DefaultsWhenNothingIsSet) {
     EXPECT_EQ(config.sample_interval, 0u);
     EXPECT_FALSE(config.keep);
     EXPECT_FALSE(config.disable);
+    EXPECT_EQ(config.keep_dead, 8u);
+    EXPECT_EQ(config.keep_dead_days, 7u);
 }
 
 TEST_F(PreloadConfig, ValuesWithinTheirBoundsAreTaken) {
@@ -51,6 +54,9 @@ TEST_F(PreloadConfig, ValuesWithinTheirBoundsAreTaken) {
     EXPECT_TRUE(with("LEAKWRAP_KEEP", "1").keep);
     EXPECT_TRUE(with("LEAKWRAP_DISABLE", "1").disable);
     EXPECT_FALSE(with("LEAKWRAP_KEEP", "0").keep);
+    EXPECT_EQ(with("LEAKWRAP_KEEP_DEAD", "0").keep_dead, 0u);
+    EXPECT_EQ(with("LEAKWRAP_KEEP_DEAD", "1024").keep_dead, 1024u);
+    EXPECT_EQ(with("LEAKWRAP_KEEP_DEAD_DAYS", "0").keep_dead_days, 0u);
 }
 
 TEST_F(PreloadConfig, AnythingElseKeepsTheDefault) {
@@ -63,6 +69,8 @@ TEST_F(PreloadConfig, AnythingElseKeepsTheDefault) {
     EXPECT_EQ(with("LEAKWRAP_SAMPLE", "1099511627777").sample_interval, 0u);
     for (const char* value : {"2", "yes", "true"}) EXPECT_FALSE(with("LEAKWRAP_KEEP", value).keep) << value;
     EXPECT_EQ(with("LEAKWRAP_DEPTH", "").depth, 16u);
+    EXPECT_EQ(with("LEAKWRAP_KEEP_DEAD", "1025").keep_dead, 8u);
+    EXPECT_EQ(with("LEAKWRAP_KEEP_DEAD_DAYS", "36501").keep_dead_days, 7u);
 }
 
 TEST_F(PreloadConfig, AnIgnoredValueIsReportedInOneLine) {
