@@ -3,7 +3,7 @@
 // steps that did not go down and the growth over the last third of the series decide its class.
 #pragma once
 
-#include "watch_series.h"
+#include "series.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,9 +1,9 @@
 #include "plot_svg.h"
 
+#include "change_units.h"
 #include "plot_scale.h"
 #include "report.h"
-#include "watch_history.h"
-#include "watch_units.h"
+#include "series_history.h"
 
 #include <algorithm>
 #include <array>

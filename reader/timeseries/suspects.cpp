@@ -1,6 +1,6 @@
 #include "suspects.h"
 
-#include "watch_history.h"
+#include "series_history.h"
 
 #include <algorithm>
 #include <span>

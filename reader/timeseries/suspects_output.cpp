@@ -1,7 +1,7 @@
 #include "suspects_output.h"
 
+#include "change_units.h"
 #include "report.h"
-#include "watch_units.h"
 
 #include <algorithm>
 #include <cmath>

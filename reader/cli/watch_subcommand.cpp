@@ -1,6 +1,6 @@
 #include "report_openmetrics_file.h"
+#include "subcommands.h"
 #include "watch_duration.h"
-#include "watch_subcommands.h"
 
 #include <climits>
 #include <fstream>

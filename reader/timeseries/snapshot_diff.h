@@ -3,7 +3,7 @@
 // three, the retained view: what grew from a to b and was still there at c.
 #pragma once
 
-#include "watch_series.h"
+#include "series.h"
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@
 namespace leakwrap {
 
 // Sites are the same site across snapshots of one process by their row id; across processes
-// (pids differ: say before and after a restart) by their stack key (watch_site_label.h).
+// (pids differ: say before and after a restart) by their stack key (site_label.h).
 enum class SiteMatching { by_id, by_stack };
 
 // One site or size class, with its counters in each snapshot (zero where it is absent).

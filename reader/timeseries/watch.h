@@ -1,5 +1,5 @@
 // `leakwrap-report watch`: samples a live process's segment at a fixed interval, read-only, and
-// writes one series line per sample (watch_series.h) plus a one-line summary for people.
+// writes one series line per sample (series.h) plus a one-line summary for people.
 #pragma once
 
 #include "segment_snapshot.h"

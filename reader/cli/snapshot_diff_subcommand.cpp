@@ -1,6 +1,6 @@
 #include "snapshot_diff.h"
 #include "snapshot_diff_output.h"
-#include "watch_subcommands.h"
+#include "subcommands.h"
 
 #include <climits>
 #include <iostream>

@@ -1,6 +1,6 @@
 #include "plot_scale.h"
 
-#include "watch_units.h"
+#include "change_units.h"
 
 #include <algorithm>
 #include <array>

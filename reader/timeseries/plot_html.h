@@ -2,8 +2,8 @@
 // to attach to a ticket or open from a CI artifact.
 #pragma once
 
+#include "series.h"
 #include "suspects.h"
-#include "watch_series.h"
 
 #include <string>
 #include <vector>

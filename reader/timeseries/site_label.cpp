@@ -1,4 +1,4 @@
-#include "watch_site_label.h"
+#include "site_label.h"
 
 #include <array>
 #include <filesystem>

@@ -1,4 +1,4 @@
-// The pprof profile format (reader/profile.proto, gzip-compressed): read by `go tool pprof`,
+// The pprof profile format (reader/format/profile.proto, gzip-compressed): read by `go tool pprof`,
 // Pyroscope and Parca. One sample per report row, with four values: live_space (bytes),
 // live_objects, alloc_space (bytes) and alloc_objects; live_space is the default.
 #pragma once

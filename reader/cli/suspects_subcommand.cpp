@@ -1,6 +1,6 @@
+#include "subcommands.h"
 #include "suspects.h"
 #include "suspects_output.h"
-#include "watch_subcommands.h"
 
 #include <climits>
 #include <iostream>

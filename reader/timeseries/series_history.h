@@ -1,7 +1,7 @@
 // A series turned around: for each site and each size class, its live bytes at every sample.
 #pragma once
 
-#include "watch_series.h"
+#include "series.h"
 
 #include <cstdint>
 #include <string>

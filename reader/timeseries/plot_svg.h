@@ -3,7 +3,7 @@
 // bottom panel: the size classes whose live bytes changed.
 #pragma once
 
-#include "watch_series.h"
+#include "series.h"
 
 #include <cstddef>
 #include <string>

@@ -1,7 +1,7 @@
 #include "plot_html.h"
 #include "plot_svg.h"
+#include "subcommands.h"
 #include "suspects.h"
-#include "watch_subcommands.h"
 
 #include <climits>
 #include <fstream>

@@ -1,8 +1,8 @@
 // The two outputs of `suspects`: a table for people and a JSON object for scripts.
 #pragma once
 
+#include "series.h"
 #include "suspects.h"
-#include "watch_series.h"
 
 #include <nlohmann/json.hpp>
 

@@ -6,7 +6,7 @@
 #include "segment_directory.h"
 #include "segment_file.h"
 #include "segment_listing.h"
-#include "watch_subcommands.h"
+#include "subcommands.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,8 +1,8 @@
 #include "plot_html.h"
 
+#include "change_units.h"
 #include "plot_svg.h"
 #include "report.h"
-#include "watch_units.h"
 
 #include <cmath>
 #include <cstdio>

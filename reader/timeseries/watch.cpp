@@ -1,10 +1,10 @@
 #include "watch.h"
 
+#include "change_units.h"
 #include "process_identity.h"
 #include "report.h"
+#include "series.h"
 #include "symbolizer.h"
-#include "watch_series.h"
-#include "watch_units.h"
 
 #include <pthread.h>
 #include <signal.h>

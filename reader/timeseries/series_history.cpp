@@ -1,4 +1,4 @@
-#include "watch_history.h"
+#include "series_history.h"
 
 #include <map>
 

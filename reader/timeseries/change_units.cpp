@@ -1,4 +1,4 @@
-#include "watch_units.h"
+#include "change_units.h"
 
 #include "report.h"
 

@@ -1,7 +1,7 @@
-#include "watch_series.h"
+#include "series.h"
 
 #include "report.h"
-#include "watch_site_label.h"
+#include "site_label.h"
 
 #include <fstream>
 #include <stdexcept>
