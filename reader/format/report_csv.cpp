@@ -1,5 +1,7 @@
-#include "report.h"
+#include "report_csv.h"
+
 #include "report_bins.h"
+#include "report_labels.h"
 
 namespace leakwrap {
 namespace {

@@ -1,5 +1,7 @@
 #include "report_folded.h"
 
+#include "report_labels.h"
+
 #include <filesystem>
 
 namespace leakwrap {

@@ -3,7 +3,7 @@
 // OpenMetrics, pprof) name a frame, so that one site reads the same in all of them.
 #pragma once
 
-#include "report.h"
+#include "report_input.h"
 
 #include <ostream>
 #include <string>

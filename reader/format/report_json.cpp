@@ -1,5 +1,7 @@
-#include "report.h"
+#include "report_json.h"
+
 #include "report_bins.h"
+#include "report_labels.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,7 @@
 #include "report_openmetrics.h"
 
 #include "report_folded.h"
+#include "report_labels.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // the exact size-class bins, and the top rows of the report as labelled gauges.
 #pragma once
 
-#include "report.h"
+#include "report_input.h"
 
 #include <ostream>
 

@@ -1,5 +1,6 @@
 #include "report_openmetrics_file.h"
 
+#include "process_identity.h"
 #include "report_openmetrics.h"
 
 #include <sys/stat.h>

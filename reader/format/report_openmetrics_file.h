@@ -2,7 +2,9 @@
 // DIR/leakwrap_<pid>.prom that node_exporter's textfile collector (or any scraper of files) reads.
 #pragma once
 
-#include "report.h"
+#include "report_options.h"
+#include "segment_snapshot.h"
+#include "symbolizer.h"
 
 #include <sys/types.h>
 

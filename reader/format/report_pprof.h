@@ -3,7 +3,7 @@
 // live_objects, alloc_space (bytes) and alloc_objects; live_space is the default.
 #pragma once
 
-#include "report.h"
+#include "report_input.h"
 
 #include <ostream>
 

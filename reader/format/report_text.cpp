@@ -1,5 +1,7 @@
-#include "report.h"
+#include "report_text.h"
+
 #include "report_bins.h"
+#include "report_labels.h"
 
 #include <algorithm>
 #include <filesystem>

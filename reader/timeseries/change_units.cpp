@@ -1,6 +1,6 @@
 #include "change_units.h"
 
-#include "report.h"
+#include "report_labels.h"
 
 #include <cmath>
 #include <cstdio>

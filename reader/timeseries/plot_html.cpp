@@ -2,7 +2,7 @@
 
 #include "change_units.h"
 #include "plot_svg.h"
-#include "report.h"
+#include "report_labels.h"
 
 #include <cmath>
 #include <cstdio>

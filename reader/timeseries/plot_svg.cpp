@@ -2,7 +2,7 @@
 
 #include "change_units.h"
 #include "plot_scale.h"
-#include "report.h"
+#include "report_labels.h"
 #include "series_history.h"
 
 #include <algorithm>

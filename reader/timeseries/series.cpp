@@ -1,6 +1,6 @@
 #include "series.h"
 
-#include "report.h"
+#include "report_labels.h"
 #include "site_label.h"
 
 #include <fstream>

@@ -1,6 +1,6 @@
 #include "snapshot_diff.h"
 
-#include "report.h"
+#include "report_labels.h"
 
 #include <algorithm>
 #include <map>

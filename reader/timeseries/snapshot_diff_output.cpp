@@ -1,7 +1,7 @@
 #include "snapshot_diff_output.h"
 
 #include "change_units.h"
-#include "report.h"
+#include "report_labels.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 #include "suspects_output.h"
 
 #include "change_units.h"
-#include "report.h"
+#include "report_labels.h"
 
 #include <algorithm>
 #include <cmath>

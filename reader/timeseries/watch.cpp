@@ -2,7 +2,8 @@
 
 #include "change_units.h"
 #include "process_identity.h"
-#include "report.h"
+#include "report_json.h"
+#include "report_labels.h"
 #include "series.h"
 #include "symbolizer.h"
 
