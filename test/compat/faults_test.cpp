@@ -69,9 +69,11 @@ TEST(Faults, UnparsableDepthWarnsOnceAndKeepsTheDefault) {
     target.wait_ready();
     const nlohmann::json report = report_json(target.pid());
     // leak_malloc, main, and libc's start: a depth of 1 or 0 would keep fewer.
-    for (const auto& site : report.at("sites"))
-        if (site.at("frames").size() > 0 && site.at("frames")[0].at("function") == "leak_malloc")
+    for (const auto& site : report.at("sites")) {
+        if (site.at("frames").size() > 0 && site.at("frames")[0].at("function") == "leak_malloc") {
             EXPECT_GE(site.at("frames").size(), 3u);
+        }
+    }
     EXPECT_EQ(sites_calling(report, "leak_malloc", 1).sites, 1u);
     EXPECT_EQ(target.release_and_wait(), 0);
 }
