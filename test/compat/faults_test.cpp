@@ -18,12 +18,14 @@
 #include <fstream>
 #include <iterator>
 #include <leakwrap/segment_layout.h>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <thread>
 
 #include "ground_truth.h"
 #include "harness.h"
+#include "process_identity.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -379,23 +381,13 @@ private:
     fs::path path_;
 };
 
-uint64_t start_time_ticks_of(pid_t pid) {
-    std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
-    const std::string stat{std::istreambuf_iterator<char>(stat_file), std::istreambuf_iterator<char>()};
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // field 3 onwards
-    std::string field;
-    for (int number = 3; number < 22; ++number) fields >> field;
-    uint64_t start_time = 0;
-    fields >> start_time;
-    return start_time;
-}
-
 TEST(Faults, SegmentOfARecycledPidIsStaleNeverAlive) {
     const std::vector<char> segment = ForgedSegment::real_segment();
     ASSERT_GE(segment.size(), sizeof(layout::Header));
     Target unrelated({"/bin/sleep", "60"}, Environment::bare());
-    const uint64_t real_start = start_time_ticks_of(unrelated.pid());
-    ASSERT_NE(real_start, 0u);
+    const std::optional<uint64_t> start = process_start_time_ticks(unrelated.pid());
+    ASSERT_TRUE(start.has_value());
+    const uint64_t real_start = *start;
     {
         const ForgedSegment forged(segment_path(unrelated.pid()), segment, unrelated.pid(), real_start + 1);
         EXPECT_EQ(report_json(unrelated.pid()).at("state"), "stale");
@@ -415,7 +407,7 @@ TEST(Faults, CopiedSegmentOfARecycledPidIsStaleNeverAlive) {
     const std::vector<char> segment = ForgedSegment::real_segment();
     ASSERT_GE(segment.size(), sizeof(layout::Header));
     const fs::path copy = fs::temp_directory_path() / ("leakwrap-forged-" + std::to_string(getpid()));
-    const ForgedSegment forged(copy, segment, getpid(), start_time_ticks_of(getpid()) + 1);
+    const ForgedSegment forged(copy, segment, getpid(), process_start_time_ticks(getpid()).value() + 1);
     const Completed report = run_report({"--segment", copy.string(), "--format", "json"});
     ASSERT_EQ(report.exit_code, 0) << report.err;
     EXPECT_EQ(nlohmann::json::parse(report.out).at("state"), "stale");
