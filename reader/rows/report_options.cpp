@@ -1,31 +1,42 @@
 #include "report_options.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <tuple>
+#include <utility>
 
 namespace leakwrap {
 
-std::optional<SortKey> sort_key_from_name(std::string_view name) {
-    if (name == "live") return SortKey::live;
-    if (name == "allocs") return SortKey::allocs;
-    if (name == "bytes") return SortKey::bytes;
+namespace {
+
+template <class Enum>
+using Names = std::initializer_list<std::pair<std::string_view, Enum>>;
+
+template <class Enum>
+std::optional<Enum> value_named(std::string_view name, Names<Enum> names) {
+    for (const auto& [candidate, value] : names)
+        if (candidate == name) return value;
     return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SortKey> sort_key_from_name(std::string_view name) {
+    return value_named<SortKey>(
+        name, {{"live", SortKey::live}, {"allocs", SortKey::allocs}, {"bytes", SortKey::bytes}});
 }
 
 std::optional<ReportFormat> report_format_from_name(std::string_view name) {
-    if (name == "text") return ReportFormat::text;
-    if (name == "json") return ReportFormat::json;
-    if (name == "csv") return ReportFormat::csv;
-    if (name == "folded") return ReportFormat::folded;
-    if (name == "openmetrics") return ReportFormat::openmetrics;
-    if (name == "pprof") return ReportFormat::pprof;
-    return std::nullopt;
+    return value_named<ReportFormat>(name, {{"text", ReportFormat::text},
+                                            {"json", ReportFormat::json},
+                                            {"csv", ReportFormat::csv},
+                                            {"folded", ReportFormat::folded},
+                                            {"openmetrics", ReportFormat::openmetrics},
+                                            {"pprof", ReportFormat::pprof}});
 }
 
 std::optional<ValueKind> value_kind_from_name(std::string_view name) {
-    if (name == "live") return ValueKind::live;
-    if (name == "alloc") return ValueKind::alloc;
-    return std::nullopt;
+    return value_named<ValueKind>(name, {{"live", ValueKind::live}, {"alloc", ValueKind::alloc}});
 }
 
 std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows,
