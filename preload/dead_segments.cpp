@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -22,14 +23,19 @@ namespace {
 
 using layout::Header;
 
-// The record getdents64 fills; glibc has no declaration of it. readdir would allocate.
+// The fixed part of the record getdents64 fills (glibc has no declaration of it; readdir would
+// allocate). The NUL-terminated name follows at kDirentNameOffset.
 struct LinuxDirent64 {
     uint64_t d_ino;
     int64_t d_off;
     unsigned short d_reclen;
     unsigned char d_type;
-    char d_name[];
 };
+constexpr std::size_t kDirentNameOffset = offsetof(LinuxDirent64, d_type) + sizeof(unsigned char);
+
+const char* name_of(const LinuxDirent64* entry) {
+    return reinterpret_cast<const char*>(entry) + kDirentNameOffset;
+}
 
 // A segment judged dead, by the file that was judged: its name may be taken again by the time
 // it is removed.
@@ -152,7 +158,7 @@ void trim_dead_segments(const Config& config) {
         for (long at = 0; at < got;) {
             const auto* entry = reinterpret_cast<const LinuxDirent64*>(entries + at);
             at += entry->d_reclen;
-            trimmer.consider(entry->d_name, entry->d_type);
+            trimmer.consider(name_of(entry), entry->d_type);
         }
     }
     close(directory);

@@ -34,9 +34,10 @@ endif()
 set(LEAKWRAP_RUBY_EXTENSION_DIR ${PROJECT_BINARY_DIR}/ruby CACHE INTERNAL "")
 function(leakwrap_add_ruby_extension name source)
   add_library(${name} MODULE ${source})
-  target_include_directories(${name} PRIVATE ${LEAKWRAP_RUBY_INCLUDE_DIRS})
+  # SYSTEM: Ruby's own headers are not held to our warnings.
+  target_include_directories(${name} SYSTEM PRIVATE ${LEAKWRAP_RUBY_INCLUDE_DIRS})
   target_compile_options(${name} PRIVATE -g -O0 -fno-omit-frame-pointer)
-  target_link_libraries(${name} PRIVATE ${LEAKWRAP_RUBY_LINK_FLAGS})
+  target_link_libraries(${name} PRIVATE ${LEAKWRAP_RUBY_LINK_FLAGS} leakwrap_warnings)
   set_target_properties(${name} PROPERTIES
     PREFIX "" SUFFIX ".so" LIBRARY_OUTPUT_DIRECTORY ${LEAKWRAP_RUBY_EXTENSION_DIR})
 endfunction()

@@ -19,6 +19,7 @@
 #include <iterator>
 #include <set>
 #include <leakwrap/segment_layout.h>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -26,6 +27,7 @@
 
 #include "ground_truth.h"
 #include "harness.h"
+#include "process_identity.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -71,9 +73,11 @@ TEST(Faults, UnparsableDepthWarnsOnceAndKeepsTheDefault) {
     target.wait_ready();
     const nlohmann::json report = report_json(target.pid());
     // leak_malloc, main, and libc's start: a depth of 1 or 0 would keep fewer.
-    for (const auto& site : report.at("sites"))
-        if (site.at("frames").size() > 0 && site.at("frames")[0].at("function") == "leak_malloc")
+    for (const auto& site : report.at("sites")) {
+        if (site.at("frames").size() > 0 && site.at("frames")[0].at("function") == "leak_malloc") {
             EXPECT_GE(site.at("frames").size(), 3u);
+        }
+    }
     EXPECT_EQ(sites_calling(report, "leak_malloc", 1).sites, 1u);
     EXPECT_EQ(target.release_and_wait(), 0);
 }
@@ -505,23 +509,13 @@ private:
     fs::path path_;
 };
 
-uint64_t start_time_ticks_of(pid_t pid) {
-    std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
-    const std::string stat{std::istreambuf_iterator<char>(stat_file), std::istreambuf_iterator<char>()};
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // field 3 onwards
-    std::string field;
-    for (int number = 3; number < 22; ++number) fields >> field;
-    uint64_t start_time = 0;
-    fields >> start_time;
-    return start_time;
-}
-
 TEST(Faults, SegmentOfARecycledPidIsStaleNeverAlive) {
     const std::vector<char> segment = ForgedSegment::real_segment();
     ASSERT_GE(segment.size(), sizeof(layout::Header));
     Target unrelated({"/bin/sleep", "60"}, Environment::bare());
-    const uint64_t real_start = start_time_ticks_of(unrelated.pid());
-    ASSERT_NE(real_start, 0u);
+    const std::optional<uint64_t> start = process_start_time_ticks(unrelated.pid());
+    ASSERT_TRUE(start.has_value());
+    const uint64_t real_start = *start;
     {
         const ForgedSegment forged(segment_path(unrelated.pid()), segment, unrelated.pid(), real_start + 1);
         EXPECT_EQ(report_json(unrelated.pid()).at("state"), "stale");
@@ -568,9 +562,10 @@ TEST(Faults, SiteWithMoreFreesThanAllocationsIsReportedWithOneWarningLine) {
         EXPECT_TRUE(lines[0].starts_with("leakwrap-report: warning: site " + std::to_string(corrupted) +
                                          " counts more frees than allocations"))
             << lines[0];
-        if (std::string(format) == "json")
+        if (std::string(format) == "json") {
             for (const auto& site : nlohmann::json::parse(report.out).at("sites"))
                 EXPECT_LT(site.at("live_blocks").get<uint64_t>(), uint64_t{1} << 32) << site;
+        }
     }
 }
 
@@ -578,7 +573,7 @@ TEST(Faults, CopiedSegmentOfARecycledPidIsStaleNeverAlive) {
     const std::vector<char> segment = ForgedSegment::real_segment();
     ASSERT_GE(segment.size(), sizeof(layout::Header));
     const fs::path copy = fs::temp_directory_path() / ("leakwrap-forged-" + std::to_string(getpid()));
-    const ForgedSegment forged(copy, segment, getpid(), start_time_ticks_of(getpid()) + 1);
+    const ForgedSegment forged(copy, segment, getpid(), process_start_time_ticks(getpid()).value() + 1);
     const Completed report = run_report({"--segment", copy.string(), "--format", "json"});
     ASSERT_EQ(report.exit_code, 0) << report.err;
     EXPECT_EQ(nlohmann::json::parse(report.out).at("state"), "stale");

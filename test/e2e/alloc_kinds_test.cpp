@@ -90,7 +90,7 @@ TEST_P(AllocKinds, FunctionHasExactlyItsLiveBlocksAndBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryEntryPoint, AllocKinds, ::testing::ValuesIn(expectations()),
-                         [](const auto& info) { return std::string(info.param.function); });
+                         [](const auto& test) { return std::string(test.param.function); });
 
 TEST(AllocKindsReport, TotalsAreTheSumOfTheSites) {
     expect_consistent_totals(profile_alloc_kinds());

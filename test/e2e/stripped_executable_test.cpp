@@ -31,7 +31,9 @@ TEST(StrippedNonPieExecutable, FramesAreNamedOnlyAfterDefinedFunctionsThatHoldTh
             if (!in_program(frame)) continue;
             ++program_frames;
             EXPECT_TRUE(frame.at("function").is_null() || frame.at("function") == "exported_last") << frame;
-            if (frame.at("function").is_null()) EXPECT_TRUE(frame.contains("module_offset")) << frame;
+            if (frame.at("function").is_null()) {
+                EXPECT_TRUE(frame.contains("module_offset")) << frame;
+            }
         }
         const auto& frames = site.at("frames");
         if (frames.empty() || !in_program(frames[0]) || site.at("alloc_bytes") != kBlockSize * site.at("allocs").get<std::size_t>())

@@ -88,6 +88,7 @@ __attribute__((noinline)) void record_free(uint32_t site, uint64_t size) {
 }
 
 bool intern(std::string_view text, layout::StringRef* out) {
+    GuardScope guard;  // as every caller in the preload holds it (a pool page may be reserved)
     return intern_string(text.data(), text.size(), out);
 }
 

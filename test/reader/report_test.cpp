@@ -1,4 +1,5 @@
 #include "report.h"
+#include "report_labels.h"
 #include "segment_builder.h"
 
 #include <gtest/gtest.h>

@@ -462,7 +462,7 @@ INSTANTIATE_TEST_SUITE_P(
                              h.site_deltas_offset = h.strings_offset - 64;
                          },
                          "string pool overlaps site delta table"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& test) { return std::string(test.param.name); });
 
 // A writer thread counts in its own shard's delta entries and moves them into the record now
 // and then: a site's counts are its record's plus every entry naming it, in any shard.
@@ -745,7 +745,7 @@ INSTANTIATE_TEST_SUITE_P(
         SiteCorruption{"SiteWithoutAStack", kFirst,
                        [](layout::SiteRecord& s) { s.stack = layout::kNoStack; },
                        "site 88 has no stack"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& test) { return std::string(test.param.name); });
 
 TEST(ParseSegment, RejectsARubyFileWithoutANulBeforeThePoolEnds) {
     SegmentBuilder builder;

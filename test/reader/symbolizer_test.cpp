@@ -50,7 +50,7 @@ Module module_holding(uint64_t address) {
         uint64_t address;
         Module module;
         bool found = false;
-    } search{address, {}};
+    } result{address, {}};
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* context) {
             auto& search = *static_cast<Search*>(context);
@@ -74,9 +74,9 @@ Module module_holding(uint64_t address) {
             search.found = true;
             return 1;
         },
-        &search);
-    if (!search.found) throw std::runtime_error("no module holds the address");
-    return search.module;
+        &result);
+    if (!result.found) throw std::runtime_error("no module holds the address");
+    return result.module;
 }
 
 class SymbolizerTest : public ::testing::Test {

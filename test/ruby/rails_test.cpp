@@ -55,8 +55,9 @@ TEST(RubyRails, EveryRequestLeaksOneTableOfContentsStateAtTheControllerLine) {
         ASSERT_GE(frames.size(), 2u) << row.dump(2);
         EXPECT_LE(frames.size(), 3u) << row.dump(2);
         EXPECT_EQ(frames[1].at("function"), "toc_render") << row.dump(2);
-        if (frames.size() == 3)
+        if (frames.size() == 3) {
             EXPECT_NE(frames[2].at("module").get<std::string>().find("libruby"), std::string::npos) << row.dump(2);
+        }
     }
     // Booting Rails makes about 130 000 sites: far below the default capacity (16M), with room
     // for a much larger app.

@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "plot_scale.h"
+#include "site_label.h"
 #include "snapshot_diff.h"
 #include "suspects.h"
 #include "watch_duration.h"
-#include "watch_site_label.h"
 
 namespace leakwrap {
 namespace {

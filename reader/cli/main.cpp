@@ -1,0 +1,194 @@
+// leakwrap-report: shows where the still-live heap memory of a process started with
+// LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
+#include "printable_text.h"
+#include "process_identity.h"
+#include "report.h"
+#include "segment_cleaning.h"
+#include "segment_directory.h"
+#include "segment_file.h"
+#include "segment_listing.h"
+#include "subcommands.h"
+
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+namespace {
+
+using namespace leakwrap;
+
+constexpr int kExitRuntimeError = 1;
+constexpr int kExitUsageError = 2;
+
+struct CommandLine {
+    int64_t pid = 0;
+    std::string segment;
+    ReportOptions report;
+    bool list = false;
+    bool clean = false;
+    std::string output;  // -o: the report goes to this file instead of stdout
+};
+
+// Scripts parse stderr line by line; a message must never span two.
+int report_error(std::string_view message, int exit_code) {
+    std::cerr << "leakwrap-report: error: " << printable(message) << '\n';
+    return exit_code;
+}
+
+Snapshot read_by_pid(pid_t pid) {
+    const SegmentEntry entry{pid, segment_path(pid)};
+    try {
+        return read_segment(entry);
+    } catch (const SegmentFileError& error) {
+        if (error.error_number() != ENOENT) throw;
+        const std::string id = std::to_string(pid);
+        if (process_exists(pid))
+            throw std::runtime_error("process " + id +
+                                     " has no leakwrap segment (was it started with "
+                                     "LD_PRELOAD=libleakwrap.so? LEAKWRAP_DISABLE set?)");
+        throw std::runtime_error("no process " + id + " and no segment " + entry.path.string() +
+                                 " left behind");
+    }
+}
+
+int run(const CommandLine& command) {
+    if (command.list) {
+        list_segments(std::cout);
+        return 0;
+    }
+    if (command.clean) return clean_segments(std::cout).failed == 0 ? 0 : kExitRuntimeError;
+
+    Snapshot snapshot = command.segment.empty() ? read_by_pid(static_cast<pid_t>(command.pid))
+                                                : read_segment_file(command.segment);
+    if (const auto warning = impossible_counts_warning(snapshot))
+        std::cerr << "leakwrap-report: warning: " << *warning << '\n';
+    const OwnerState state = owner_state(snapshot);
+    snapshot.command_line = current_command_line(snapshot, state);
+    Symbolizer symbolizer(snapshot.modules);
+    const ReportInput input{snapshot, state, symbolizer, command.report};
+    if (command.output.empty()) {
+        write_report(std::cout, input);
+        return 0;
+    }
+    std::ofstream file(command.output, std::ios::binary | std::ios::trunc);
+    if (!file)
+        throw std::runtime_error("cannot open " + command.output + ": " + std::strerror(errno));
+    write_report(file, input);
+    file.close();
+    if (!file) throw std::runtime_error("cannot write the report to " + command.output);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::ios::sync_with_stdio(false);
+    CommandLine command;
+    std::string sort = "live";
+    std::string format = "text";
+    std::string by = "native";
+
+    CLI::App app(
+        "Show where the still-live heap memory of a process running under "
+        "LD_PRELOAD=libleakwrap.so was allocated.",
+        "leakwrap-report");
+    auto* pid =
+        app.add_option("pid", command.pid, "Process to report on; reads /dev/shm/leakwrap.<pid>");
+    auto* segment = app.add_option("--segment", command.segment,
+                                   "Read this segment file instead of a pid's "
+                                   "(post-mortem copies, tests)");
+    int64_t top = 20;
+    app.add_option("--top", top, "Show the N rows ranked first; 0 shows all (default: 20)")
+        ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
+    app.add_option("--sort", sort,
+                   "Rank rows by live (live bytes), allocs (allocation count) or bytes "
+                   "(total bytes allocated) (default: live)")
+        ->check(CLI::IsMember({"live", "allocs", "bytes"}));
+    app.add_option("--format", format,
+                   "Output as text, json, csv, folded (flame graph stacks), openmetrics "
+                   "(Prometheus) or pprof (gzipped protobuf for go tool pprof, Pyroscope, Parca); "
+                   "folded and pprof always carry every row (default: text)")
+        ->check(CLI::IsMember({"text", "json", "csv", "folded", "openmetrics", "pprof"}));
+    std::string value = "live";
+    app.add_option("--value", value,
+                   "What a folded line counts: live (live bytes) or alloc (bytes ever "
+                   "allocated) (default: live)")
+        ->check(CLI::IsMember({"live", "alloc"}));
+    app.add_option("-o,--output", command.output,
+                   "Write the report to FILE instead of stdout (default: stdout)")
+        ->type_name("FILE");
+    app.add_option("--by", by,
+                   "One row per native call site, its size classes merged, with its Ruby "
+                   "file:line if any (native), or one row per Ruby file:line over all native "
+                   "stacks, plus one for allocations without a Ruby frame (ruby) "
+                   "(default: native)")
+        ->check(CLI::IsMember({"native", "ruby"}));
+    app.add_flag("--bins", command.report.bins,
+                 "Show the exact size-class table instead of the rows: allocations, frees and "
+                 "live blocks and bytes per class, each with its top 3 rows by live blocks; JSON "
+                 "always has it as \"bins\" (default: off)");
+    auto* list = app.add_flag("--list", command.list,
+                              "List every segment in /dev/shm: PID, STATE, LIVE_BYTES, "
+                              "LIVE_BLOCKS, SITES, EXE, COMMAND (default: off)");
+    auto* clean = app.add_flag("--clean", command.clean,
+                               "Remove the segments of dead, stale or exited processes, never a "
+                               "live one's (default: off)");
+    app.set_version_flag("--version", std::string("leakwrap-report ") + LEAKWRAP_VERSION);
+    for (auto* mode : {pid, segment, list, clean})
+        for (auto* other : {pid, segment, list, clean})
+            if (mode != other) mode->excludes(other);
+    // Time analysis, instead of a report: at most one subcommand.
+    app.require_subcommand(0, 1);
+    const std::vector<Subcommand> subcommands = {
+        add_watch_subcommand(app, read_by_pid), add_suspects_subcommand(app),
+        add_diff_subcommand(app), add_plot_subcommand(app)};
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::CallForVersion& version) {
+        return app.exit(version);
+    } catch (const CLI::ParseError& error) {
+        return report_error(std::string(error.what()) + " (see --help)", kExitUsageError);
+    }
+    const auto chosen = std::find_if(subcommands.begin(), subcommands.end(),
+                                     [](const Subcommand& sub) { return sub.parser->parsed(); });
+    const auto report_modes = pid->count() + segment->count() + list->count() + clean->count();
+    if (chosen != subcommands.end() && report_modes > 0)
+        return report_error("a subcommand takes no pid, --segment, --list or --clean before it "
+                            "(see --help)",
+                            kExitUsageError);
+    if (chosen == subcommands.end() && report_modes == 0)
+        return report_error("give a pid, --segment FILE, --list or --clean (see --help)",
+                            kExitUsageError);
+    if (pid->count() > 0 && (command.pid <= 0 || command.pid > INT_MAX))
+        return report_error("pid must be between 1 and " + std::to_string(INT_MAX),
+                            kExitUsageError);
+    command.report.top = static_cast<std::size_t>(top);
+    command.report.sort = *sort_key_from_name(sort);
+    command.report.format = *report_format_from_name(format);
+    command.report.value = *value_kind_from_name(value);
+    if (command.report.format == ReportFormat::pprof && command.output.empty() &&
+        isatty(STDOUT_FILENO))
+        return report_error("pprof output is binary: give -o FILE or redirect stdout",
+                            kExitUsageError);
+    command.report.by = *grouping_from_name(by);
+
+    try {
+        const int status = chosen != subcommands.end() ? chosen->run() : run(command);
+        std::cout.flush();
+        if (!std::cout) return report_error("cannot write the report to stdout", kExitRuntimeError);
+        return status;
+    } catch (const std::exception& error) {
+        return report_error(error.what(), kExitRuntimeError);
+    }
+}

@@ -1,0 +1,86 @@
+#include "report_openmetrics_file.h"
+#include "subcommands.h"
+#include "watch_duration.h"
+
+#include <climits>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+namespace leakwrap {
+namespace {
+
+struct WatchCommandLine {
+    int64_t pid = 0;
+    std::string interval = "5s";
+    std::size_t count = 0;
+    std::string duration;
+    std::string out;
+    uint64_t min_bytes = kDefaultWatchMinBytes;
+    std::string openmetrics_dir;
+};
+
+// CLI11 validators return an error message, empty when the value is fine.
+std::string duration_error(const std::string& text) {
+    return parse_duration(text) ? "" : "not a duration like 500ms, 5s, 2m or 1h: " + text;
+}
+
+}  // namespace
+
+Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process) {
+    auto line = std::make_shared<WatchCommandLine>();
+    CLI::App* watch = app.add_subcommand(
+        "watch",
+        "Sample a live process's segment periodically (read-only) and write one JSON line per "
+        "sample to --out, with a one-line summary per sample on stdout. Stops after --count "
+        "samples or --duration, on Ctrl-C, or when the process exits (keeping what it has, exit "
+        "status 0)");
+    watch->add_option("pid", line->pid, "Process to watch")
+        ->required()
+        ->check(CLI::Range(int64_t{1}, int64_t{INT_MAX}));
+    watch->add_option("--interval", line->interval,
+                      "Time between samples: 500ms, 5s, 2m, 1h (default: 5s)")
+        ->check(CLI::Validator(duration_error, "DURATION"));
+    auto* count = watch->add_option("--count", line->count, "Stop after N samples (default: none)")
+                      ->check(CLI::PositiveNumber);
+    watch->add_option("--duration", line->duration,
+                      "Stop once this much time has passed, e.g. 1h (default: none)")
+        ->check(CLI::Validator(duration_error, "DURATION"));
+    watch->add_option("--out", line->out, "Series file to write, one JSON line per sample")
+        ->required();
+    watch->add_option("--min-bytes", line->min_bytes,
+                      "Leave out of each line the sites holding fewer live bytes (default: " +
+                          std::to_string(kDefaultWatchMinBytes) + ")");
+    watch->add_option("--openmetrics-dir", line->openmetrics_dir,
+                      "Also write each sample's --format openmetrics report (top 20 rows) to "
+                      "DIR/leakwrap_<pid>.prom, replaced atomically, for node_exporter's textfile "
+                      "collector (default: none)")
+        ->type_name("DIR")
+        ->check(CLI::ExistingDirectory);
+
+    return {watch, [line, count, read_process] {
+                WatchOptions options;
+                options.pid = static_cast<pid_t>(line->pid);
+                options.interval = *parse_duration(line->interval);
+                if (count->count() > 0) options.count = line->count;
+                if (!line->duration.empty()) options.duration = parse_duration(line->duration);
+                options.min_bytes = line->min_bytes;
+                std::optional<OpenMetricsFile> openmetrics;
+                if (!line->openmetrics_dir.empty()) {
+                    openmetrics.emplace(line->openmetrics_dir, ReportOptions{});
+                    options.on_sample = [&openmetrics](const Snapshot& snapshot) {
+                        openmetrics->write(snapshot);
+                    };
+                }
+                std::ofstream series(line->out, std::ios::trunc);
+                if (!series) throw std::runtime_error("cannot write " + line->out);
+                const WatchResult result = watch_process(options, read_process, series, std::cout);
+                std::cout << "watch: stopped, " << result.stop_reason << "; " << result.samples
+                          << " samples in " << line->out << std::endl;
+                return 0;
+            }};
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,82 @@
+#include "report_csv.h"
+
+#include "report_bins.h"
+#include "report_labels.h"
+
+namespace leakwrap {
+namespace {
+
+// RFC 4180: a field with a separator, quote or line break is quoted, its quotes doubled.
+std::string csv_field(std::string_view text) {
+    if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+    std::string quoted = "\"";
+    for (const char c : text) {
+        if (c == '"') quoted += '"';
+        quoted += c;
+    }
+    return quoted + '"';
+}
+
+std::string function_name(const ResolvedFrame& frame) { return frame.function.value_or("??"); }
+
+void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
+    out << "rank,id,live_bytes,live_blocks,allocs,frees,alloc_bytes,free_bytes,"
+           "function,location,module,stack,ruby,estimated\n";
+    const auto ranked = ranked_rows(rows, input.options);
+    for (std::size_t rank = 0; rank < ranked.size(); ++rank) {
+        const ReportRow& row = *ranked[rank];
+        std::string stack;
+        // The innermost frame, malloc's caller, stands for the row in the single-value columns.
+        std::string function, location, module;
+        for (std::size_t i = 0; i < row.frames.size(); ++i) {
+            const auto& frame = input.symbolizer.resolve(row.frames[i], row.module_generation);
+            if (i == 0) {
+                function = function_name(frame);
+                location = source_location(frame);
+                module = frame.module.value_or("");
+            } else {
+                stack += ';';
+            }
+            stack += function_name(frame);
+        }
+        if (row.overflow) function = "[overflow site]";
+        const Counters& counters = row.counters;
+        out << rank + 1 << ',' << row.id << ',' << counters.live_bytes() << ','
+            << counters.live_blocks() << ',' << counters.allocs << ',' << counters.frees << ','
+            << counters.alloc_bytes << ',' << counters.free_bytes << ',' << csv_field(function)
+            << ',' << csv_field(location) << ',' << csv_field(module) << ',' << csv_field(stack)
+            << ',' << csv_field(row.innermost_ruby() ? ruby_location_text(*row.innermost_ruby()) : "") << ','
+            << (row.estimated ? "true" : "false") << '\n';
+    }
+}
+
+// Several rows per class go into one field each, separated by ';'.
+void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows,
+                            const ReportInput& input) {
+    out << "class,limit,allocs,frees,live_blocks,live_bytes,top_sites,top_sites_summary\n";
+    for (const auto& entry : size_class_table(input.snapshot, rows)) {
+        std::string ids, summaries;
+        for (const ReportRow* row : entry.top_rows) {
+            const char* separator = ids.empty() ? "" : ";";
+            ids += separator + std::to_string(row->id);
+            summaries += separator + row_summary(*row, input.options.by, input.symbolizer);
+        }
+        const auto limit = size_class_limit_bytes(entry.size_class);
+        out << entry.size_class << ',' << (limit ? std::to_string(*limit) : "") << ','
+            << entry.counters.allocs << ',' << entry.counters.frees << ','
+            << entry.counters.live_blocks() << ',' << entry.counters.live_bytes() << ','
+            << csv_field(ids) << ',' << csv_field(summaries) << '\n';
+    }
+}
+
+}  // namespace
+
+void write_csv_report(std::ostream& out, const ReportInput& input) {
+    const auto rows = report_rows(input.snapshot, input.options.by);
+    if (input.options.bins)
+        write_size_class_table(out, rows, input);
+    else
+        write_rows(out, rows, input);
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,132 @@
+#include "report_json.h"
+
+#include "report_bins.h"
+#include "report_labels.h"
+
+#include <nlohmann/json.hpp>
+
+namespace leakwrap {
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+json or_null(const std::optional<T>& value) {
+    return value ? json(*value) : json(nullptr);
+}
+
+json frame_json(const ResolvedFrame& frame) {
+    json result = {
+        {"addr", hex_address(frame.address)}, {"function", or_null(frame.function)},
+        {"file", or_null(frame.file)},        {"line", or_null(frame.line)},
+        {"module", or_null(frame.module)},
+    };
+    if (frame.module_offset) result["module_offset"] = hex_address(*frame.module_offset);
+    if (!frame.note.empty()) result["note"] = frame.note;
+    return result;
+}
+
+json ruby_json(const RubyLocation* ruby) {
+    if (ruby == nullptr) return nullptr;
+    return {{"file", ruby->file}, {"line", ruby->line}};
+}
+
+json ruby_frames_json(const std::vector<RubyLocation>& frames) {
+    json out = json::array();
+    for (const RubyLocation& frame : frames) out.push_back(ruby_json(&frame));
+    return out;
+}
+
+json size_classes_json(const std::vector<SizeClassCounters>& size_classes) {
+    json result = json::array();
+    for (const auto& [size_class, counters] : size_classes)
+        result.push_back({
+            {"class", size_class},
+            {"limit", or_null(size_class_limit_bytes(size_class))},
+            {"live_blocks", counters.live_blocks()},
+            {"live_bytes", counters.live_bytes()},
+            {"allocs", counters.allocs},
+            {"frees", counters.frees},
+        });
+    return result;
+}
+
+json row_json(const ReportRow& row, Symbolizer& symbolizer) {
+    json frames = json::array();
+    for (const uint64_t address : row.frames)
+        frames.push_back(frame_json(symbolizer.resolve(address, row.module_generation)));
+    return {
+        {"id", row.id},
+        {"overflow", row.overflow},
+        {"estimated", row.estimated},
+        {"live_bytes", row.counters.live_bytes()},
+        {"live_blocks", row.counters.live_blocks()},
+        {"allocs", row.counters.allocs},
+        {"frees", row.counters.frees},
+        {"alloc_bytes", row.counters.alloc_bytes},
+        {"free_bytes", row.counters.free_bytes},
+        {"ruby", ruby_json(row.innermost_ruby())},
+        {"ruby_frames", ruby_frames_json(row.ruby)},
+        {"reduced", row.reduced},
+        {"frames", std::move(frames)},
+        {"size_classes", size_classes_json(row.size_classes)},
+        {"records", row.records},
+    };
+}
+
+json bins_json(const std::vector<SizeClassEntry>& table) {
+    json bins = json::array();
+    for (const auto& entry : table) {
+        json top_rows = json::array();
+        for (const ReportRow* row : entry.top_rows) top_rows.push_back(row->id);
+        bins.push_back({
+            {"class", entry.size_class},
+            {"limit", or_null(size_class_limit_bytes(entry.size_class))},
+            {"allocs", entry.counters.allocs},
+            {"frees", entry.counters.frees},
+            {"live_blocks", entry.counters.live_blocks()},
+            {"live_bytes", entry.counters.live_bytes()},
+            {"top_sites", std::move(top_rows)},
+        });
+    }
+    return bins;
+}
+
+}  // namespace
+
+// The size-class table is always included, --bins or not: tools that poll the report rely on it.
+void write_json_report(std::ostream& out, const ReportInput& input) {
+    const Snapshot& snapshot = input.snapshot;
+    const Counters& totals = snapshot.totals;
+    const auto rows = report_rows(snapshot, input.options.by);
+    json sites = json::array();
+    for (const ReportRow* row : ranked_rows(rows, input.options))
+        sites.push_back(row_json(*row, input.symbolizer));
+    const json report = {
+        {"pid", snapshot.pid},
+        {"parent_pid", snapshot.parent_pid},
+        {"exe", snapshot.exe},
+        {"command_line", snapshot.command_line},
+        {"state", owner_state_name(input.owner)},
+        {"mode", snapshot.sampled() ? "sampled" : "exact"},
+        {"sample_interval", snapshot.sample_interval},
+        {"by", grouping_name(input.options.by)},
+        {"totals",
+         {
+             {"live_bytes", totals.live_bytes()},
+             {"live_blocks", totals.live_blocks()},
+             {"allocs", totals.allocs},
+             {"frees", totals.frees},
+             {"alloc_bytes", totals.alloc_bytes},
+             {"free_bytes", totals.free_bytes},
+             {"sites", snapshot.sites_in_use()},
+             {"lost_sites", snapshot.lost_sites},
+         }},
+        {"sites", std::move(sites)},
+        {"bins", bins_json(size_class_table(snapshot, rows))},
+    };
+    // Replace, not throw, on invalid UTF-8: paths and command lines are arbitrary bytes.
+    out << report.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace leakwrap

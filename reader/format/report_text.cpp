@@ -1,0 +1,161 @@
+#include "report_text.h"
+
+#include "printable_text.h"
+#include "report_bins.h"
+#include "report_labels.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+
+namespace leakwrap {
+namespace {
+
+std::string_view state_label(OwnerState state) {
+    switch (state) {
+        case OwnerState::alive:
+            return "alive";
+        case OwnerState::dead:
+            return "dead (post-mortem)";
+        case OwnerState::exited:
+            return "exited";
+        case OwnerState::stale:
+            return "stale (pid reused)";
+    }
+    return "unknown";
+}
+
+std::string bytes_with_human(uint64_t bytes) {
+    const std::string exact = std::to_string(bytes) + " B";
+    return bytes < 1024 ? exact : exact + " (" + human_bytes(bytes) + ")";
+}
+
+// std::setw counts bytes; size-class labels carry a multi-byte "≤".
+std::string padded_left(const std::string& text, std::size_t width) {
+    const auto characters =
+        static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+            return (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+        }));
+    return text + std::string(width > characters ? width - characters : 0, ' ');
+}
+
+void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& frame) {
+    out << "    #" << index << ' ' << hex_address(frame.address) << ' '
+        << printable(frame.function.value_or("??"));
+    if (const auto location = source_location(frame); !location.empty())
+        out << " at " << printable(location);
+    if (frame.module) {
+        out << " (" << printable(std::filesystem::path(*frame.module).filename().string());
+        if (!frame.function && frame.module_offset) out << '+' << hex_address(*frame.module_offset);
+        out << ')';
+    }
+    if (!frame.note.empty()) out << " [" << printable(frame.note) << ']';
+    out << '\n';
+}
+
+std::string row_title(const ReportRow& row, Grouping grouping) {
+    if (row.overflow)
+        return "overflow site (allocations from stacks that found the site table full)";
+    if (grouping == Grouping::ruby)
+        return row.innermost_ruby() ? "ruby " + printable(ruby_location_text(*row.innermost_ruby()))
+                                    : "(no Ruby frame)";
+    return "site " + std::to_string(row.id);
+}
+
+// Where a row's live blocks are, when they are in more than one class: the classes holding the
+// most, so that a Ruby line with blocks in dozens of classes still takes one short line.
+void write_size_classes(std::ostream& out, const ReportRow& row) {
+    constexpr std::size_t kClassesShown = 4;
+    std::vector<SizeClassCounters> live;
+    for (const auto& entry : row.size_classes)
+        if (entry.counters.live_blocks() > 0) live.push_back(entry);
+    if (live.size() < 2) return;
+    std::stable_sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+        return a.counters.live_blocks() > b.counters.live_blocks();
+    });
+    out << "    live by size class:";
+    const char* separator = " ";
+    for (std::size_t i = 0; i < std::min(kClassesShown, live.size()); ++i) {
+        out << separator << size_class_label(live[i].size_class) << ' '
+            << live[i].counters.live_blocks();
+        separator = ", ";
+    }
+    if (live.size() > kClassesShown) out << " and " << live.size() - kClassesShown << " more";
+    out << '\n';
+}
+
+void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
+               const ReportInput& input) {
+    const Counters& counters = row.counters;
+    out << '\n' << '#' << rank << ' ' << row_title(row, input.options.by);
+    if (row.estimated) out << " (estimated)";
+    out << ": " << bytes_with_human(counters.live_bytes()) << " live in " << counters.live_blocks()
+        << " blocks; " << counters.allocs << " allocs, " << counters.frees << " frees, "
+        << bytes_with_human(counters.alloc_bytes) << " allocated\n";
+    if (row.innermost_ruby() && input.options.by == Grouping::native)
+        out << "    ruby: " << printable(ruby_location_text(*row.innermost_ruby())) << '\n';
+    if (row.reduced)
+        out << "    (innermost frames only: the site table was nearly full; raise LEAKWRAP_MAX_SITES)\n";
+    write_size_classes(out, row);
+    for (std::size_t i = 0; i < row.frames.size(); ++i)
+        write_frame(out, i, input.symbolizer.resolve(row.frames[i], row.module_generation));
+    // The Ruby backtrace continues the native stack outwards: the VM called the native frames.
+    if (input.options.by == Grouping::native)
+        for (std::size_t i = 0; i < row.ruby.size(); ++i)
+            out << "    #" << row.frames.size() + i << " ruby " << printable(ruby_location_text(row.ruby[i]))
+                << '\n';
+}
+
+void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
+    const auto ranked = ranked_rows(rows, input.options);
+    for (std::size_t rank = 0; rank < ranked.size(); ++rank)
+        write_row(out, rank + 1, *ranked[rank], input);
+    if (ranked.size() < rows.size())
+        out << "\n(" << rows.size() - ranked.size() << " more rows not shown; --top 0 shows all)\n";
+}
+
+void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows,
+                            const ReportInput& input) {
+    out << "\nsize classes (exact, every block):\n";
+    out << "  " << padded_left("CLASS", 12) << std::right << std::setw(14) << "ALLOCS"
+        << std::setw(14) << "FREES" << std::setw(14) << "LIVE_BLOCKS" << std::setw(14)
+        << "LIVE_BYTES" << '\n';
+    for (const auto& entry : size_class_table(input.snapshot, rows)) {
+        out << "  " << padded_left(size_class_label(entry.size_class), 12) << std::setw(14)
+            << entry.counters.allocs << std::setw(14) << entry.counters.frees << std::setw(14)
+            << entry.counters.live_blocks() << std::setw(14)
+            << human_bytes(entry.counters.live_bytes()) << '\n';
+        for (const ReportRow* row : entry.top_rows)
+            out << "      " << std::setw(10) << row->in_size_class(entry.size_class).live_blocks()
+                << " live  site " << row->id << "  "
+                << printable(row_summary(*row, input.options.by, input.symbolizer)) << '\n';
+    }
+}
+
+}  // namespace
+
+void write_text_report(std::ostream& out, const ReportInput& input) {
+    const Snapshot& snapshot = input.snapshot;
+    const Counters& totals = snapshot.totals;
+    out << "pid " << snapshot.pid << " (" << state_label(input.owner) << ")  " << printable(snapshot.exe)
+        << "  command: " << printable(snapshot.command_line) << '\n';
+    out << "live: " << bytes_with_human(totals.live_bytes()) << " in " << totals.live_blocks()
+        << " blocks; " << totals.allocs << " allocs, " << totals.frees << " frees, "
+        << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
+        << snapshot.sites_in_use() << " sites\n";
+    if (snapshot.sampled())
+        out << "sampled (LEAKWRAP_SAMPLE=" << snapshot.sample_interval
+            << "): the totals are exact, the numbers per site are estimated\n";
+    if (snapshot.lost_sites > 0)
+        out << "warning: the site table overflowed: " << snapshot.lost_sites
+            << " allocations from stacks without a record were counted in the overflow site "
+               "(raise LEAKWRAP_MAX_SITES to see them separately)\n";
+
+    const auto rows = report_rows(snapshot, input.options.by);
+    if (input.options.bins)
+        write_size_class_table(out, rows, input);
+    else
+        write_rows(out, rows, input);
+}
+
+}  // namespace leakwrap

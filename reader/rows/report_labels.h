@@ -1,0 +1,37 @@
+// How a frame, a size class or a row reads in one line, the same in every format and in time
+// analysis.
+#pragma once
+
+#include "report_rows.h"
+#include "segment_snapshot.h"
+#include "symbolizer.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace leakwrap {
+
+// "0x7f3a12c0"
+std::string hex_address(uint64_t address);
+
+// "48.8 MiB"
+std::string human_bytes(uint64_t bytes);
+
+// "file:line", "file", or "" when DWARF had nothing.
+std::string source_location(const ResolvedFrame& frame);
+
+// "≤320 B", "≤1.25 KiB", "> 1 TiB": size-class limits are exact in binary units.
+std::string size_class_label(uint32_t size_class);
+
+// The inclusive upper bound of a class in bytes; nullopt for the last, unbounded one.
+std::optional<uint64_t> size_class_limit_bytes(uint32_t size_class);
+
+// "app.rb:12"
+std::string ruby_location_text(const RubyLocation& location);
+
+// Where a row allocates, in a few words: the innermost function (and the Ruby location, if
+// any), the Ruby location alone under --by ruby, or "[overflow]".
+std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer);
+
+}  // namespace leakwrap

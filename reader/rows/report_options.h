@@ -1,0 +1,38 @@
+// What a report is asked for (how many rows, ranked by what, in which format) and the ranking
+// that every format and time analysis apply to the rows.
+#pragma once
+
+#include "report_rows.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace leakwrap {
+
+enum class SortKey { live, allocs, bytes };
+enum class ReportFormat { text, json, csv, folded, openmetrics, pprof };
+// What a folded line counts: live bytes, or bytes ever allocated.
+enum class ValueKind { live, alloc };
+
+std::optional<SortKey> sort_key_from_name(std::string_view name);
+std::optional<ReportFormat> report_format_from_name(std::string_view name);
+std::optional<ValueKind> value_kind_from_name(std::string_view name);
+
+struct ReportOptions {
+    std::size_t top = 20;  // 0 = every row
+    SortKey sort = SortKey::live;
+    ReportFormat format = ReportFormat::text;
+    Grouping by = Grouping::native;
+    bool bins = false;  // text and CSV: the size-class table instead of the rows
+    ValueKind value = ValueKind::live;  // folded
+    uint64_t min_live_bytes = 0;  // rows holding fewer live bytes are left out (watch's --min-bytes)
+};
+
+// Descending by the sort key; ties by live blocks, then ascending id, so output is stable.
+std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows,
+                                          const ReportOptions& options);
+
+}  // namespace leakwrap

@@ -1,0 +1,211 @@
+#include "plot_svg.h"
+
+#include "change_units.h"
+#include "plot_scale.h"
+#include "report_labels.h"
+#include "series_history.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace leakwrap {
+namespace {
+
+// Geometry in SVG user units (pixels when rendered at 100%).
+constexpr double kWidth = 960;
+constexpr double kPlotLeft = 90;  // room for "1023.5 KiB"
+constexpr double kPlotRight = kWidth - 30;
+constexpr double kPanelTitleHeight = 34;
+constexpr double kPlotHeight = 240;
+constexpr double kXAxisHeight = 44;
+constexpr double kLegendRowHeight = 18;
+constexpr double kPanelGap = 26;
+constexpr double kHeaderHeight = 36;
+constexpr std::size_t kMaxLabelCharacters = 100;
+// Markers help to tell samples apart; beyond this many they would blur into the line.
+constexpr std::size_t kMaxSamplesWithMarkers = 80;
+
+// Tableau 10: distinct for people with the common colour-vision deficiencies.
+constexpr std::array<const char*, 10> kColours = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+                                                  "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                                  "#9c755f", "#bab0ac"};
+
+struct ChartLine {
+    std::string label;
+    std::vector<double> values;  // live bytes, one per sample
+};
+
+std::string number(double value) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f", value);
+    return text;
+}
+
+std::string shortened(const std::string& label) {
+    if (label.size() <= kMaxLabelCharacters) return label;
+    std::size_t cut = kMaxLabelCharacters;
+    while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xc0) == 0x80) --cut;  // UTF-8
+    return label.substr(0, cut) + "…";
+}
+
+double growth(const std::vector<double>& values) { return values.back() - values.front(); }
+
+double range(const std::vector<double>& values) {
+    const auto [low, high] = std::minmax_element(values.begin(), values.end());
+    return *high - *low;
+}
+
+std::vector<ChartLine> top_growing_sites(const std::vector<Sample>& series, std::size_t top) {
+    std::vector<SiteHistory> sites = site_histories(series);
+    std::erase_if(sites, [](const SiteHistory& site) { return growth(site.live_bytes) <= 0; });
+    std::stable_sort(sites.begin(), sites.end(), [](const SiteHistory& a, const SiteHistory& b) {
+        return growth(a.live_bytes) > growth(b.live_bytes);
+    });
+    std::vector<ChartLine> lines;
+    for (std::size_t i = 0; i < std::min(top, sites.size()); ++i)
+        lines.push_back({sites[i].label, std::move(sites[i].live_bytes)});
+    return lines;
+}
+
+std::vector<ChartLine> changed_size_classes(const std::vector<Sample>& series, std::size_t top) {
+    std::vector<BinHistory> bins = bin_histories(series);
+    std::erase_if(bins, [](const BinHistory& bin) { return range(bin.live_bytes) == 0; });
+    std::stable_sort(bins.begin(), bins.end(), [](const BinHistory& a, const BinHistory& b) {
+        return std::fabs(growth(a.live_bytes)) > std::fabs(growth(b.live_bytes));
+    });
+    std::vector<ChartLine> lines;
+    for (std::size_t i = 0; i < std::min(top, bins.size()); ++i)
+        lines.push_back({"size class " + size_class_label(bins[i].size_class),
+                         std::move(bins[i].live_bytes)});
+    return lines;
+}
+
+// One panel: title, axes with grid lines, a line per series and the legend below. Returns the
+// height it took.
+double draw_panel(std::ostream& svg, double top, const std::string& title,
+                  const std::string& empty_note, const std::vector<double>& seconds,
+                  const std::vector<ChartLine>& lines) {
+    double max_bytes = 0;
+    for (const ChartLine& line : lines)
+        max_bytes = std::max(max_bytes, *std::max_element(line.values.begin(), line.values.end()));
+    const Axis x_axis = time_axis(seconds.back());
+    const Axis y_axis = byte_axis(max_bytes);
+    const double plot_top = top + kPanelTitleHeight;
+    const double plot_bottom = plot_top + kPlotHeight;
+    const auto x_of = [&](double s) {
+        return kPlotLeft + (kPlotRight - kPlotLeft) * s / x_axis.high;
+    };
+    const auto y_of = [&](double bytes) { return plot_bottom - kPlotHeight * bytes / y_axis.high; };
+
+    svg << "<text x=\"" << kPlotLeft << "\" y=\"" << number(top + 20)
+        << "\" class=\"title\">" << escaped_markup(title) << "</text>\n";
+    for (const AxisTick& tick : y_axis.ticks) {
+        const std::string y = number(y_of(tick.value));
+        svg << "<line x1=\"" << kPlotLeft << "\" x2=\"" << kPlotRight << "\" y1=\"" << y
+            << "\" y2=\"" << y << "\" class=\"grid\"/>\n"
+            << "<text x=\"" << kPlotLeft - 8 << "\" y=\"" << number(y_of(tick.value) + 4)
+            << "\" class=\"tick\" text-anchor=\"end\">" << escaped_markup(tick.label)
+            << "</text>\n";
+    }
+    for (const AxisTick& tick : x_axis.ticks) {
+        const std::string x = number(x_of(tick.value));
+        svg << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << plot_bottom << "\" y2=\""
+            << plot_bottom + 5 << "\" class=\"axis\"/>\n"
+            << "<text x=\"" << x << "\" y=\"" << plot_bottom + 20
+            << "\" class=\"tick\" text-anchor=\"middle\">" << escaped_markup(tick.label)
+            << "</text>\n";
+    }
+    svg << "<line x1=\"" << kPlotLeft << "\" x2=\"" << kPlotRight << "\" y1=\"" << plot_bottom
+        << "\" y2=\"" << plot_bottom << "\" class=\"axis\"/>\n"
+        << "<line x1=\"" << kPlotLeft << "\" x2=\"" << kPlotLeft << "\" y1=\"" << plot_top
+        << "\" y2=\"" << plot_bottom << "\" class=\"axis\"/>\n"
+        << "<text x=\"" << (kPlotLeft + kPlotRight) / 2 << "\" y=\"" << plot_bottom + 38
+        << "\" class=\"tick\" text-anchor=\"middle\">time since the first sample</text>\n"
+        << "<text transform=\"translate(16 " << number((plot_top + plot_bottom) / 2)
+        << ") rotate(-90)\" class=\"tick\" text-anchor=\"middle\">live bytes</text>\n";
+    if (lines.empty())
+        svg << "<text x=\"" << (kPlotLeft + kPlotRight) / 2 << "\" y=\""
+            << number((plot_top + plot_bottom) / 2) << "\" class=\"note\" text-anchor=\"middle\">"
+            << escaped_markup(empty_note) << "</text>\n";
+
+    double legend_y = plot_bottom + kXAxisHeight;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        const char* colour = kColours[i % kColours.size()];
+        svg << "<polyline class=\"series\" stroke=\"" << colour << "\" points=\"";
+        for (std::size_t k = 0; k < seconds.size(); ++k)
+            svg << number(x_of(seconds[k])) << ',' << number(y_of(lines[i].values[k])) << ' ';
+        svg << "\"/>\n";
+        if (seconds.size() <= kMaxSamplesWithMarkers)
+            for (std::size_t k = 0; k < seconds.size(); ++k)
+                svg << "<circle cx=\"" << number(x_of(seconds[k])) << "\" cy=\""
+                    << number(y_of(lines[i].values[k])) << "\" r=\"2.5\" fill=\"" << colour
+                    << "\"/>\n";
+        legend_y += kLegendRowHeight;
+        svg << "<rect x=\"" << kPlotLeft << "\" y=\"" << number(legend_y - 10)
+            << "\" width=\"14\" height=\"4\" fill=\"" << colour << "\"/>\n"
+            << "<text x=\"" << kPlotLeft + 22 << "\" y=\"" << number(legend_y - 4)
+            << "\" class=\"legend\">" << escaped_markup(shortened(lines[i].label)) << "  ("
+            << escaped_markup(signed_human_bytes(growth(lines[i].values))) << ")</text>\n";
+    }
+    return legend_y - top;
+}
+
+}  // namespace
+
+std::string escaped_markup(std::string_view text) {
+    std::string result;
+    for (const char c : text) {
+        switch (c) {
+            case '&': result += "&amp;"; break;
+            case '<': result += "&lt;"; break;
+            case '>': result += "&gt;"; break;
+            case '"': result += "&quot;"; break;
+            case '\'': result += "&#39;"; break;
+            default: result += c;
+        }
+    }
+    return result;
+}
+
+std::string chart_svg(const std::vector<Sample>& series, std::size_t top) {
+    const std::vector<double> seconds = seconds_since_start(series);
+    std::ostringstream body;
+    double y = kHeaderHeight;
+    const std::vector<ChartLine> sites = top_growing_sites(series, top);
+    y += draw_panel(body, y,
+                    "Live bytes of the " + std::to_string(sites.size()) +
+                        (sites.size() == 1 ? " site" : " sites") + " that grew" +
+                        (sites.size() == top ? " most" : "") + " (from the first to the last sample)",
+                    "no site grew", seconds, sites);
+    y += kPanelGap;
+    y += draw_panel(body, y, "Live bytes per size class, the classes that changed",
+                    "no size class changed", seconds, changed_size_classes(series, top));
+    y += kPanelGap;
+
+    std::ostringstream svg;
+    svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\""
+        << number(y) << "\" viewBox=\"0 0 " << kWidth << ' ' << number(y) << "\">\n"
+        << "<style>text{font-family:'DejaVu Sans',Verdana,sans-serif;fill:#222}"
+           ".title{font-size:15px;font-weight:bold}.tick{font-size:12px;fill:#555}"
+           ".legend{font-size:12.5px}.note{font-size:14px;fill:#888}"
+           ".grid{stroke:#e4e4e4;stroke-width:1}.axis{stroke:#666;stroke-width:1}"
+           ".series{fill:none;stroke-width:2.2;stroke-linejoin:round}</style>\n"
+        << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        << "<text x=\"" << kPlotLeft << "\" y=\"24\" class=\"title\" style=\"font-size:17px\">"
+        << escaped_markup("leakwrap: pid " + std::to_string(series.front().pid) + ", " +
+                          std::to_string(series.size()) + " samples over " +
+                          elapsed_clock(seconds.back(), seconds.back() < 60) + ", live " +
+                          human_bytes(series.back().totals.live_bytes) + " (" +
+                          signed_human_bytes(static_cast<double>(series.back().totals.live_bytes) -
+                                             static_cast<double>(series.front().totals.live_bytes)) +
+                          ")")
+        << "</text>\n"
+        << body.str() << "</svg>\n";
+    return svg.str();
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,133 @@
+#include "series.h"
+
+#include "report_labels.h"
+#include "site_label.h"
+
+#include <fstream>
+#include <stdexcept>
+
+namespace leakwrap {
+namespace {
+
+using nlohmann::json;
+
+SampleCounters counters_from_json(const json& object) {
+    return {
+        .live_bytes = object.value("live_bytes", uint64_t{0}),
+        .live_blocks = object.value("live_blocks", uint64_t{0}),
+        .allocs = object.value("allocs", uint64_t{0}),
+        .frees = object.value("frees", uint64_t{0}),
+    };
+}
+
+// Reports before layout v2 have no bins; a series of such a process simply has none.
+std::vector<SampleBin> bins_from_json(const json& sample) {
+    std::vector<SampleBin> bins;
+    for (const json& bin : sample.value("bins", json::array()))
+        bins.push_back({bin.at("class").get<uint32_t>(), counters_from_json(bin)});
+    return bins;
+}
+
+std::ifstream open_for_reading(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path.string());
+    return in;
+}
+
+}  // namespace
+
+Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes) {
+    Sample sample{
+        .t = t,
+        .pid = report.at("pid").get<int64_t>(),
+        .totals = counters_from_json(report.at("totals")),
+        .bins = bins_from_json(report),
+        .sites = {},
+    };
+    for (const json& site : report.at("sites")) {
+        const SampleCounters counters = counters_from_json(site);
+        if (counters.live_bytes < min_live_bytes) continue;
+        sample.sites.push_back({site.at("id").get<uint64_t>(), site_label(site),
+                                site_stack_key(site), counters});
+    }
+    return sample;
+}
+
+nlohmann::ordered_json sample_to_json(const Sample& sample) {
+    using ordered = nlohmann::ordered_json;
+    const auto with_counters = [](ordered object, const SampleCounters& counters) {
+        object["live_bytes"] = counters.live_bytes;
+        object["live_blocks"] = counters.live_blocks;
+        object["allocs"] = counters.allocs;
+        object["frees"] = counters.frees;
+        return object;
+    };
+    ordered bins = ordered::array();
+    for (const SampleBin& bin : sample.bins) {
+        const std::optional<uint64_t> limit = size_class_limit_bytes(bin.size_class);
+        bins.push_back(with_counters(
+            {{"class", bin.size_class}, {"limit", limit ? ordered(*limit) : ordered(nullptr)}},
+            bin.counters));
+    }
+    ordered sites = ordered::array();
+    ordered labels = ordered::object();
+    for (const SampleSite& site : sample.sites) {
+        ordered entry = with_counters({{"id", site.id}}, site.counters);
+        entry["label"] = site.label;
+        sites.push_back(std::move(entry));
+        labels[std::to_string(site.id)] = site.label;
+    }
+    ordered line = ordered::object();
+    line["t"] = sample.t;
+    line["pid"] = sample.pid;
+    line["totals"] = with_counters(ordered::object(), sample.totals);
+    line["bins"] = std::move(bins);
+    line["sites"] = std::move(sites);
+    line["labels"] = std::move(labels);
+    return line;
+}
+
+Sample sample_from_json(const json& object) {
+    if (!object.contains("t")) return sample_from_report(object, 0, 0);
+    Sample sample{
+        .t = object.at("t").get<double>(),
+        .pid = object.at("pid").get<int64_t>(),
+        .totals = counters_from_json(object.at("totals")),
+        .bins = bins_from_json(object),
+        .sites = {},
+    };
+    for (const auto& site : object.at("sites")) {
+        const std::string label = site.at("label").get<std::string>();
+        sample.sites.push_back(
+            {site.at("id").get<uint64_t>(), label, label, counters_from_json(site)});
+    }
+    return sample;
+}
+
+std::vector<Sample> read_series(const std::filesystem::path& path) {
+    std::ifstream in = open_for_reading(path);
+    std::vector<Sample> series;
+    std::string line;
+    for (std::size_t number = 1; std::getline(in, line); ++number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        try {
+            series.push_back(sample_from_json(json::parse(line)));
+        } catch (const json::exception& error) {
+            throw std::runtime_error(path.string() + ":" + std::to_string(number) +
+                                     ": not a series line: " + error.what());
+        }
+    }
+    return series;
+}
+
+Sample read_sample_file(const std::filesystem::path& path) {
+    std::ifstream in = open_for_reading(path);
+    try {
+        return sample_from_json(json::parse(in));
+    } catch (const json::exception& error) {
+        throw std::runtime_error(path.string() +
+                                 ": not one JSON report or series line: " + error.what());
+    }
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,224 @@
+#include "watch.h"
+
+#include "change_units.h"
+#include "process_identity.h"
+#include "report_json.h"
+#include "report_labels.h"
+#include "series.h"
+#include "symbolizer.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace leakwrap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double unix_seconds_now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string local_clock_time() {
+    const std::time_t now = std::time(nullptr);
+    std::tm parts{};
+    localtime_r(&now, &parts);
+    char text[16];
+    std::strftime(text, sizeof(text), "%H:%M:%S", &parts);
+    return text;
+}
+
+// SIGINT and SIGTERM end a watch between two samples, never in the middle of a line: they are
+// blocked for the watch and taken synchronously while it sleeps.
+class StopSignals {
+public:
+    StopSignals() {
+        sigemptyset(&stop_);
+        sigaddset(&stop_, SIGINT);
+        sigaddset(&stop_, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &stop_, &previous_);
+    }
+    // A signal that came during the last sample was a request to stop, which the watch did:
+    // take it before restoring the mask, or it would kill the process on the way out.
+    ~StopSignals() {
+        const timespec no_wait{};
+        while (sigtimedwait(&stop_, nullptr, &no_wait) > 0) {
+        }
+        pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+    }
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+
+    // False if a stop signal arrived before the deadline.
+    bool sleep_until(Clock::time_point deadline) {
+        for (;;) {
+            const auto left = deadline - Clock::now();
+            if (left <= Clock::duration::zero()) return true;
+            const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
+            const timespec wait{
+                static_cast<time_t>(seconds.count()),
+                static_cast<long>(std::chrono::nanoseconds(left - seconds).count())};
+            if (sigtimedwait(&stop_, nullptr, &wait) > 0) return false;
+            if (errno == EAGAIN) return true;
+        }
+    }
+
+private:
+    sigset_t stop_{};
+    sigset_t previous_{};
+};
+
+bool same_modules(const std::vector<Module>& a, const std::vector<Module>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].unload_generation != b[i].unload_generation) return false;
+    return true;
+}
+
+// Renders snapshots as the JSON report does, so that a series names and groups sites exactly like
+// `leakwrap-report <pid> --format json`. Keeps its symbolizer (and so the DWARF it opened and the
+// frames it resolved) from one sample to the next while the module list stays the same.
+class SampleTaker {
+public:
+    explicit SampleTaker(uint64_t min_bytes) : min_bytes_(min_bytes) {}
+
+    Sample take(const Snapshot& snapshot) {
+        if (!symbolizer_ || !same_modules(modules_, snapshot.modules)) {
+            modules_ = snapshot.modules;
+            symbolizer_ = std::make_unique<Symbolizer>(modules_);
+        }
+        ReportOptions report_options;
+        report_options.top = 0;
+        report_options.format = ReportFormat::json;
+        // Only the rows the series keeps are rendered: a Ruby process has ~70,000 sites, and
+        // rendering and parsing back all of them took ~19 s a sample.
+        report_options.min_live_bytes = min_bytes_;
+        std::ostringstream report;
+        write_json_report(report, {snapshot, OwnerState::alive, *symbolizer_, report_options});
+        return sample_from_report(nlohmann::json::parse(report.str()), unix_seconds_now(),
+                                  min_bytes_);
+    }
+
+private:
+    uint64_t min_bytes_;
+    std::vector<Module> modules_;
+    std::unique_ptr<Symbolizer> symbolizer_;
+};
+
+std::string gone_reason(pid_t pid, OwnerState state) {
+    const std::string process = "process " + std::to_string(pid);
+    switch (state) {
+        case OwnerState::alive:
+            break;
+        case OwnerState::dead:
+            return process + " died";
+        case OwnerState::exited:
+            return process + " exited";
+        case OwnerState::stale:
+            return "pid " + std::to_string(pid) + " now belongs to another process";
+    }
+    return process + " is running";
+}
+
+// "15:40:12 sample 3: live 1.2 MiB, +340.0 KiB since start; top grower: f (a.c:3) +300.0 KiB"
+class SummaryWriter {
+public:
+    explicit SummaryWriter(std::ostream& out) : out_(out) {}
+
+    void write(std::size_t number, const Sample& sample) {
+        if (number == 1) {
+            start_total_ = sample.totals.live_bytes;
+            for (const SampleSite& site : sample.sites) start_[site.id] = site.counters.live_bytes;
+        }
+        const SampleSite* top = nullptr;
+        double top_growth = 0;
+        for (const SampleSite& site : sample.sites) {
+            const auto start = start_.find(site.id);
+            const double growth = static_cast<double>(site.counters.live_bytes) -
+                                  (start == start_.end() ? 0.0 : static_cast<double>(start->second));
+            if (growth > top_growth) {
+                top = &site;
+                top_growth = growth;
+            }
+        }
+        out_ << local_clock_time() << " sample " << number << ": live "
+             << human_bytes(sample.totals.live_bytes) << ", "
+             << signed_human_bytes(static_cast<double>(sample.totals.live_bytes) -
+                                   static_cast<double>(start_total_))
+             << " since start; top grower: ";
+        if (top)
+            out_ << top->label << ' ' << signed_human_bytes(top_growth);
+        else
+            out_ << "none";
+        out_ << std::endl;
+    }
+
+private:
+    std::ostream& out_;
+    uint64_t start_total_ = 0;
+    std::map<uint64_t, uint64_t> start_;  // live bytes by site id at the first sample
+};
+
+}  // namespace
+
+WatchResult watch_process(const WatchOptions& options, const ProcessReader& read_process,
+                          std::ostream& series, std::ostream& summary) {
+    StopSignals stop_signals;
+    SampleTaker taker(options.min_bytes);
+    SummaryWriter summary_writer(summary);
+    WatchResult result;
+    Snapshot previous;  // the last snapshot sampled, to tell what became of its process
+    const Clock::time_point start = Clock::now();
+    // A sample that took longer than the interval delays the next one instead of bunching them.
+    for (Clock::time_point next = start;;
+         next = std::max(next + options.interval, Clock::now())) {
+        if (options.count && result.samples >= *options.count) {
+            result.stop_reason = "--count reached";
+            return result;
+        }
+        if (options.duration && next - start > *options.duration) {
+            result.stop_reason = "--duration reached";
+            return result;
+        }
+        if (result.samples > 0 && !stop_signals.sleep_until(next)) {
+            result.stop_reason = "interrupted";
+            return result;
+        }
+        Snapshot snapshot;
+        try {
+            snapshot = read_process(options.pid);
+        } catch (const std::exception&) {
+            // A process that exits normally takes its segment with it (unless LEAKWRAP_KEEP=1):
+            // the end of the watch, not an error. Anything else, or a failing first read, is one.
+            if (result.samples == 0 || owner_state(previous) == OwnerState::alive) throw;
+            result.stop_reason = "process " + std::to_string(options.pid) + " exited";
+            return result;
+        }
+        if (const OwnerState state = owner_state(snapshot); state != OwnerState::alive) {
+            if (result.samples == 0)
+                throw std::runtime_error(gone_reason(options.pid, state) +
+                                         ": nothing to watch (see leakwrap-report " +
+                                         std::to_string(options.pid) + " for its last state)");
+            result.stop_reason = gone_reason(options.pid, state);
+            return result;
+        }
+        const Sample sample = taker.take(snapshot);
+        series << sample_to_json(sample).dump(-1, ' ', false,
+                                              nlohmann::ordered_json::error_handler_t::replace)
+               << std::endl;
+        if (!series) throw std::runtime_error("cannot write the series");
+        summary_writer.write(++result.samples, sample);
+        if (options.on_sample) options.on_sample(snapshot);
+        previous = std::move(snapshot);
+    }
+}
+
+}  // namespace leakwrap
