@@ -10,7 +10,7 @@ namespace leakwrap {
 
 }  // namespace leakwrap
 
-#if LEAKWRAP_DEBUG
+#if defined(LEAKWRAP_DEBUG) && LEAKWRAP_DEBUG
 #define LEAKWRAP_CHECK(condition) \
     ((condition) ? static_cast<void>(0) : ::leakwrap::check_failed(#condition, __FILE__, __LINE__))
 #else
