@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sys/syscall.h>
-#include <sched.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 #include <urcu-bp.h>
@@ -122,11 +121,6 @@ __attribute__((constructor)) void initialize_at_load() {
     finish_normal_exit();
     if (g_real_exit != nullptr) g_real_exit(status);
     for (;;) syscall(SYS_exit_group, status);
-}
-
-bool wait_for_initialization() {
-    while (g_mode.load(std::memory_order_acquire) == kInitializing) sched_yield();
-    return g_mode.load(std::memory_order_acquire) == kTracking;
 }
 
 }  // namespace leakwrap

@@ -22,15 +22,11 @@ extern constinit Config g_config;
 // destructors, but their exit is just as normal, so it cleans up the same way.
 [[noreturn]] void exit_now(int status);
 
-// Waits for a concurrent initialisation to finish; true if it enabled tracking.
-bool wait_for_initialization();
-
-// True when this allocation should be tracked. One load once running.
+// True when this allocation should be tracked. One load. Another thread's allocation while the
+// constructor initialises is not tracked rather than made to wait: the initialising thread may
+// need a lock (the loader's) that the waiting one holds.
 inline bool tracking_enabled() {
-    int mode = g_mode.load(std::memory_order_acquire);
-    if (__builtin_expect(mode == kTracking, 1)) return true;
-    if (mode != kInitializing) return false;
-    return wait_for_initialization();
+    return __builtin_expect(g_mode.load(std::memory_order_acquire) == kTracking, 1);
 }
 
 }  // namespace leakwrap

@@ -23,8 +23,10 @@
 //     - never a lock of glibc's malloc (invariant 2) nor of the program's.
 //     The Ruby tables' flag and the module scan's flag are tried, never waited for: a thread
 //     that finds them taken records the allocation without a Ruby backtrace / module scan.
-//     The one wait is the fork copy's (site_counters.cpp), bounded, for delta moves that are a
-//     few atomic adds long.
+//     An allocation never waits for start-up either: while the constructor initialises it goes
+//     untracked, while another thread looks the real functions up it takes the bootstrap
+//     arena. The one wait is the fork copy's (site_counters.cpp), bounded, for delta moves
+//     that are a few atomic adds long.
 //  4. Signals. A handler that allocates while its thread runs bookkeeping sees the guard
 //     (invariant 1) and is untracked; one that interrupts the program outside bookkeeping finds
 //     every per-thread structure (ThreadState, thread_state.h) consistent. Nothing here blocks
@@ -62,10 +64,10 @@ constexpr std::size_t kMaxAlignment = std::size_t{1} << 62;
 
 // Blocks nobody tracks: leakwrap's own, pass-through mode, or before the real allocator is known.
 void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
-    if (!g_real_resolved) {
-        if (inside_leakwrap()) return bootstrap_allocate(size, alignment);
-        resolve_real_allocator();
-    }
+    // Until the real functions are known, and while another thread looks them up, the bootstrap
+    // arena serves: an allocation never waits.
+    if (!g_real_resolved && (inside_leakwrap() || !try_resolve_real_allocator()))
+        return bootstrap_allocate(size, alignment);
     if (alignment <= kNaturalAlignment)
         return zeroed ? g_real.calloc(1, size) : g_real.malloc(size);
     void* block = g_real.memalign(alignment, size);

@@ -1,6 +1,7 @@
 #include "real_allocator.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
@@ -30,16 +31,10 @@ Fn lookup(const char* name) {
 
 }  // namespace
 
-void resolve_real_allocator() {
+bool try_resolve_real_allocator() {
     static constinit std::atomic<int> state{0};  // 0 unresolved, 1 resolving, 2 done
     int expected = 0;
-    if (!state.compare_exchange_strong(expected, 1)) {
-        // Another thread is inside dlsym. Its own nested allocations never get here (the guard
-        // sends them to the arena), so this wait always ends.
-        while (state.load(std::memory_order_acquire) != 2) {
-        }
-        return;
-    }
+    if (!state.compare_exchange_strong(expected, 1)) return expected == 2;
     GuardScope guard;  // dlsym's own allocations are served by the bootstrap arena
     RealAllocator r{};
     r.malloc = lookup<decltype(r.malloc)>("malloc");
@@ -51,6 +46,13 @@ void resolve_real_allocator() {
     g_real = r;
     __atomic_store_n(&g_real_resolved, true, __ATOMIC_RELEASE);
     state.store(2, std::memory_order_release);
+    return true;
+}
+
+void resolve_real_allocator() {
+    // Another thread is inside dlsym: its own nested allocations never get here (the guard sends
+    // them to the arena), so this wait always ends.
+    while (!try_resolve_real_allocator()) sched_yield();
 }
 
 void* bootstrap_allocate(std::size_t size, std::size_t alignment) {

@@ -19,7 +19,10 @@ struct RealAllocator {
 extern constinit RealAllocator g_real;
 extern constinit bool g_real_resolved;
 
-// Looks the real functions up once; safe to call from any thread (idempotent).
+// Looks the real functions up once; false, at once, if another thread is doing it now.
+bool try_resolve_real_allocator();
+// The same, waiting for the other thread if need be: only for what cannot do without the real
+// functions (freeing a block they made), never for a new allocation.
 void resolve_real_allocator();
 
 inline const RealAllocator& real() {
