@@ -113,10 +113,11 @@ int main(int argc, char** argv) {
                    "(total bytes allocated) (default: live)")
         ->check(CLI::IsMember({"live", "allocs", "bytes"}));
     app.add_option("--format", format,
-                   "Output as text, json, csv, folded (flame graph stacks), openmetrics "
-                   "(Prometheus) or pprof (gzipped protobuf for go tool pprof, Pyroscope, Parca); "
-                   "folded and pprof always carry every row (default: text)")
-        ->check(CLI::IsMember({"text", "json", "csv", "folded", "openmetrics", "pprof"}));
+                   "Output as text, json, csv, folded (flame graph stacks), prometheus (the "
+                   "Prometheus text format, for node_exporter's textfile collector), openmetrics "
+                   "or pprof (gzipped protobuf for go tool pprof, Pyroscope, Parca); folded and "
+                   "pprof always carry every row (default: text)")
+        ->check(CLI::IsMember({"text", "json", "csv", "folded", "prometheus", "openmetrics", "pprof"}));
     std::string value = "live";
     app.add_option("--value", value,
                    "What a folded line counts: live (live bytes) or alloc (bytes ever "

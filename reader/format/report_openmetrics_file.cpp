@@ -46,7 +46,8 @@ void OpenMetricsFile::write(const Snapshot& snapshot) {
         modules_ = snapshot.modules.size();
     }
     std::ostringstream report;
-    write_openmetrics_report(report, {snapshot, owner_state(snapshot), *symbolizer_, options_});
+    write_metrics(report, {{snapshot, owner_state(snapshot), *symbolizer_, options_}},
+                  MetricsDialect::prometheus);
     const std::string text = report.str();
 
     const std::string name = "leakwrap_" + std::to_string(snapshot.pid) + ".prom";

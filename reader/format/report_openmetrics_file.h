@@ -1,5 +1,6 @@
-// `watch --openmetrics-dir DIR`: the OpenMetrics report of every sample, as the file
-// DIR/leakwrap_<pid>.prom that node_exporter's textfile collector (or any scraper of files) reads.
+// `watch --openmetrics-dir DIR`: the metrics of every sample, as the file DIR/leakwrap_<pid>.prom
+// in the Prometheus text format, which node_exporter's textfile collector reads (it does not read
+// OpenMetrics).
 #pragma once
 
 #include "report_options.h"

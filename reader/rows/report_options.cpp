@@ -17,6 +17,7 @@ std::optional<ReportFormat> report_format_from_name(std::string_view name) {
     if (name == "json") return ReportFormat::json;
     if (name == "csv") return ReportFormat::csv;
     if (name == "folded") return ReportFormat::folded;
+    if (name == "prometheus") return ReportFormat::prometheus;
     if (name == "openmetrics") return ReportFormat::openmetrics;
     if (name == "pprof") return ReportFormat::pprof;
     return std::nullopt;
