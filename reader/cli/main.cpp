@@ -146,11 +146,11 @@ int main(int argc, char** argv) {
     for (auto* mode : {pid, segment, list, clean})
         for (auto* other : {pid, segment, list, clean})
             if (mode != other) mode->excludes(other);
-    // Time analysis, instead of a report: at most one subcommand.
+    // Time analysis or the HTTP server, instead of a report: at most one subcommand.
     app.require_subcommand(0, 1);
     const std::vector<Subcommand> subcommands = {
         add_watch_subcommand(app, read_by_pid), add_suspects_subcommand(app),
-        add_diff_subcommand(app), add_plot_subcommand(app)};
+        add_diff_subcommand(app), add_plot_subcommand(app), add_serve_subcommand(app)};
 
     try {
         app.parse(argc, argv);

@@ -9,9 +9,7 @@
 
 #include <sys/types.h>
 
-#include <cstddef>
 #include <filesystem>
-#include <memory>
 
 namespace leakwrap {
 
@@ -29,10 +27,7 @@ private:
     std::filesystem::path directory_;
     ReportOptions options_;
     mode_t mode_;  // of each new file
-    // Kept across samples, since it caches what it resolved; rebuilt when the module list grows
-    // (modules are only ever appended, so their count tells).
-    std::unique_ptr<Symbolizer> symbolizer_;
-    std::size_t modules_ = 0;
+    ProcessSymbolizer symbolizer_;
 };
 
 }  // namespace leakwrap

@@ -98,11 +98,12 @@ NodeExporter::NodeExporter(const std::filesystem::path& textfile_directory)
 }
 
 Prometheus::Prometheus(const std::vector<std::string>& targets,
-                       const std::filesystem::path& scratch)
+                       const std::filesystem::path& scratch, std::chrono::seconds interval)
     : port_(free_loopback_port()) {
     const auto configuration = scratch / "prometheus.yml";
     std::ofstream yaml(configuration);
-    yaml << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+    yaml << "global:\n  scrape_interval: " << interval.count() << "s\n  scrape_timeout: "
+         << interval.count() << "s\n"
          << "scrape_configs:\n  - job_name: leakwrap\n    static_configs:\n      - targets:\n";
     for (const std::string& target : targets) yaml << "          - '" << target << "'\n";
     yaml.close();

@@ -47,11 +47,12 @@ private:
     std::unique_ptr<e2e::Target> process_;
 };
 
-// A Prometheus that scrapes the targets ("127.0.0.1:PORT") every second, in its own
-// configuration and data directory under `scratch`.
+// A Prometheus that scrapes the targets ("127.0.0.1:PORT") every `interval`, which is also how
+// long a scrape may take, in its own configuration and data directory under `scratch`.
 class Prometheus {
 public:
-    Prometheus(const std::vector<std::string>& targets, const std::filesystem::path& scratch);
+    Prometheus(const std::vector<std::string>& targets, const std::filesystem::path& scratch,
+               std::chrono::seconds interval = std::chrono::seconds(1));
 
     // The result of an instant query (/api/v1/query) once it holds a series, asked again and
     // again until `timeout`; throws with the last answer when it never does.
