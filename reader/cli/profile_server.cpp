@@ -118,12 +118,16 @@ Process live_process(pid_t pid) {
     }
 }
 
-// Every segment of /dev/shm that this user may read; the others are left out.
-std::vector<Process> readable_processes() {
+// Every live process whose segment this user may read. A dead process's series must go stale,
+// not stay at its last value; and since /dev/shm may hold many segments left behind, one whose
+// pid is gone is not even read.
+std::vector<Process> live_processes() {
     std::vector<Process> processes;
     for (const SegmentEntry& entry : find_segments()) {
+        if (!process_exists(entry.pid)) continue;
         try {
-            processes.push_back(described(read_one_at_a_time(entry)));
+            Process process = described(read_one_at_a_time(entry));
+            if (process.state == OwnerState::alive) processes.push_back(std::move(process));
         } catch (const std::exception&) {
             // Another user's, gone since it was listed, or not a segment: not ours to show.
         }
@@ -171,18 +175,15 @@ void serve_metrics(const httplib::Request& request, httplib::Response& response,
                                        : MetricsDialect::prometheus;
     ReportOptions report;
     report.top = options.top;
-    const std::vector<Process> processes = readable_processes();
+    const std::vector<Process> processes = live_processes();
     std::ostringstream body;
     {
         const auto lock = symbolizers.lock();
         symbolizers.forget_gone_processes();
         std::vector<ReportInput> inputs;
-        for (const Process& process : processes) {
-            // A dead process's series must go stale, not stay at its last value.
-            if (process.state != OwnerState::alive) continue;
+        for (const Process& process : processes)
             inputs.push_back(
                 {process.snapshot, process.state, symbolizers.of(process.snapshot), report});
-        }
         write_metrics(body, inputs, dialect);
     }
     set_body(response, body.str(), std::string(metrics_content_type(dialect)));

@@ -123,8 +123,14 @@ nlohmann::json Prometheus::query_until_found(const std::string& promql,
     while (true) {
         const nlohmann::json data = api_data(port_, path);
         if (!data.at("result").empty()) return data.at("result");
-        if (std::chrono::steady_clock::now() >= deadline)
-            throw std::runtime_error("Prometheus found no series for " + promql + " in time");
+        if (std::chrono::steady_clock::now() >= deadline) {
+            std::string health;
+            for (const auto& target : api_data(port_, "/api/v1/targets").at("activeTargets"))
+                health += " " + target.value("scrapeUrl", "") + ": " + target.value("health", "") +
+                          " " + target.value("lastError", "") + ";";
+            throw std::runtime_error("Prometheus found no series for " + promql +
+                                     " in time; targets:" + health);
+        }
         std::this_thread::sleep_for(200ms);
     }
 }

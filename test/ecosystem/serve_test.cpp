@@ -99,7 +99,8 @@ TEST_F(Serve, PrometheusScrapesItWithTheLeaksValueAndTypes) {
         GTEST_SKIP() << "no prometheus, prometheus-node-exporter or promtool (scripts/setup.sh installs them)";
     Prometheus prometheus({"127.0.0.1:" + std::to_string(port)}, directory.path(), std::chrono::seconds(5));
     const auto leak = prometheus.query_until_found(
-        "sum(leakwrap_site_live_bytes{pid=\"" + pid + "\",function=\"leak_malloc\"})");
+        "sum(leakwrap_site_live_bytes{pid=\"" + pid + "\",function=\"leak_malloc\"})",
+        std::chrono::seconds(100));
     EXPECT_EQ(std::stod(leak.at(0).at("value").at(1).get<std::string>()),
               (kMallocCount - kMallocFreed) * kMallocSize)
         << leak;
