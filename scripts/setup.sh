@@ -8,11 +8,13 @@ packages=(
   liburcu-dev libunwind-dev libboost-dev libdw-dev     # libleakwrap.so and leakwrap-report
   libcli11-dev                                         # leakwrap-report's command line
   libprotobuf-dev protobuf-compiler zlib1g-dev         # leakwrap-report --format pprof
+  libcpp-httplib-dev                                   # leakwrap-report serve, and the tests' HTTP client
+  prometheus prometheus-node-exporter                  # promtool and the end-to-end metrics tests
   golang-go                                            # go tool pprof, reads it in the tests
   libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
   librsvg2-bin                                         # rsvg-convert: the tests render plot's SVG
   python3 perl git                                     # workloads of the smoke tests
-  sqlite3 util-linux                                   # compatibility and fault tests
+  sqlite3 util-linux                                   # compatibility and fault tests; script, setpriv
   clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
   time heaptrack libjemalloc2                          # test/bench/compare.sh (libjemalloc2: its jemalloc-prof variant)

@@ -1,5 +1,6 @@
 // leakwrap-report: shows where the still-live heap memory of a process started with
 // LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
+#include "option_typos.h"
 #include "printable_text.h"
 #include "process_identity.h"
 #include "report.h"
@@ -11,9 +12,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -41,6 +44,36 @@ struct CommandLine {
 int report_error(std::string_view message, int exit_code) {
     std::cerr << "leakwrap-report: error: " << printable(message) << '\n';
     return exit_code;
+}
+
+// Whether writing to FILE would write to a terminal (-o /dev/tty, say). Opened without
+// creating, truncating or waiting (a FIFO without a reader fails), and closed again.
+bool is_terminal(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool terminal = isatty(fd) != 0;
+    ::close(fd);
+    return terminal;
+}
+
+// CLI11 reports a mistyped option by what became of the words after it ("Could not convert: pid
+// = json" for --formt json 1), and a mistyped subcommand as a pid. Say what was mistyped instead,
+// with the name that was likely meant.
+std::string usage_error_message(const CLI::App& app, const CLI::Option& pid,
+                                const CLI::ParseError& error) {
+    const auto meant = [&](const std::string& typed) {
+        const auto name = closest_name(app, typed);
+        return name ? "; did you mean " + *name + "?" : "";
+    };
+    for (const std::string& typed : app.remaining(true)) {
+        const bool option =
+            typed.starts_with("--") || (typed.size() == 2 && typed[0] == '-' && std::isalpha(typed[1]));
+        if (option) return "unknown option " + typed + meant(typed);
+    }
+    for (const std::string& typed : pid.results())
+        if (typed.find_first_not_of("0123456789") != std::string::npos && closest_name(app, typed))
+            return "unknown subcommand " + typed + meant(typed);
+    return error.what();
 }
 
 Snapshot read_by_pid(pid_t pid) {
@@ -113,10 +146,11 @@ int main(int argc, char** argv) {
                    "(total bytes allocated) (default: live)")
         ->check(CLI::IsMember({"live", "allocs", "bytes"}));
     app.add_option("--format", format,
-                   "Output as text, json, csv, folded (flame graph stacks), openmetrics "
-                   "(Prometheus) or pprof (gzipped protobuf for go tool pprof, Pyroscope, Parca); "
-                   "folded and pprof always carry every row (default: text)")
-        ->check(CLI::IsMember({"text", "json", "csv", "folded", "openmetrics", "pprof"}));
+                   "Output as text, json, csv, folded (flame graph stacks), prometheus (the "
+                   "Prometheus text format, for node_exporter's textfile collector), openmetrics "
+                   "or pprof (gzipped protobuf for go tool pprof, Pyroscope, Parca); folded and "
+                   "pprof always carry every row (default: text)")
+        ->check(CLI::IsMember({"text", "json", "csv", "folded", "prometheus", "openmetrics", "pprof"}));
     std::string value = "live";
     app.add_option("--value", value,
                    "What a folded line counts: live (live bytes) or alloc (bytes ever "
@@ -145,11 +179,11 @@ int main(int argc, char** argv) {
     for (auto* mode : {pid, segment, list, clean})
         for (auto* other : {pid, segment, list, clean})
             if (mode != other) mode->excludes(other);
-    // Time analysis, instead of a report: at most one subcommand.
+    // Time analysis or the HTTP server, instead of a report: at most one subcommand.
     app.require_subcommand(0, 1);
     const std::vector<Subcommand> subcommands = {
         add_watch_subcommand(app, read_by_pid), add_suspects_subcommand(app),
-        add_diff_subcommand(app), add_plot_subcommand(app)};
+        add_diff_subcommand(app), add_plot_subcommand(app), add_serve_subcommand(app)};
 
     try {
         app.parse(argc, argv);
@@ -158,7 +192,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& version) {
         return app.exit(version);
     } catch (const CLI::ParseError& error) {
-        return report_error(std::string(error.what()) + " (see --help)", kExitUsageError);
+        return report_error(usage_error_message(app, *pid, error) + " (see --help)",
+                            kExitUsageError);
     }
     const auto chosen = std::find_if(subcommands.begin(), subcommands.end(),
                                      [](const Subcommand& sub) { return sub.parser->parsed(); });
@@ -177,9 +212,10 @@ int main(int argc, char** argv) {
     command.report.sort = *sort_key_from_name(sort);
     command.report.format = *report_format_from_name(format);
     command.report.value = *value_kind_from_name(value);
-    if (command.report.format == ReportFormat::pprof && command.output.empty() &&
-        isatty(STDOUT_FILENO))
-        return report_error("pprof output is binary: give -o FILE or redirect stdout",
+    if (command.report.format == ReportFormat::pprof &&
+        (command.output.empty() ? isatty(STDOUT_FILENO) != 0 : is_terminal(command.output)))
+        return report_error("pprof output is binary and would garble the terminal: give -o FILE "
+                            "or redirect stdout",
                             kExitUsageError);
     command.report.by = *grouping_from_name(by);
 

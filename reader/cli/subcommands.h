@@ -1,5 +1,5 @@
-// The time-analysis subcommands of leakwrap-report: watch a process, rank the suspects of a
-// series, diff snapshots, plot a series. Each registers its options on the main parser and runs
+// The subcommands of leakwrap-report: watch a process, rank the suspects of a series, diff
+// snapshots, plot a series; serve every segment over HTTP. Each registers its options on the main parser and runs
 // once CLI11 has chosen it.
 #pragma once
 
@@ -21,5 +21,6 @@ Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process);
 Subcommand add_suspects_subcommand(CLI::App& app);
 Subcommand add_diff_subcommand(CLI::App& app);
 Subcommand add_plot_subcommand(CLI::App& app);
+Subcommand add_serve_subcommand(CLI::App& app);
 
 }  // namespace leakwrap

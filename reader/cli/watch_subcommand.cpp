@@ -54,7 +54,7 @@ Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process) {
                       "Leave out of each line the sites holding fewer live bytes (default: " +
                           std::to_string(kDefaultWatchMinBytes) + ")");
     watch->add_option("--openmetrics-dir", line->openmetrics_dir,
-                      "Also write each sample's --format openmetrics report (top 20 rows) to "
+                      "Also write each sample's --format prometheus report (top 20 rows) to "
                       "DIR/leakwrap_<pid>.prom, replaced atomically, for node_exporter's textfile "
                       "collector (default: none)")
         ->type_name("DIR")

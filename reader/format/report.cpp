@@ -19,8 +19,10 @@ void write_report(std::ostream& out, const ReportInput& input) {
             return write_csv_report(out, input);
         case ReportFormat::folded:
             return write_folded_report(out, input);
+        case ReportFormat::prometheus:
+            return write_metrics(out, {input}, MetricsDialect::prometheus);
         case ReportFormat::openmetrics:
-            return write_openmetrics_report(out, input);
+            return write_metrics(out, {input}, MetricsDialect::openmetrics);
         case ReportFormat::pprof:
             return write_pprof_report(out, input);
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <ranges>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,7 +39,7 @@ std::string valid_utf8(std::string_view text) {
     return result;
 }
 
-// OpenMetrics escapes exactly these three in a label value.
+// Both formats escape exactly these three in a label value.
 std::string escaped_label_value(std::string_view text) {
     std::string escaped;
     for (const char c : valid_utf8(text)) {
@@ -57,94 +58,117 @@ struct Sample {
     uint64_t value;
 };
 
-class Exposition {
-public:
-    Exposition(std::ostream& out, int32_t pid) : out_(out), pid_(std::to_string(pid)) {}
-
-    // One family: its metadata, then all its samples, as OpenMetrics requires.
-    void family(std::string_view name, std::string_view type, std::string_view unit,
-                std::string_view help, const std::vector<Sample>& samples) {
-        out_ << "# TYPE " << name << ' ' << type << '\n';
-        if (!unit.empty()) out_ << "# UNIT " << name << ' ' << unit << '\n';
-        out_ << "# HELP " << name << ' ' << help << '\n';
-        const std::string_view suffix = type == "counter" ? "_total" : "";
-        for (const Sample& sample : samples) {
-            out_ << name << suffix << "{pid=\"" << pid_ << '"';
-            for (const auto& [label, value] : sample.labels)
-                out_ << ',' << label << "=\"" << escaped_label_value(value) << '"';
-            out_ << "} " << sample.value << '\n';
-        }
-    }
-
-    void end() { out_ << "# EOF\n"; }
-
-private:
-    std::ostream& out_;
-    std::string pid_;
+struct Family {
+    std::string_view name;  // without a counter's _total
+    std::string_view type;
+    std::string_view unit;  // OpenMetrics' UNIT; the name ends in it
+    std::string_view help;
+    std::vector<Sample> samples;
 };
 
-std::vector<Sample> bin_live_bytes(const Snapshot& snapshot) {
-    std::vector<Sample> samples;
+void write_family(std::ostream& out, const Family& family, MetricsDialect dialect) {
+    if (family.samples.empty()) return;
+    const std::string sample_name =
+        std::string(family.name) + (family.type == "counter" ? "_total" : "");
+    if (dialect == MetricsDialect::openmetrics) {
+        out << "# TYPE " << family.name << ' ' << family.type << '\n';
+        if (!family.unit.empty()) out << "# UNIT " << family.name << ' ' << family.unit << '\n';
+        out << "# HELP " << family.name << ' ' << family.help << '\n';
+    } else {
+        out << "# HELP " << sample_name << ' ' << family.help << '\n';
+        out << "# TYPE " << sample_name << ' ' << family.type << '\n';
+    }
+    for (const Sample& sample : family.samples) {
+        out << sample_name << '{';
+        for (std::size_t i = 0; i < sample.labels.size(); ++i)
+            out << (i == 0 ? "" : ",") << sample.labels[i].first << "=\""
+                << escaped_label_value(sample.labels[i].second) << '"';
+        out << "} " << sample.value << '\n';
+    }
+}
+
+Labels with(const Labels& process, Labels more) {
+    more.insert(more.begin(), process.begin(), process.end());
+    return more;
+}
+
+void add_bins(std::vector<Sample>& samples, const Labels& process, const Snapshot& snapshot) {
     for (uint32_t size_class = 0; size_class < snapshot.bins.size(); ++size_class) {
         const Counters& bin = snapshot.bins[size_class];
         if (bin.allocs == 0) continue;
         const auto limit = size_class_limit_bytes(size_class);
-        samples.push_back(
-            {{{"class_limit", limit ? std::to_string(*limit) : "+Inf"}}, bin.live_bytes()});
+        samples.push_back({with(process, {{"class_limit", limit ? std::to_string(*limit) : "+Inf"}}),
+                           bin.live_bytes()});
     }
-    return samples;
 }
 
 Labels row_labels(const ReportRow& row, Symbolizer& symbolizer) {
-    // The innermost frame that is not the Ruby location names the site, as in the text report;
-    // the Ruby location has a label of its own.
+    Labels labels = {{"site", std::to_string(row.id)}};
     const auto frames = row_frames(row, symbolizer);
-    const auto function = std::find_if(frames.begin(), frames.end(),
-                                       [](const RowFrame& frame) { return frame.ruby == nullptr; });
-    Labels labels = {{"site", std::to_string(row.id)},
-                     {"function", function == frames.end() ? kNoStackFrame : function->name}};
+    const auto native_end = std::find_if(frames.begin(), frames.end(),
+                                         [](const RowFrame& frame) { return !frame.native; });
+    const auto named = innermost_frame_outside_runtimes(
+        std::ranges::subrange(frames.begin(), native_end),
+        [](const RowFrame& frame) { return frame.native->module.value_or(""); });
+    // Every native frame in a runtime: the Ruby line names the site by itself, else the
+    // innermost frame (or "[overflow]", "[no stack]") is the best there is.
+    if (named != native_end) labels.emplace_back("function", named->name);
+    else if (!row.innermost_ruby()) labels.emplace_back("function", frames.front().name);
     if (row.innermost_ruby()) labels.emplace_back("ruby", ruby_location_text(*row.innermost_ruby()));
     return labels;
 }
 
 }  // namespace
 
-void write_openmetrics_report(std::ostream& out, const ReportInput& input) {
-    const Snapshot& snapshot = input.snapshot;
-    const Counters& totals = snapshot.totals;
-    Exposition exposition(out, snapshot.pid);
-    exposition.family("leakwrap_live_bytes", "gauge", "bytes",
-                      "Bytes allocated and not freed, in the whole process.",
-                      {{{}, totals.live_bytes()}});
-    exposition.family("leakwrap_live_blocks", "gauge", "",
-                      "Blocks allocated and not freed, in the whole process.",
-                      {{{}, totals.live_blocks()}});
-    exposition.family("leakwrap_allocations", "counter", "",
-                      "Allocations since the process started.", {{{}, totals.allocs}});
-    exposition.family("leakwrap_frees", "counter", "", "Frees since the process started.",
-                      {{{}, totals.frees}});
-    exposition.family("leakwrap_bin_live_bytes", "gauge", "bytes",
-                      "Live bytes in blocks of a size class, by its inclusive upper limit.",
-                      bin_live_bytes(snapshot));
+std::string_view metrics_content_type(MetricsDialect dialect) {
+    return dialect == MetricsDialect::openmetrics
+               ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+               : "text/plain; version=0.0.4; charset=utf-8";
+}
 
-    const auto rows = report_rows(snapshot, input.options.by);
-    std::vector<Sample> live_bytes, live_blocks;
-    for (const ReportRow* row : ranked_rows(rows, input.options)) {
-        const Labels labels = row_labels(*row, input.symbolizer);
-        live_bytes.push_back({labels, row->counters.live_bytes()});
-        live_blocks.push_back({labels, row->counters.live_blocks()});
+void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
+                   MetricsDialect dialect) {
+    Family live_bytes{"leakwrap_live_bytes", "gauge", "bytes",
+                      "Bytes allocated and not freed, in the whole process.", {}};
+    Family live_blocks{"leakwrap_live_blocks", "gauge", "",
+                       "Blocks allocated and not freed, in the whole process.", {}};
+    Family allocations{"leakwrap_allocations", "counter", "",
+                       "Allocations since the process started.", {}};
+    Family frees{"leakwrap_frees", "counter", "", "Frees since the process started.", {}};
+    Family sample_interval{"leakwrap_sample_interval_bytes", "gauge", "bytes",
+                           "LEAKWRAP_SAMPLE: 0 counts every allocation; otherwise the site "
+                           "values are estimates from one sample per this many bytes.",
+                           {}};
+    Family bins{"leakwrap_bin_live_bytes", "gauge", "bytes",
+                "Live bytes in blocks of a size class, by its inclusive upper limit.", {}};
+    Family site_bytes{"leakwrap_site_live_bytes", "gauge", "bytes",
+                      "Live bytes allocated at a call site, for the top sites.", {}};
+    Family site_blocks{"leakwrap_site_live_blocks", "gauge", "",
+                       "Live blocks allocated at a call site, for the top sites.", {}};
+
+    for (const ReportInput& input : processes) {
+        const Snapshot& snapshot = input.snapshot;
+        const Labels process = {{"pid", std::to_string(snapshot.pid)},
+                                {"exe", snapshot.exe},
+                                {"command", snapshot.command_line}};
+        const Counters& totals = snapshot.totals;
+        live_bytes.samples.push_back({process, totals.live_bytes()});
+        live_blocks.samples.push_back({process, totals.live_blocks()});
+        allocations.samples.push_back({process, totals.allocs});
+        frees.samples.push_back({process, totals.frees});
+        sample_interval.samples.push_back({process, snapshot.sample_interval});
+        add_bins(bins.samples, process, snapshot);
+        const auto rows = report_rows(snapshot, input.options.by);
+        for (const ReportRow* row : ranked_rows(rows, input.options)) {
+            const Labels labels = with(process, row_labels(*row, input.symbolizer));
+            site_bytes.samples.push_back({labels, row->counters.live_bytes()});
+            site_blocks.samples.push_back({labels, row->counters.live_blocks()});
+        }
     }
-    const std::string_view estimated =
-        snapshot.sampled() ? " Estimated from samples (LEAKWRAP_SAMPLE)." : "";
-    exposition.family("leakwrap_site_live_bytes", "gauge", "bytes",
-                      "Live bytes allocated at a call site, for the top sites." +
-                          std::string(estimated),
-                      live_bytes);
-    exposition.family("leakwrap_site_live_blocks", "gauge", "",
-                      "Live blocks allocated at a call site, for the top sites." +
-                          std::string(estimated),
-                      live_blocks);
-    exposition.end();
+    for (const Family* family : {&live_bytes, &live_blocks, &allocations, &frees,
+                                 &sample_interval, &bins, &site_bytes, &site_blocks})
+        write_family(out, *family, dialect);
+    if (dialect == MetricsDialect::openmetrics) out << "# EOF\n";
 }
 
 }  // namespace leakwrap

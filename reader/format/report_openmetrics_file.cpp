@@ -41,12 +41,9 @@ OpenMetricsFile::OpenMetricsFile(std::filesystem::path directory, ReportOptions 
 OpenMetricsFile::~OpenMetricsFile() = default;
 
 void OpenMetricsFile::write(const Snapshot& snapshot) {
-    if (!symbolizer_ || snapshot.modules.size() != modules_) {
-        symbolizer_ = std::make_unique<Symbolizer>(snapshot.modules);
-        modules_ = snapshot.modules.size();
-    }
     std::ostringstream report;
-    write_openmetrics_report(report, {snapshot, owner_state(snapshot), *symbolizer_, options_});
+    write_metrics(report, {{snapshot, owner_state(snapshot), symbolizer_.of(snapshot), options_}},
+                  MetricsDialect::prometheus);
     const std::string text = report.str();
 
     const std::string name = "leakwrap_" + std::to_string(snapshot.pid) + ".prom";

@@ -1,5 +1,6 @@
-// `watch --openmetrics-dir DIR`: the OpenMetrics report of every sample, as the file
-// DIR/leakwrap_<pid>.prom that node_exporter's textfile collector (or any scraper of files) reads.
+// `watch --openmetrics-dir DIR`: the metrics of every sample, as the file DIR/leakwrap_<pid>.prom
+// in the Prometheus text format, which node_exporter's textfile collector reads (it does not read
+// OpenMetrics).
 #pragma once
 
 #include "report_options.h"
@@ -8,9 +9,7 @@
 
 #include <sys/types.h>
 
-#include <cstddef>
 #include <filesystem>
-#include <memory>
 
 namespace leakwrap {
 
@@ -28,10 +27,7 @@ private:
     std::filesystem::path directory_;
     ReportOptions options_;
     mode_t mode_;  // of each new file
-    // Kept across samples, since it caches what it resolved; rebuilt when the module list grows
-    // (modules are only ever appended, so their count tells).
-    std::unique_ptr<Symbolizer> symbolizer_;
-    std::size_t modules_ = 0;
+    ProcessSymbolizer symbolizer_;
 };
 
 }  // namespace leakwrap

@@ -172,7 +172,10 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
     builder.add_sample_type("alloc_objects", "count");
 
     pprof::Profile& profile = builder.profile();
-    profile.set_default_sample_type(0);
+    // The field names the type by its string-table index, not by its position among the sample
+    // types: 0 is the empty string, which pprof reads as "no default" and then opens on the last
+    // type (alloc_objects).
+    profile.set_default_sample_type(builder.string_index("live_space"));
     profile.set_time_nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count());

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <utility>
 
 namespace leakwrap {
@@ -60,6 +61,15 @@ std::string size_class_label(uint32_t size_class) {
     };
     if (const auto limit = size_class_limit_bytes(size_class)) return "≤" + exact(*limit);
     return "> " + exact(layout::size_class_limit(layout::kSizeClassCount - 2));
+}
+
+bool is_runtime_module(std::string_view module_path) {
+    // libruby-3.1.so.3.1 and libruby.so alike.
+    constexpr std::array<std::string_view, 4> kRuntimes = {"libc.so", "libstdc++.so",
+                                                           "libgcc_s.so", "libruby"};
+    const std::string name = std::filesystem::path(module_path).filename().string();
+    return std::any_of(kRuntimes.begin(), kRuntimes.end(),
+                       [&](std::string_view runtime) { return name.starts_with(runtime); });
 }
 
 std::string ruby_location_text(const RubyLocation& location) {

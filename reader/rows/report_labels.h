@@ -6,9 +6,11 @@
 #include "segment_snapshot.h"
 #include "symbolizer.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace leakwrap {
 
@@ -29,6 +31,20 @@ std::optional<uint64_t> size_class_limit_bytes(uint32_t size_class);
 
 // "app.rb:12"
 std::string ruby_location_text(const RubyLocation& location);
+
+// Whether a module is a runtime whose frames say nothing about a leak: the C and C++ runtimes
+// (malloc wrappers such as operator new, strdup, vasprintf) and the Ruby VM (its allocation and
+// dispatch frames, which every Ruby line shares). Takes the module's path or file name.
+bool is_runtime_module(std::string_view module_path);
+
+// The frame that names a site: the innermost one outside the runtimes, the application's or a C
+// extension's function; frames.end() when every frame is in a runtime (or there is none).
+// module_of(frame) gives a frame's module path, "" when unknown.
+template <typename Frames, typename ModuleOf>
+auto innermost_frame_outside_runtimes(const Frames& frames, ModuleOf module_of) {
+    return std::find_if(frames.begin(), frames.end(),
+                        [&](const auto& frame) { return !is_runtime_module(module_of(frame)); });
+}
 
 // Where a row allocates, in a few words: the innermost function (and the Ruby location, if
 // any), the Ruby location alone under --by ruby, or "[overflow]".

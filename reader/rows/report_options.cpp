@@ -31,6 +31,7 @@ std::optional<ReportFormat> report_format_from_name(std::string_view name) {
                                             {"json", ReportFormat::json},
                                             {"csv", ReportFormat::csv},
                                             {"folded", ReportFormat::folded},
+                                            {"prometheus", ReportFormat::prometheus},
                                             {"openmetrics", ReportFormat::openmetrics},
                                             {"pprof", ReportFormat::pprof}});
 }

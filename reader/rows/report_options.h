@@ -13,7 +13,7 @@
 namespace leakwrap {
 
 enum class SortKey { live, allocs, bytes };
-enum class ReportFormat { text, json, csv, folded, openmetrics, pprof };
+enum class ReportFormat { text, json, csv, folded, prometheus, openmetrics, pprof };
 // What a folded line counts: live bytes, or bytes ever allocated.
 enum class ValueKind { live, alloc };
 

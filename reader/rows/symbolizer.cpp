@@ -318,4 +318,12 @@ const ResolvedFrame& Symbolizer::resolve(uint64_t address, uint32_t module_gener
     return cache_.emplace(key, std::move(frame)).first->second;
 }
 
+Symbolizer& ProcessSymbolizer::of(const Snapshot& snapshot) {
+    if (!symbolizer_ || snapshot.modules.size() != modules_) {
+        symbolizer_ = std::make_unique<Symbolizer>(snapshot.modules);
+        modules_ = snapshot.modules.size();
+    }
+    return *symbolizer_;
+}
+
 }  // namespace leakwrap

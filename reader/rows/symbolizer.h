@@ -4,6 +4,7 @@
 
 #include "segment_snapshot.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -46,6 +47,18 @@ private:
     std::vector<Module> modules_;
     std::vector<std::unique_ptr<DebugInfo>> debug_info_;  // per module, opened on first use
     std::map<std::pair<uint64_t, uint32_t>, ResolvedFrame> cache_;
+};
+
+// One process's symbolizer across its snapshots (watch's samples, serve's requests), so that what
+// it resolved is kept. Rebuilt when the module list grew: modules are only ever appended, so
+// their count tells.
+class ProcessSymbolizer {
+public:
+    Symbolizer& of(const Snapshot& snapshot);
+
+private:
+    std::size_t modules_ = 0;
+    std::unique_ptr<Symbolizer> symbolizer_;
 };
 
 }  // namespace leakwrap

@@ -3,6 +3,7 @@
 #include <leakwrap/segment_layout.h>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -67,12 +69,43 @@ private:
     size_t size_;
 };
 
+std::optional<std::string> user_name(uid_t uid) {
+    struct passwd entry {};
+    struct passwd* found = nullptr;
+    char buffer[4096];
+    if (::getpwuid_r(uid, &entry, buffer, sizeof(buffer), &found) != 0 || found == nullptr)
+        return std::nullopt;
+    return found->pw_name;
+}
+
+// "alice (uid 1000)", or "uid 1000" for a user without a name.
+std::string user_description(uid_t uid) {
+    const std::string id = "uid " + std::to_string(uid);
+    const auto name = user_name(uid);
+    return name ? *name + " (" + id + ")" : id;
+}
+
+// What to do about a segment of another user: read it as that user. Root is no way around it,
+// since the reader trusts no segment but its own user's.
+std::string read_as_owner_advice(uid_t owner) {
+    return "run leakwrap-report as that user (sudo -u " +
+           user_name(owner).value_or("#" + std::to_string(owner)) + " leakwrap-report ...)";
+}
+
 FileDescriptor open_segment(const std::filesystem::path& path) {
     // O_NONBLOCK so that a FIFO planted under a segment name cannot make open() wait forever.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        if (errno == ELOOP)
+        const int error = errno;
+        if (error == ELOOP)
             throw SegmentFileError(quoted(path) + " is a symbolic link; refusing", ELOOP);
+        struct stat status {};
+        if (error == EACCES && ::lstat(path.c_str(), &status) == 0 && status.st_uid != ::geteuid())
+            throw SegmentFileError("cannot open " + quoted(path) + ": it belongs to " +
+                                       user_description(status.st_uid) + "; " +
+                                       read_as_owner_advice(status.st_uid),
+                                   EACCES);
+        errno = error;
         fail_errno("open", path);
     }
     return FileDescriptor(fd);
@@ -90,8 +123,11 @@ void require_trustworthy(const struct stat& status, const std::filesystem::path&
     if (!S_ISREG(status.st_mode)) refuse(path, "is not a regular file");
     const uid_t me = ::geteuid();
     if (status.st_uid != me)
-        refuse(path, "is owned by uid " + std::to_string(status.st_uid) + ", not you (uid " +
-                         std::to_string(me) + ")");
+        throw SegmentFileError(quoted(path) + " belongs to " + user_description(status.st_uid) +
+                                   ", not to you, " + user_description(me) +
+                                   ": only your own segments are trusted; " +
+                                   read_as_owner_advice(status.st_uid),
+                               0);
     if (status.st_mode & (S_IWGRP | S_IWOTH)) {
         std::ostringstream mode;
         mode << std::oct << (status.st_mode & 07777);

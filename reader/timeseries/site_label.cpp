@@ -1,10 +1,9 @@
 #include "site_label.h"
 
 #include "printable_text.h"
+#include "report_labels.h"
 
-#include <array>
 #include <filesystem>
-#include <string_view>
 
 namespace leakwrap {
 namespace {
@@ -30,14 +29,6 @@ std::string short_source(const json& frame) {
                     : file_name(file);
 }
 
-bool in_runtime_library(const json& frame) {
-    constexpr std::array<std::string_view, 3> kRuntimes = {"libc.so", "libstdc++.so", "libgcc_s.so"};
-    const std::string module = file_name(string_or_empty(frame, "module"));
-    for (const std::string_view runtime : kRuntimes)
-        if (module.starts_with(runtime)) return true;
-    return false;
-}
-
 std::string frame_label(const json& frame) {
     const std::string function = string_or_empty(frame, "function");
     const std::string source = short_source(frame);
@@ -61,9 +52,9 @@ std::string site_label(const json& site) {
     if (const std::string ruby = ruby_location(site); !ruby.empty()) return "ruby " + printable(ruby);
     const json frames = site.value("frames", json::array());
     if (frames.empty()) return "(no stack)";
-    for (const json& frame : frames)
-        if (!in_runtime_library(frame)) return printable(frame_label(frame));
-    return printable(frame_label(frames.front()));
+    const auto named = innermost_frame_outside_runtimes(
+        frames, [](const json& frame) { return string_or_empty(frame, "module"); });
+    return printable(frame_label(named != frames.end() ? *named : frames.front()));
 }
 
 std::string site_stack_key(const json& site) {

@@ -9,9 +9,9 @@
 namespace leakwrap {
 
 // "ruby app.rb:12" when the site has a Ruby location; "[overflow]" for the overflow row;
-// otherwise the innermost frame outside the C and C++ runtimes (whose malloc wrappers such as
-// operator new or strdup say nothing about the leak) as "function (file.cpp:42)", falling back to
-// the module or the address when symbols are missing.
+// otherwise the innermost frame outside the runtimes (innermost_frame_outside_runtimes; the
+// innermost of all if every frame is in one) as "function (file.cpp:42)", falling back to the
+// module or the address when symbols are missing.
 std::string site_label(const nlohmann::json& site);
 
 // Every frame's function and source line plus the Ruby location, joined: equal for the same

@@ -207,6 +207,15 @@ Target::~Target() {
 }
 
 std::vector<std::string> Target::wait_ready(std::string_view marker, std::chrono::seconds timeout) {
+    return read_until(marker, timeout).first;
+}
+
+std::string Target::wait_for_line(std::string_view marker, std::chrono::seconds timeout) {
+    return read_until(marker, timeout).second;
+}
+
+std::pair<std::vector<std::string>, std::string> Target::read_until(std::string_view marker,
+                                                                    std::chrono::seconds timeout) {
     const auto deadline = Clock::now() + timeout;
     std::vector<std::string> lines;
     while (true) {
@@ -214,7 +223,7 @@ std::vector<std::string> Target::wait_ready(std::string_view marker, std::chrono
         while ((newline = unread_output_.find('\n')) != std::string::npos) {
             std::string line = unread_output_.substr(0, newline);
             unread_output_.erase(0, newline + 1);
-            if (line.find(marker) != std::string::npos) return lines;
+            if (line.find(marker) != std::string::npos) return {std::move(lines), std::move(line)};
             lines.push_back(std::move(line));
         }
         if (Clock::now() >= deadline) {
@@ -238,9 +247,11 @@ int Target::release_and_wait(std::chrono::seconds timeout) {
     return wait_for_exit(Clock::now() + timeout);
 }
 
-int Target::kill_and_reap() {
-    kill(pid_, SIGKILL);
-    return wait_for_exit(Clock::now() + 30s);
+int Target::kill_and_reap() { return signal_and_wait(SIGKILL); }
+
+int Target::signal_and_wait(int signal, std::chrono::seconds timeout) {
+    kill(pid_, signal);
+    return wait_for_exit(Clock::now() + timeout);
 }
 
 int Target::wait_for_exit(Clock::time_point deadline) {

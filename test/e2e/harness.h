@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace leakwrap::e2e {
@@ -68,13 +69,20 @@ public:
     // Waits for a line containing `marker` (READY for the test programs); returns the lines
     // printed before it.
     std::vector<std::string> wait_ready(std::string_view marker = "READY", std::chrono::seconds timeout = 30s);
+    // Waits for a line containing `marker` and returns that line (a server's address, say).
+    std::string wait_for_line(std::string_view marker, std::chrono::seconds timeout = 30s);
     // Sends the release line and waits for the exit; returns the exit code.
     int release_and_wait(std::chrono::seconds timeout = 30s);
     // SIGKILL and reap; returns the exit code (137).
     int kill_and_reap();
+    // Sends `signal` (SIGTERM, say) and waits for the exit; returns the exit code.
+    int signal_and_wait(int signal, std::chrono::seconds timeout = 30s);
 
 private:
     int wait_for_exit(std::chrono::steady_clock::time_point deadline);
+    // The lines before the first one containing `marker`, then that line.
+    std::pair<std::vector<std::string>, std::string> read_until(std::string_view marker,
+                                                                std::chrono::seconds timeout);
 
     pid_t pid_ = -1;
     int stdin_fd_ = -1;

@@ -42,6 +42,23 @@ TEST(ReaderErrors, SegmentFileThatIsNotASegmentIsARuntimeError) {
     std::remove(not_a_segment.c_str());
 }
 
+// Another user's segment (mode 0600) cannot be opened: the error names its owner and says to
+// read it as that user. Here the owner is root and the reader runs as nobody.
+TEST(ReaderErrors, AnotherUsersSegmentNamesTheOwnerAndWhatToDo) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to run the reader as another user";
+    Target target({paths::program("alloc_kinds")}, Environment::profiled());
+    target.wait_ready();
+    const Completed report = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                  "--clear-groups", paths::report_tool, std::to_string(target.pid())},
+                                 Environment::bare());
+    expect_one_line_error(report, 1);
+    EXPECT_NE(report.err.find("belongs to root (uid 0); run leakwrap-report as that user (sudo -u "
+                              "root leakwrap-report ...)"),
+              std::string::npos)
+        << report.err;
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
 TEST(ReaderErrors, BadUsageExitsTwo) {
     const std::string self = std::to_string(getpid());
     for (const std::vector<std::string>& arguments : std::vector<std::vector<std::string>>{

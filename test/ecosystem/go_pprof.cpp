@@ -7,16 +7,18 @@ namespace leakwrap::ecosystem {
 
 bool have_go() { return !std::string(LEAKWRAP_GO).empty(); }
 
-e2e::Completed go_pprof_top(const std::string& profile, const std::filesystem::path& scratch) {
+e2e::Completed go_pprof_top(const std::string& source, const std::filesystem::path& scratch,
+                            const std::vector<std::string>& more_options) {
     const auto environment = e2e::Environment::bare()
                                  .set("HOME", scratch.string())
                                  .set("GOCACHE", (scratch / "cache").string())
                                  .set("GOPATH", (scratch / "path").string())
                                  .set("GOFLAGS", "-mod=mod")
                                  .set("GOPROXY", "off");
-    return e2e::run(
-        {LEAKWRAP_GO, "tool", "pprof", "-top", "-unit=B", "-sample_index=live_space", profile},
-        environment);
+    std::vector<std::string> argv = {LEAKWRAP_GO, "tool", "pprof", "-top", "-unit=B"};
+    argv.insert(argv.end(), more_options.begin(), more_options.end());
+    argv.push_back(source);
+    return e2e::run(argv, environment);
 }
 
 bool wants_network(const e2e::Completed& pprof) {
@@ -27,6 +29,7 @@ bool wants_network(const e2e::Completed& pprof) {
 PprofTop parse_pprof_top(const std::string& output) {
     // "Showing nodes accounting for 53728B, 100% of 53728B total", then rows like
     // "   16384B 30.49% 30.49%    16384B 30.49%  leak_pvalloc".
+    static const std::regex type(R"(^Type: (\S+)$)");
     static const std::regex total(R"(Showing nodes accounting for \d+B, [\d.]+% of (\d+)B total)");
     // A zero prints without its unit.
     static const std::regex row(R"(^\s*(\d+)B?\s+[\d.]+%\s+[\d.]+%\s+(\d+)B?\s+[\d.]+%\s+(.+)$)");
@@ -34,7 +37,9 @@ PprofTop parse_pprof_top(const std::string& output) {
     std::istringstream in(output);
     for (std::string line; std::getline(in, line);) {
         std::smatch match;
-        if (std::regex_search(line, match, total))
+        if (std::regex_match(line, match, type))
+            top.sample_type = match[1];
+        else if (std::regex_search(line, match, total))
             top.total_bytes = std::stoull(match[1]);
         else if (std::regex_match(line, match, row))
             top.rows.push_back({std::stoull(match[1]), std::stoull(match[2]), match[3]});

@@ -16,6 +16,7 @@ struct PprofTopRow {
 };
 
 struct PprofTop {
+    std::string sample_type;             // "Type: live_space": the one pprof chose
     unsigned long long total_bytes = 0;  // "… of N total"
     std::vector<PprofTopRow> rows;       // by flat bytes, largest first
 };
@@ -23,9 +24,11 @@ struct PprofTop {
 // Whether go is there (scripts/setup.sh installs golang-go).
 bool have_go();
 
-// `go tool pprof -top -unit=B -sample_index=live_space PROFILE`, with HOME, GOCACHE and GOPATH in
-// `scratch` and GOPROXY=off, so that nothing is fetched or left outside it.
-e2e::Completed go_pprof_top(const std::string& profile, const std::filesystem::path& scratch);
+// `go tool pprof -top -unit=B [more_options] SOURCE` (a file or a URL), with HOME, GOCACHE and
+// GOPATH in `scratch` and GOPROXY=off, so that nothing is fetched or left outside it. No
+// -sample_index: what a user sees first is the profile's default sample type.
+e2e::Completed go_pprof_top(const std::string& source, const std::filesystem::path& scratch,
+                            const std::vector<std::string>& more_options = {});
 
 // True when go failed for want of the network, which this environment may not have.
 bool wants_network(const e2e::Completed& pprof);

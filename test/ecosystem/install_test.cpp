@@ -48,19 +48,52 @@ TEST_F(Installed, LauncherPreloadsTheInstalledLibraryFirstAndNamesThePid) {
 TEST_F(Installed, LauncherOptionsBecomeTheLibrarySettings) {
     // Shell builtins only: a child would inherit LEAKWRAP_KEEP=1 and leave a segment behind.
     const e2e::Completed launched = e2e::run(
-        {installed.bin("leakwrap"), "--keep", "--depth", "8", "--sample", "0", "--max-sites",
-         "1000", "--", "sh", "-c",
-         "echo $$; echo \"$LEAKWRAP_KEEP $LEAKWRAP_DEPTH $LEAKWRAP_SAMPLE $LEAKWRAP_MAX_SITES "
-         "${LEAKWRAP_DISABLE-unset}\""},
+        {installed.bin("leakwrap"), "--keep", "--depth", "8", "--ruby-depth", "3", "--sample",
+         "0", "--max-sites", "1000", "--", "sh", "-c",
+         "echo $$; echo \"$LEAKWRAP_KEEP $LEAKWRAP_DEPTH $LEAKWRAP_RUBY_DEPTH $LEAKWRAP_SAMPLE "
+         "$LEAKWRAP_MAX_SITES ${LEAKWRAP_DISABLE-unset}\""},
         e2e::Environment::bare().set("LEAKWRAP_DISABLE", "1"));
     ASSERT_EQ(launched.exit_code, 0) << launched.err;
     const auto lines = lines_of(launched.out);
     ASSERT_EQ(lines.size(), 2u) << launched.out;
     const pid_t pid = std::stoi(lines[0]);
-    EXPECT_EQ(lines[1], "1 8 0 1000 unset");
+    EXPECT_EQ(lines[1], "1 8 3 0 1000 unset");
     // LEAKWRAP_KEEP=1 kept the shell's segment. Its library behaviour is the lifecycle tests'
     // concern (which also --clean such segments at any time, so this test must not count on it).
     std::filesystem::remove(e2e::segment_path(pid));
+}
+
+TEST_F(Installed, LauncherTakesSampleSizesWithBinaryUnits) {
+    for (const auto& [given, bytes] : std::vector<std::pair<std::string, std::string>>{
+             {"512KiB", "524288"}, {"1k", "1024"}, {"2M", "2097152"}, {"1GiB", "1073741824"},
+             {"4096", "4096"}}) {
+        const e2e::Completed launched =
+            e2e::run({installed.bin("leakwrap"), "--sample", given, "--", "sh", "-c",
+                      "echo \"$LEAKWRAP_SAMPLE\""},
+                     e2e::Environment::bare());
+        ASSERT_EQ(launched.exit_code, 0) << given << ": " << launched.err;
+        EXPECT_EQ(launched.out, bytes + "\n") << given;
+    }
+}
+
+// A command that is not there is named, with the shell's status, and never announced as profiled.
+TEST_F(Installed, LauncherSaysACommandWasNotFoundWithoutABanner) {
+    for (const auto& [command, status] : std::vector<std::pair<std::string, int>>{
+             {"/nonexistent/program", 127}, {"leakwrap-no-such-command", 127}, {"/", 126}}) {
+        const e2e::Completed launched =
+            e2e::run({installed.bin("leakwrap"), "--", command}, e2e::Environment::bare());
+        EXPECT_EQ(launched.exit_code, status) << command;
+        EXPECT_EQ(launched.err.find("profiling"), std::string::npos) << launched.err;
+        EXPECT_NE(launched.err.find(command + ": "), std::string::npos) << launched.err;
+        EXPECT_EQ(lines_of(launched.err).size(), 1u) << launched.err;
+    }
+}
+
+TEST_F(Installed, LauncherSuggestsTheOptionATypoMeant) {
+    const e2e::Completed launched =
+        e2e::run({installed.bin("leakwrap"), "--dpeth", "8", "--", "true"}, e2e::Environment::bare());
+    EXPECT_EQ(launched.exit_code, 2);
+    EXPECT_EQ(launched.err, "leakwrap: error: unknown option --dpeth; did you mean --depth? (see --help)\n");
 }
 
 TEST_F(Installed, InstalledReportReadsAProgramStartedByTheLauncher) {
@@ -78,9 +111,14 @@ TEST_F(Installed, InstalledReportReadsAProgramStartedByTheLauncher) {
     EXPECT_EQ(target.release_and_wait(), 0);
 }
 
-TEST_F(Installed, LauncherRefusesAMissingCommandAndUnknownOptions) {
+TEST_F(Installed, LauncherRefusesAMissingCommandUnknownOptionsAndBadValues) {
     for (const auto& arguments : std::vector<std::vector<std::string>>{
-             {}, {"--depth"}, {"--bogus", "--", "true"}, {"--keep", "--"}}) {
+             {}, {"--depth"}, {"--bogus", "--", "true"}, {"--keep", "--"},
+             // Values the library would only warn about, running unprofiled as asked otherwise.
+             {"--depth", "0", "true"}, {"--depth", "65", "true"}, {"--depth", "8x", "true"},
+             {"--ruby-depth", "65", "true"}, {"--sample", "-1", "true"},
+             {"--sample", "1.5k", "true"}, {"--sample", "2TiB", "true"}, {"--sample", "KiB", "true"},
+             {"--max-sites", "88", "true"}, {"--max-sites", "67108865", "true"}}) {
         std::vector<std::string> argv{installed.bin("leakwrap")};
         argv.insert(argv.end(), arguments.begin(), arguments.end());
         const e2e::Completed launched = e2e::run(argv, e2e::Environment::bare());

@@ -61,7 +61,7 @@ TEST_F(ManPages, ReportPageHasEveryOptionOfEveryCommandWithItsDefault) {
 
 TEST_F(ManPages, ReportPageNamesEveryValueOfFormat) {
     const ManPage page = parse_man_page(read_file(installed.man("man1/leakwrap-report.1")));
-    for (const char* format : {"text", "json", "csv", "folded", "openmetrics", "pprof"})
+    for (const char* format : {"text", "json", "csv", "folded", "prometheus", "openmetrics", "pprof"})
         EXPECT_NE(find_entry(page, "FORMATS", format), nullptr) << format;
 }
 
@@ -133,7 +133,7 @@ TEST_F(ManPages, BashCompletionCompletesFormatsFromTheInstalledHelp) {
          script, installed.bin("leakwrap-report")},
         e2e::Environment::bare());
     ASSERT_EQ(completion.exit_code, 0) << completion.err;
-    EXPECT_EQ(completion.out, "pprof\n");
+    EXPECT_EQ(completion.out, "prometheus pprof\n");
 }
 
 }  // namespace

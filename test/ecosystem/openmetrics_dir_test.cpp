@@ -1,5 +1,6 @@
 // `watch --openmetrics-dir DIR` keeps DIR/leakwrap_<pid>.prom for node_exporter's textfile
-// collector: valid OpenMetrics with the process's totals, and no temporary file left behind.
+// collector: the Prometheus text format it reads (promtool agrees), with the process's totals,
+// and no temporary file left behind.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include "documentation.h"
 #include "harness.h"
 #include "openmetrics_parser.h"
+#include "prometheus_support.h"
 #include "temporary_directory.h"
 
 namespace leakwrap::ecosystem {
@@ -35,7 +37,13 @@ TEST(OpenMetrics, WatchKeepsAFileForTheTextfileCollector) {
     std::sort(files.begin(), files.end());
     const std::string prom = "leakwrap_" + pid + ".prom";
     EXPECT_EQ(files, (std::vector<std::string>{prom, "series.jsonl"})) << "a temporary file left";
-    const Exposition exposition = parse_openmetrics(read_file((directory.path() / prom).string()));
+    const std::string text = read_file((directory.path() / prom).string());
+    if (have_prometheus()) {
+        TemporaryDirectory scratch;
+        const e2e::Completed check = promtool_check_metrics(text, scratch.path());
+        EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+    }
+    const Exposition exposition = parse_prometheus_text(text);
     const auto live = std::find_if(exposition.samples.begin(), exposition.samples.end(),
                                    [](const MetricSample& sample) {
                                        return sample.name == "leakwrap_live_bytes";
@@ -91,7 +99,7 @@ TEST(OpenMetrics, WatchNeverWritesThroughALinkPlantedInTheDirectory) {
     const mode_t mask = umask(0);
     umask(mask);
     EXPECT_EQ(status.st_mode & 0777, 0666 & ~mask);
-    const Exposition exposition = parse_openmetrics(read_file((directory.path() / prom).string()));
+    const Exposition exposition = parse_prometheus_text(read_file((directory.path() / prom).string()));
     EXPECT_TRUE(std::any_of(exposition.samples.begin(), exposition.samples.end(),
                             [](const MetricSample& sample) { return sample.name == "leakwrap_live_bytes"; }));
 }

@@ -47,22 +47,24 @@ double number_value(const std::string& text, std::size_t number, const std::stri
     return text == "NaN" ? NAN : std::stod(text);
 }
 
-// The sample name a family of this type may expose.
-bool sample_name_fits(const std::string& sample, const std::string& family, const std::string& type) {
+// The sample name a family of this type may expose. Prometheus text names a family as its samples.
+bool sample_name_fits(const std::string& sample, const std::string& family, const std::string& type,
+                      bool openmetrics) {
+    if (!openmetrics) return sample == family;
     if (type == "counter") return sample == family + "_total" || sample == family + "_created";
     if (type == "info") return sample == family + "_info";
     if (type == "gauge" || type == "unknown") return sample == family;
     return sample.starts_with(family);
 }
 
-}  // namespace
-
-Exposition parse_openmetrics(const std::string& text) {
-    if (!text.ends_with("# EOF\n")) throw OpenMetricsError("does not end with \"# EOF\\n\"");
+Exposition parse_exposition(const std::string& text, bool openmetrics) {
+    if (openmetrics && !text.ends_with("# EOF\n"))
+        throw OpenMetricsError("does not end with \"# EOF\\n\"");
+    if (!openmetrics && !text.ends_with("\n")) throw OpenMetricsError("does not end with a line break");
     Exposition exposition;
     std::string family;  // declared last
     std::set<std::string> families_with_samples, metadata_seen, series;
-    std::istringstream in(text.substr(0, text.size() - 6));
+    std::istringstream in(openmetrics ? text.substr(0, text.size() - 6) : text);
     std::size_t number = 0;
     for (std::string line; std::getline(in, line);) {
         ++number;
@@ -73,26 +75,30 @@ Exposition parse_openmetrics(const std::string& text) {
             std::string rest;
             std::getline(words, rest);
             if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
-            if (hash != "#" || (kind != "TYPE" && kind != "UNIT" && kind != "HELP"))
-                fail(number, line, "only TYPE, UNIT and HELP lines may start with #");
+            if (hash != "#" || (kind != "TYPE" && kind != "HELP" && (kind != "UNIT" || !openmetrics)))
+                fail(number, line, openmetrics ? "only TYPE, UNIT and HELP lines may start with #"
+                                               : "only HELP and TYPE lines may start with #");
             if (!std::regex_match(name, kMetricName)) fail(number, line, "invalid metric name");
-            if (kind == "TYPE") {
+            // OpenMetrics opens a family with its TYPE line; Prometheus text with either line.
+            if (openmetrics ? kind == "TYPE" : name != family) {
                 if (exposition.families.contains(name)) fail(number, line, "family declared twice");
-                if (!kTypes.contains(rest)) fail(number, line, "unknown type");
-                exposition.families[name].type = rest;
+                exposition.families[name];
                 family = name;
-                continue;
             }
             if (name != family) fail(number, line, kind + " of a family other than the one declared last");
             if (families_with_samples.contains(name)) fail(number, line, "metadata after samples");
             if (!metadata_seen.insert(kind + " " + name).second) fail(number, line, kind + " twice");
-            if (kind == "UNIT") {
+            if (kind == "TYPE") {
+                if (!kTypes.contains(rest)) fail(number, line, "unknown type");
+                exposition.families[name].type = rest;
+            } else if (kind == "UNIT") {
                 if (!name.ends_with("_" + rest)) fail(number, line, "the family name must end with _<unit>");
                 exposition.families[name].unit = rest;
             } else {
                 std::size_t at = 0;
                 for (; (at = rest.find('\\', at)) != std::string::npos; at += 2)
-                    if (at + 1 >= rest.size() || std::string("\\n\"").find(rest[at + 1]) == std::string::npos)
+                    if (at + 1 >= rest.size() ||
+                        std::string(openmetrics ? "\\n\"" : "\\n").find(rest[at + 1]) == std::string::npos)
                         fail(number, line, "invalid escape in HELP");
                 exposition.families[name].help = rest;
             }
@@ -104,7 +110,8 @@ Exposition parse_openmetrics(const std::string& text) {
         while (at < line.size() && line[at] != '{' && line[at] != ' ') ++at;
         sample.name = line.substr(0, at);
         if (!std::regex_match(sample.name, kMetricName)) fail(number, line, "invalid metric name");
-        if (family.empty() || !sample_name_fits(sample.name, family, exposition.families[family].type))
+        if (family.empty() ||
+            !sample_name_fits(sample.name, family, exposition.families[family].type, openmetrics))
             fail(number, line, "sample outside the family declared last (" + family + ")");
         if (at < line.size() && line[at] == '{') {
             ++at;
@@ -134,5 +141,11 @@ Exposition parse_openmetrics(const std::string& text) {
     }
     return exposition;
 }
+
+}  // namespace
+
+Exposition parse_openmetrics(const std::string& text) { return parse_exposition(text, true); }
+
+Exposition parse_prometheus_text(const std::string& text) { return parse_exposition(text, false); }
 
 }  // namespace leakwrap::ecosystem

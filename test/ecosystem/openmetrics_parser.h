@@ -1,4 +1,4 @@
-// A strict reader of the OpenMetrics text format, for the tests: it accepts only what the
+// A strict reader of the OpenMetrics text format and of Prometheus' own, for the tests: it accepts only what the
 // specification allows (of what a gauge and counter exposition can contain) and names the first
 // line that breaks a rule.
 #pragma once
@@ -38,5 +38,10 @@ public:
 // their type requires; label names and escapes as specified, no label twice; no series twice;
 // counters not negative.
 Exposition parse_openmetrics(const std::string& text);
+
+// The Prometheus text format (0.0.4) by the same rules where it has them: HELP and TYPE (no UNIT)
+// in either order before the family's samples, every sample named as its family (a counter's
+// family name ends in _total), no "# EOF".
+Exposition parse_prometheus_text(const std::string& text);
 
 }  // namespace leakwrap::ecosystem

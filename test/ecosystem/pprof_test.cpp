@@ -1,5 +1,6 @@
-// --format pprof read by the real client, `go tool pprof`: the biggest leak of alloc_kinds comes
-// first with its exact bytes, and the totals are the report's.
+// --format pprof read by the real client, `go tool pprof`, as a user runs it (no -sample_index):
+// it opens on live bytes, the biggest leak of alloc_kinds comes first with its exact bytes, and
+// the totals are the report's.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -32,6 +33,7 @@ TEST(Pprof, GoToolPprofRanksTheBiggestLeakFirstWithItsBytes) {
     ASSERT_EQ(pprof.exit_code, 0) << pprof.err;
 
     const PprofTop top = parse_pprof_top(pprof.out);
+    EXPECT_EQ(top.sample_type, "live_space") << pprof.out;
     EXPECT_EQ(top.total_bytes, totals.at("live_bytes").get<unsigned long long>()) << pprof.out;
     // pvalloc rounds each block up to whole pages, which makes it the biggest leak.
     const auto page = static_cast<unsigned long long>(sysconf(_SC_PAGESIZE));

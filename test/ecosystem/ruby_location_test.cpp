@@ -96,6 +96,15 @@ TEST_F(RubyLocation, IsAFunctionHoldingTheLeakInGoToolPprof) {
     });
     ASSERT_NE(line, top.rows.end()) << pprof.out;
     EXPECT_GE(line->cumulative_bytes, static_cast<unsigned long long>(kStrings) * kStringBytes) << pprof.out;
+
+    // By source line, pprof names the function's file and line: the Ruby frame carries both.
+    const e2e::Completed by_line = go_pprof_top(profiles.pprof, directory.path(), {"-lines"});
+    ASSERT_EQ(by_line.exit_code, 0) << by_line.err;
+    const PprofTop lines = parse_pprof_top(by_line.out);
+    const std::string located = "ruby:" + profiles.script + ":2 " + profiles.script + ":2";
+    EXPECT_TRUE(std::any_of(lines.rows.begin(), lines.rows.end(),
+                            [&](const PprofTopRow& row) { return row.function == located; }))
+        << "no row " << located << " in\n" << by_line.out;
 }
 
 }  // namespace

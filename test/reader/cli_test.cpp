@@ -32,10 +32,14 @@ class CliTest : public ::testing::Test {
 protected:
     // Arguments are test-made and free of shell metacharacters.
     Completed run_report(const std::string& arguments) {
+        return run_shell(std::string(LEAKWRAP_REPORT_BINARY) + " " + arguments);
+    }
+
+    Completed run_shell(const std::string& command_line) {
         const auto out = directory_.path() / "stdout";
         const auto err = directory_.path() / "stderr";
-        const std::string command = std::string(LEAKWRAP_REPORT_BINARY) + " " + arguments + " >" +
-                                    out.string() + " 2>" + err.string() + " </dev/null";
+        const std::string command = command_line + " >" + out.string() + " 2>" + err.string() +
+                                    " </dev/null";
         const int status = std::system(command.c_str());
         return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_all(out),
                 read_all(err)};
@@ -124,6 +128,33 @@ TEST_F(CliTest, RejectsBadUsageWithExitCodeTwo) {
          {"", "--format yaml 1", "--sort nowhere 1", "--by stack 1", "--top many 1", "--top -1 1",
           "0", "1 --list", "--segment a --clean", "--no-such-option"})
         expect_one_line_error(run_report(arguments), 2);
+}
+
+TEST_F(CliTest, NamesTheOptionOrSubcommandATypoMeant) {
+    for (const auto& [arguments, message] : std::vector<std::pair<std::string, std::string>>{
+             {"--formt json 1", "unknown option --formt; did you mean --format?"},
+             {"1 --bin", "unknown option --bin; did you mean --bins?"},
+             {"wacth 1", "unknown subcommand wacth; did you mean watch?"},
+             {"watch --intervall 5s --out x 1", "unknown option --intervall; did you mean --interval?"},
+             {"1 --xyzzy", "unknown option --xyzzy"}}) {
+        const auto result = run_report(arguments);
+        expect_one_line_error(result, 2);
+        EXPECT_EQ(result.err, "leakwrap-report: error: " + message + " (see --help)\n") << arguments;
+    }
+}
+
+// pprof is gzipped protobuf: on a terminal it is noise and may send control sequences. The
+// terminal is a real one, `script`'s pseudo-terminal, as stdout and as -o /dev/tty.
+TEST_F(CliTest, RefusesToWritePprofToATerminal) {
+    if (!std::filesystem::exists("/usr/bin/script")) GTEST_SKIP() << "no script (util-linux)";
+    const std::string segment = file_with(SegmentBuilder().build()).string();
+    for (const std::string output : {"", " -o /dev/tty"}) {
+        const auto result = run_shell("/usr/bin/script -qec '" + std::string(LEAKWRAP_REPORT_BINARY) +
+                                      " --segment " + segment + " --format pprof" + output +
+                                      "' /dev/null");
+        EXPECT_EQ(result.exit_code, 2) << output << ": " << result.out << result.err;
+        EXPECT_NE(result.out.find("pprof output is binary"), std::string::npos) << result.out;
+    }
 }
 
 TEST_F(CliTest, DocumentsEveryOptionWithItsDefault) {

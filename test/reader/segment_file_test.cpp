@@ -65,7 +65,9 @@ TEST_F(SegmentFileTest, RefusesAnotherUsersFileEvenForRoot) {
     const auto path = segment_file();
     ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
     EXPECT_EQ(read_error(path),
-              path.string() + " is owned by uid 65534, not you (uid 0); refusing");
+              path.string() + " belongs to nobody (uid 65534), not to you, root (uid 0): only "
+                              "your own segments are trusted; run leakwrap-report as that user "
+                              "(sudo -u nobody leakwrap-report ...)");
 }
 
 TEST_F(SegmentFileTest, RefusesADirectoryAndAFifoWithoutBlocking) {

@@ -1,0 +1,372 @@
+#include "profile_server.h"
+
+#include "process_identity.h"
+#include "report_openmetrics.h"
+#include "report_pprof.h"
+#include "segment_directory.h"
+#include "segment_file.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <charconv>
+#include <climits>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace leakwrap {
+namespace {
+
+// Requests are worked on by this many threads; more wait in the queue. Building a report is
+// CPU work, and the host runs the programs being profiled.
+constexpr std::size_t kWorkers = 2;
+// A client that stops reading or writing for this long is dropped, so it cannot hold a worker.
+constexpr time_t kSocketTimeoutSeconds = 5;
+
+struct HttpError {
+    int status;
+    std::string message;
+};
+
+// A segment read swaps the process-wide SIGBUS handler for the time of its copy (a segment
+// truncated under the reader must not kill it); two reads at once could restore the handlers out
+// of order and leave a copy unguarded, so the workers read one at a time. The copy is short next
+// to symbolizing.
+std::mutex segment_read_mutex;
+
+Snapshot read_one_at_a_time(const SegmentEntry& entry) {
+    const std::scoped_lock lock(segment_read_mutex);
+    return read_segment(entry);
+}
+
+// A process with a readable segment, as the reports show it.
+struct Process {
+    Snapshot snapshot;
+    OwnerState state;
+};
+
+Process described(Snapshot snapshot) {
+    const OwnerState state = owner_state(snapshot);
+    snapshot.command_line = current_command_line(snapshot, state);
+    return {std::move(snapshot), state};
+}
+
+// Symbolizing is most of a request's work, and scrapers ask for the same processes again and
+// again: each process keeps its symbolizer, which caches what it resolved. A symbolizer is not
+// thread-safe: whoever uses one holds the lock.
+class SymbolizerCache {
+public:
+    std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
+
+    // Under the lock.
+    Symbolizer& of(const Snapshot& snapshot) {
+        return entries_[{snapshot.pid, snapshot.start_time_ticks}].of(snapshot);
+    }
+
+    // Under the lock: drops the symbolizers of processes that are gone.
+    void forget_gone_processes() {
+        std::erase_if(entries_, [](const auto& entry) {
+            const auto [pid, start_time] = entry.first;
+            return process_start_time_ticks(pid) != start_time;
+        });
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<std::pair<pid_t, uint64_t>, ProcessSymbolizer> entries_;  // by pid and start time
+};
+
+SymbolizerCache symbolizers;
+
+// The process of ?pid=N, alive; otherwise the status and message that say why not. A process
+// can die and its segment vanish or shrink at any moment, also while it is read.
+Process live_process(pid_t pid) {
+    const std::string id = std::to_string(pid);
+    const SegmentEntry entry{pid, segment_path(pid)};
+    try {
+        Process process = described(read_one_at_a_time(entry));
+        if (process.state != OwnerState::alive)
+            throw HttpError{404, "process " + id + " is not running (its segment is " +
+                                     std::string(owner_state_name(process.state)) +
+                                     "); leakwrap-report " + id + " reports it post mortem"};
+        return process;
+    } catch (const SegmentFileError& error) {
+        if (error.error_number() == ENOENT)
+            throw HttpError{404, process_exists(pid)
+                                     ? "process " + id + " has no leakwrap segment"
+                                     : "no process " + id + " and no leakwrap segment of it"};
+        if (error.error_number() == EACCES || error.error_number() == EPERM ||
+            error.error_number() == 0)
+            throw HttpError{403, error.what()};
+        throw HttpError{process_exists(pid) ? 500 : 410, error.what()};
+    } catch (const SegmentError& error) {
+        throw HttpError{process_exists(pid) ? 500 : 410, error.what()};
+    }
+}
+
+// Every live process whose segment this user may read. A dead process's series must go stale,
+// not stay at its last value; and since /dev/shm may hold many segments left behind, one whose
+// pid is gone is not even read.
+std::vector<Process> live_processes() {
+    std::vector<Process> processes;
+    for (const SegmentEntry& entry : find_segments()) {
+        if (!process_exists(entry.pid)) continue;
+        try {
+            Process process = described(read_one_at_a_time(entry));
+            if (process.state == OwnerState::alive) processes.push_back(std::move(process));
+        } catch (const std::exception&) {
+            // Another user's, gone since it was listed, or not a segment: not ours to show.
+        }
+    }
+    return processes;
+}
+
+pid_t pid_parameter(const httplib::Request& request) {
+    if (!request.has_param("pid"))
+        throw HttpError{400, "give the process as ?pid=N (GET /processes lists them)"};
+    const std::string text = request.get_param_value("pid");
+    int64_t pid = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), pid);
+    if (error != std::errc() || end != text.data() + text.size() || pid <= 0 || pid > INT_MAX)
+        throw HttpError{400, "pid must be a whole number from 1 to " + std::to_string(INT_MAX)};
+    return static_cast<pid_t>(pid);
+}
+
+void set_body(httplib::Response& response, std::string body, const std::string& content_type) {
+    if (body.size() > kMaxResponseBytes)
+        throw HttpError{503, "the response would be " + std::to_string(body.size() >> 20) +
+                                 " MiB, over the limit of " +
+                                 std::to_string(kMaxResponseBytes >> 20) + " MiB"};
+    response.set_content(std::move(body), content_type);
+}
+
+// Runs a handler; whatever it throws becomes a one-line plain-text answer.
+template <typename Handler>
+void answer(httplib::Response& response, Handler handler) {
+    try {
+        handler();
+    } catch (const HttpError& error) {
+        response.status = error.status;
+        response.set_content(error.message + "\n", "text/plain; charset=utf-8");
+    } catch (const std::exception& error) {
+        response.status = 500;
+        response.set_content(std::string(error.what()) + "\n", "text/plain; charset=utf-8");
+    }
+}
+
+void serve_metrics(const httplib::Request& request, httplib::Response& response,
+                   const ServeOptions& options) {
+    const MetricsDialect dialect = accepts_openmetrics(request.get_header_value("Accept"))
+                                       ? MetricsDialect::openmetrics
+                                       : MetricsDialect::prometheus;
+    ReportOptions report;
+    report.top = options.top;
+    const std::vector<Process> processes = live_processes();
+    std::ostringstream body;
+    {
+        const auto lock = symbolizers.lock();
+        symbolizers.forget_gone_processes();
+        std::vector<ReportInput> inputs;
+        for (const Process& process : processes)
+            inputs.push_back(
+                {process.snapshot, process.state, symbolizers.of(process.snapshot), report});
+        write_metrics(body, inputs, dialect);
+    }
+    set_body(response, body.str(), std::string(metrics_content_type(dialect)));
+}
+
+void serve_heap(const httplib::Request& request, httplib::Response& response) {
+    const Process process = live_process(pid_parameter(request));
+    std::ostringstream body;
+    {
+        const auto lock = symbolizers.lock();
+        symbolizers.forget_gone_processes();
+        write_pprof_report(body, {process.snapshot, process.state,
+                                  symbolizers.of(process.snapshot), ReportOptions{}});
+    }
+    // As Go's net/http/pprof answers: the gzipped profile as a download.
+    response.set_header("Content-Disposition", "attachment; filename=\"heap\"");
+    set_body(response, body.str(), "application/octet-stream");
+}
+
+void serve_process_list(httplib::Response& response) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const SegmentEntry& entry : find_segments()) {
+        try {
+            const Process process = described(read_one_at_a_time(entry));
+            const Snapshot& snapshot = process.snapshot;
+            list.push_back({{"pid", snapshot.pid},
+                            {"state", owner_state_name(process.state)},
+                            {"exe", snapshot.exe},
+                            {"command_line", snapshot.command_line},
+                            {"live_bytes", snapshot.totals.live_bytes()},
+                            {"live_blocks", snapshot.totals.live_blocks()},
+                            {"sites", snapshot.sites_in_use()}});
+        } catch (const std::exception& error) {
+            list.push_back({{"pid", entry.pid}, {"state", "unreadable"}, {"error", error.what()}});
+        }
+    }
+    set_body(response, list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+             "application/json");
+}
+
+// SIGINT and SIGTERM are blocked in every thread and taken by one that waits for them, since
+// stopping the server is no work for a signal handler.
+class StopOnSignal {
+public:
+    explicit StopOnSignal(httplib::Server& server) {
+        sigemptyset(&signals_);
+        sigaddset(&signals_, SIGINT);
+        sigaddset(&signals_, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+        waiter_ = std::thread([this, &server] {
+            int signal = 0;
+            sigwait(&signals_, &signal);
+            if (stopping_.exchange(true)) return;  // woken by the destructor
+            signal_ = signal;
+            // stop() does nothing before the server runs, and a signal can come just before.
+            while (!server.is_running() && !listening_ended_)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            server.stop();
+        });
+    }
+    StopOnSignal(const StopOnSignal&) = delete;
+    StopOnSignal& operator=(const StopOnSignal&) = delete;
+    ~StopOnSignal() {
+        if (waiter_.joinable()) listening_ended();
+    }
+
+    // Once the server stopped: wakes the waiting thread if no signal came, and returns the signal
+    // that stopped the server, 0 if none did.
+    int listening_ended() {
+        listening_ended_ = true;
+        if (!stopping_.exchange(true)) pthread_kill(waiter_.native_handle(), SIGTERM);
+        waiter_.join();
+        return signal_;
+    }
+
+private:
+    sigset_t signals_;
+    std::atomic<bool> stopping_{false}, listening_ended_{false};
+    int signal_ = 0;
+    std::thread waiter_;
+};
+
+}  // namespace
+
+std::string ListenAddress::text() const {
+    const bool ipv6 = host.find(':') != std::string::npos;
+    return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+ListenAddress parse_listen_address(const std::string& text) {
+    const auto invalid = [&](const std::string& why) {
+        return std::invalid_argument("--listen " + text + ": " + why +
+                                     " (give ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464)");
+    };
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string::npos) throw invalid("no port");
+    ListenAddress address;
+    address.host = text.substr(0, colon);
+    const bool bracketed = address.host.size() >= 2 && address.host.front() == '[' &&
+                           address.host.back() == ']';
+    if (bracketed) address.host = address.host.substr(1, address.host.size() - 2);
+    const std::string port = text.substr(colon + 1);
+    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), address.port);
+    if (port.empty() || error != std::errc() || end != port.data() + port.size() ||
+        address.port < 0 || address.port > 65535)
+        throw invalid("the port must be a number from 0 to 65535");
+    unsigned char bytes[sizeof(in6_addr)];
+    if (bracketed && inet_pton(AF_INET6, address.host.c_str(), bytes) == 1) {
+        static const unsigned char kLoopback6[sizeof(in6_addr)] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                                                   0, 0, 0, 0, 0, 0, 0, 1};
+        address.loopback = std::memcmp(bytes, kLoopback6, sizeof(kLoopback6)) == 0;
+    } else if (!bracketed && inet_pton(AF_INET, address.host.c_str(), bytes) == 1) {
+        address.loopback = bytes[0] == 127;  // 127.0.0.0/8
+    } else {
+        throw invalid("not a numeric IPv4 address or a bracketed IPv6 address");
+    }
+    return address;
+}
+
+bool accepts_openmetrics(const std::string& accept) {
+    // The best quality (q) given to each format; a range without q has 1.
+    double openmetrics = 0, text = 0;
+    std::istringstream ranges(accept);
+    for (std::string range; std::getline(ranges, range, ',');) {
+        std::istringstream parts(range);
+        std::string type;
+        std::getline(parts, type, ';');
+        type.erase(0, type.find_first_not_of(" \t"));
+        type.erase(type.find_last_not_of(" \t") + 1);
+        double quality = 1;
+        for (std::string parameter; std::getline(parts, parameter, ';');) {
+            parameter.erase(0, parameter.find_first_not_of(" \t"));
+            if (parameter.starts_with("q=")) quality = std::strtod(parameter.c_str() + 2, nullptr);
+        }
+        if (type == "application/openmetrics-text") openmetrics = std::max(openmetrics, quality);
+        else if (type == "text/plain" || type == "text/*" || type == "*/*")
+            text = std::max(text, quality);
+    }
+    return openmetrics > 0 && openmetrics >= text;
+}
+
+int serve_profiles(const ServeOptions& options) {
+    httplib::Server server;
+    server.new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
+    server.set_read_timeout(kSocketTimeoutSeconds);
+    server.set_write_timeout(kSocketTimeoutSeconds);
+    server.set_payload_max_length(0);  // GET only: no request body is ever read
+    // httplib's default adds SO_REUSEPORT, with which a second server on the same port would
+    // share it silently instead of failing.
+    server.set_socket_options([](socket_t socket) {
+        const int yes = 1;
+        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
+    server.Get("/metrics", [&options](const httplib::Request& request, httplib::Response& response) {
+        answer(response, [&] { serve_metrics(request, response, options); });
+    });
+    server.Get("/debug/pprof/heap",
+               [](const httplib::Request& request, httplib::Response& response) {
+                   answer(response, [&] { serve_heap(request, response); });
+               });
+    server.Get("/processes", [](const httplib::Request&, httplib::Response& response) {
+        answer(response, [&] { serve_process_list(response); });
+    });
+
+    ListenAddress bound = options.listen;
+    errno = 0;
+    const bool listening =
+        bound.port == 0 ? (bound.port = server.bind_to_any_port(bound.host)) > 0
+                        : server.bind_to_port(bound.host, bound.port);
+    if (!listening)
+        throw std::runtime_error("cannot listen on " + options.listen.text() +
+                                 (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
+    // A client that hangs up early must not end the server.
+    signal(SIGPIPE, SIG_IGN);
+    StopOnSignal stop(server);
+    std::cout << "serving on http://" << bound.text()
+              << "/ (GET /metrics, /debug/pprof/heap?pid=N, /processes)" << std::endl;
+    const bool listened = server.listen_after_bind();
+    const int signal = stop.listening_ended();
+    if (!listened) throw std::runtime_error("stopped listening on " + bound.text());
+    std::cout << "serve: stopped"
+              << (signal != 0 ? std::string(" by ") + sigabbrev_np(signal) : "") << std::endl;
+    return 0;
+}
+
+}  // namespace leakwrap

@@ -1,0 +1,63 @@
+#include "profile_server.h"
+#include "subcommands.h"
+
+#include <climits>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+namespace leakwrap {
+namespace {
+
+struct ServeCommandLine {
+    std::string listen = kDefaultListenAddress;
+    int64_t top = 20;
+};
+
+// CLI11 validators return an error message, empty when the value is fine.
+std::string listen_address_error(const std::string& text) {
+    try {
+        parse_listen_address(text);
+        return "";
+    } catch (const std::invalid_argument& error) {
+        return error.what();
+    }
+}
+
+}  // namespace
+
+Subcommand add_serve_subcommand(CLI::App& app) {
+    auto line = std::make_shared<ServeCommandLine>();
+    CLI::App* serve = app.add_subcommand(
+        "serve",
+        "Serve the segments you may read over HTTP, read-only, until Ctrl-C or SIGTERM: GET "
+        "/metrics (every live process; OpenMetrics if the Accept header asks for it, else the "
+        "Prometheus text format), GET /debug/pprof/heap?pid=N (gzipped pprof, for go tool pprof, "
+        "Parca, Pyroscope), GET /processes (JSON list of the segments)");
+    serve->add_option("--listen", line->listen,
+                      "Address and port to listen on, ADDR:PORT with a numeric address; port 0 "
+                      "lets the kernel pick one. Anything but loopback serves the heap profiles "
+                      "to the network (default: " +
+                          std::string(kDefaultListenAddress) + ")")
+        ->type_name("ADDR:PORT")
+        ->check(CLI::Validator(listen_address_error, "ADDR:PORT"));
+    serve->add_option("--top", line->top,
+                      "Site rows per process in /metrics, ranked by live bytes; 0 gives all "
+                      "(default: 20)")
+        ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
+
+    return {serve, [line] {
+                ServeOptions options;
+                options.listen = parse_listen_address(line->listen);
+                options.top = static_cast<std::size_t>(line->top);
+                if (!options.listen.loopback)
+                    std::cerr << "leakwrap-report: warning: listening on "
+                              << options.listen.text()
+                              << ", not a loopback address: whoever reaches it can read the heap "
+                                 "profiles, executables and command lines of every process whose "
+                                 "segment you may read\n";
+                return serve_profiles(options);
+            }};
+}
+
+}  // namespace leakwrap
