@@ -166,10 +166,9 @@ uint32_t depth_below_ruby_vm(const CapturedStack& stack) {
 // 9,000 stacks of 11 to 16 frames, each for a block or two).
 constexpr uint32_t kVmFramesWithoutBacktrace = 3;
 
-// Cuts a captured stack where the Ruby VM called in; false if the frames captured do not reach
-// that far.
-bool cut_below_ruby_vm(bool ruby_backtrace, CapturedStack* stack) {
-    uint32_t depth = depth_below_ruby_vm(*stack);
+// Cuts a captured stack where the Ruby VM called in, given its depth_below_ruby_vm(); false if
+// the frames captured do not reach that far.
+bool cut_below_ruby_vm(uint32_t depth, bool ruby_backtrace, CapturedStack* stack) {
     if (depth == 0) return false;
     if (depth == 1 && !ruby_backtrace) depth = std::min(kVmFramesWithoutBacktrace, stack->depth);
     LEAKWRAP_CHECK(depth <= stack->depth);
@@ -204,12 +203,13 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
             return;
         }
         capture(caller, with_slots || known.fill, vm_caller ? kVmAllocationFrames : kFirstTryBelowRubyVm, stack);
+        uint32_t depth = depth_below_ruby_vm(*stack);
         if (vm_caller && ruby_backtrace)
-            remember_vm_caller(caller, *stack, stack->depth == kVmAllocationFrames && depth_below_ruby_vm(*stack) == 1);
-        if (cut_below_ruby_vm(ruby_backtrace, stack)) return;
+            remember_vm_caller(caller, *stack, stack->depth == kVmAllocationFrames && depth == 1);
+        if (cut_below_ruby_vm(depth, ruby_backtrace, stack)) return;
     }
     capture(caller, with_slots, max_depth, stack);
-    if (ruby_process) cut_below_ruby_vm(ruby_backtrace, stack);
+    if (ruby_process) cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack);
 }
 
 }  // namespace
