@@ -57,11 +57,11 @@ public:
     StopSignals(const StopSignals&) = delete;
     StopSignals& operator=(const StopSignals&) = delete;
 
-    // False if a stop signal arrived before the deadline.
+    // False if a stop signal arrived before the deadline. A deadline already past still takes a
+    // pending signal: samples that take longer than the interval must not make a watch deaf.
     bool sleep_until(Clock::time_point deadline) {
         for (;;) {
-            const auto left = deadline - Clock::now();
-            if (left <= Clock::duration::zero()) return true;
+            const auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
             const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
             const timespec wait{
                 static_cast<time_t>(seconds.count()),
