@@ -21,12 +21,15 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
     auto line = std::make_shared<SuspectsCommandLine>();
     CLI::App* suspects = app.add_subcommand(
         "suspects",
-        "Rank the sites of a watch series by sustained growth of live bytes (least-squares "
-        "slope per hour, R2, share of rising steps, first and last live bytes) and classify "
-        "them: leak (slope > 0, R2 >= 0.8, rising in >= 80% of steps, and the last third of the "
-        "series still grows at >= 25% of the slope), plateau (grew, then varied by <= 10% of its "
-        "range over the last third: a cache filling up), churn (rises and falls), flat (never "
-        "changed). Leaks first. Needs at least 3 samples");
+        "Rank the sites of a watch series and classify them by the process's own work (its "
+        "allocations), so idle time counts for nothing: leak (keeps allocating and (almost) never "
+        "frees: still grows over the last third of the work, retains >= 95% of what it allocated, "
+        "never gives back), growing (grows the same way with R2 >= 0.8 but frees part of what it "
+        "allocates: a partial leak, or garbage a collector has not reached yet), plateau (grew, "
+        "then held: a cache, a warm-up), churn (gives back in bursts: a garbage collector, a "
+        "pool), flat. Each row shows its evidence: growth per million allocations and per hour, "
+        "R2, the share of its allocations still live. "
+        "Leaks first. Needs at least 3 samples");
     suspects->add_option("series", line->series, "Series file written by watch --out")
         ->required()
         ->check(CLI::ExistingFile);
@@ -37,7 +40,7 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
 
     return {suspects, [line] {
                 const std::vector<Sample> series = read_series(line->series);
-                const std::vector<Suspect> ranked = rank_suspects(series);
+                const SuspectRanking ranked = rank_suspects(series);
                 const auto top = static_cast<std::size_t>(line->top);
                 if (line->format == "json")
                     std::cout << suspects_json(series, ranked, top).dump(2) << '\n';

@@ -34,6 +34,17 @@ std::ifstream open_for_reading(const std::filesystem::path& path) {
     return in;
 }
 
+bool is_report(const json& object) {
+    return object.is_object() && object.contains("sites") && !object.contains("t");
+}
+
+// A report where a series belongs is the likely mistake: say which file is wanted.
+std::runtime_error not_a_series(const std::filesystem::path& path) {
+    return std::runtime_error(path.string() +
+                              " is a report, not a series: give the file that `leakwrap-report "
+                              "watch PID --out FILE` writes");
+}
+
 }  // namespace
 
 Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes) {
@@ -111,8 +122,13 @@ std::vector<Sample> read_series(const std::filesystem::path& path) {
     for (std::size_t number = 1; std::getline(in, line); ++number) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         try {
-            series.push_back(sample_from_json(json::parse(line)));
+            const json object = json::parse(line);
+            if (is_report(object)) throw not_a_series(path);
+            series.push_back(sample_from_json(object));
         } catch (const json::exception& error) {
+            // A pretty-printed report spans many lines, none of them a JSON object of its own.
+            if (series.empty() && is_report(json::parse(open_for_reading(path), nullptr, false)))
+                throw not_a_series(path);
             throw std::runtime_error(path.string() + ":" + std::to_string(number) +
                                      ": not a series line: " + error.what());
         }

@@ -221,6 +221,19 @@ TEST(Suspects, RefuseASeriesOfFewerThanThreeSamples) {
     EXPECT_TRUE(contains(completed.err, "at least 3 samples")) << completed.err;
 }
 
+TEST(Suspects, OnAReportSayWhichFileTheyWantInOneLine) {
+    const WatchedRun& watched = watched_run();
+    const fs::path pretty = watched.directory / "pretty-report.json";
+    write_file(pretty, json::parse(read_file(watched.reports[0])).dump(2));
+    for (const fs::path& report : {watched.reports[0], pretty}) {
+        const Completed completed = run_report({"suspects", report.string()});
+        EXPECT_EQ(completed.exit_code, 1);
+        EXPECT_EQ(completed.err, "leakwrap-report: error: " + report.string() +
+                                     " is a report, not a series: give the file that "
+                                     "`leakwrap-report watch PID --out FILE` writes\n");
+    }
+}
+
 TEST(Diff, RetainedViewOfThreeReportsListsOnlyTheLeak) {
     const WatchedRun& watched = watched_run();
     const json diff = json::parse(report_tool({"diff", watched.reports[0].string(),
