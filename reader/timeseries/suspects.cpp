@@ -3,6 +3,7 @@
 #include "series_history.h"
 
 #include <algorithm>
+#include <array>
 #include <span>
 #include <sstream>
 #include <stdexcept>
@@ -113,32 +114,16 @@ Trend classify(const Suspect& suspect, double whole_spread, double recent_spread
 
 }  // namespace
 
+// Both enums count from 0 in the order of their names here.
 std::string_view give_back_name(GiveBack give_back) {
-    switch (give_back) {
-        case GiveBack::never:
-            return "never";
-        case GiveBack::steadily:
-            return "steadily";
-        case GiveBack::in_bursts:
-            break;
-    }
-    return "in bursts";
+    constexpr std::array<std::string_view, 3> kNames = {"never", "steadily", "in bursts"};
+    return kNames.at(static_cast<std::size_t>(give_back));
 }
 
 std::string_view trend_name(Trend trend) {
-    switch (trend) {
-        case Trend::leak:
-            return "leak";
-        case Trend::growing:
-            return "growing";
-        case Trend::plateau:
-            return "plateau";
-        case Trend::churn:
-            return "churn";
-        case Trend::flat:
-            break;
-    }
-    return "flat";
+    constexpr std::array<std::string_view, 5> kNames = {"leak", "growing", "plateau", "churn",
+                                                        "flat"};
+    return kNames.at(static_cast<std::size_t>(trend));
 }
 
 SuspectRanking rank_suspects(const std::vector<Sample>& series) {
