@@ -23,9 +23,9 @@ using nlohmann::json;
 constexpr long long kBurst = 100;
 constexpr int kBursts = 3;
 constexpr const char* kInterval = "250ms";
-// Long enough for a few samples of an idle server, however loaded the machine is: the checks
-// below are on what the series holds, never on how long anything took.
+// Between bursts; the idle end of a series is made by waiting for samples instead.
 constexpr auto kIdle = std::chrono::milliseconds(1500);
+constexpr std::size_t kIdleSamplesAtTheEnd = 3;
 constexpr const char* kExtension = "/markdown_renderer.so";
 
 std::set<uint64_t> row_ids(const std::vector<json>& rows) {
@@ -37,17 +37,37 @@ std::set<uint64_t> row_ids(const std::vector<json>& rows) {
 // Watches puma into a series file of its own while `traffic` runs, then stops the watch as a
 // service manager does, with SIGTERM (a shell leaves SIGINT ignored in what it starts in the
 // background, and so may CTest's caller).
-fs::path watch_during(const Puma& puma, const std::string& name, const std::function<void()>& traffic) {
+fs::path watch_during(const Puma& puma, const std::string& name,
+                      const std::function<void(const fs::path&)>& traffic) {
     const fs::path series = fs::temp_directory_path() /
                             ("leakwrap-soak-" + std::to_string(getpid()) + "-" + name + ".jsonl");
     Target watch({e2e::paths::report_tool, "watch", std::to_string(puma.pid()), "--interval",
                   kInterval, "--out", series.string()},
                  Environment::bare());
     watch.wait_ready("sample 1:");
-    traffic();
+    traffic(series);
     kill(watch.pid(), SIGTERM);
     EXPECT_EQ(watch.release_and_wait(), 0);
     return series;
+}
+
+std::size_t lines_in(const fs::path& path) {
+    std::ifstream in(path);
+    std::size_t lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    return lines;
+}
+
+// Waits until the watch has written `more` lines beyond what the series holds now (it flushes
+// every line), however long a sample takes on a loaded machine.
+void wait_for_samples(const fs::path& series, std::size_t more) {
+    const std::size_t wanted = lines_in(series) + more;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (lines_in(series) < wanted) {
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the watch wrote no new samples for 60 s");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
 }
 
 json suspects_of(const fs::path& series) {
@@ -90,16 +110,18 @@ TEST(RubySoak, BurstsThenIdleAndTrafficCutShortBothPutTheLeakFirst) {
     ASSERT_FALSE(paths::puma.empty()) << "puma is not installed (scripts/setup.sh installs it)";
     Puma puma({paths::source("examples/puma/config.ru")});
 
-    const fs::path bursts = watch_during(puma, "bursts", [&] {
+    const fs::path bursts = watch_during(puma, "bursts", [&](const fs::path& series) {
         for (int burst = 0; burst < kBursts; ++burst) {
+            if (burst > 0) std::this_thread::sleep_for(kIdle);
             send_requests(puma.url(), kBurst);
-            std::this_thread::sleep_for(kIdle);
         }
+        // One more, for a sample that the last requests may still have been running into.
+        wait_for_samples(series, kIdleSamplesAtTheEnd + 1);
     });
     // A second series that the watch stops while requests are still coming, on whatever rise
     // the GC left.
     std::thread client;
-    const fs::path cut_short = watch_during(puma, "cut-short", [&] {
+    const fs::path cut_short = watch_during(puma, "cut-short", [&](const fs::path&) {
         send_requests(puma.url(), kBurst);
         std::this_thread::sleep_for(kIdle);
         client = std::thread([&] { send_requests(puma.url(), kBurst); });
