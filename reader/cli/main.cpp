@@ -48,7 +48,10 @@ int report_error(std::string_view message, int exit_code) {
 Snapshot read_by_pid(pid_t pid) {
     const SegmentEntry entry{pid, segment_path(pid)};
     try {
-        return read_segment(entry);
+        Snapshot snapshot = read_segment(entry);
+        if (owner_state(snapshot) == OwnerState::alive)
+            snapshot.memory = read_process_memory(pid, entry.path);
+        return snapshot;
     } catch (const SegmentFileError& error) {
         if (error.error_number() != ENOENT) throw;
         const std::string id = std::to_string(pid);

@@ -121,6 +121,7 @@ void write_json_report(std::ostream& out, const ReportInput& input) {
              {"free_bytes", totals.free_bytes},
              {"sites", snapshot.sites_in_use()},
              {"lost_sites", snapshot.lost_sites},
+             {"memory", process_memory_json(snapshot.memory)},
          }},
         {"sites", std::move(sites)},
         {"bins", bins_json(size_class_table(snapshot, rows))},

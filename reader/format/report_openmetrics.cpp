@@ -126,6 +126,19 @@ void write_openmetrics_report(std::ostream& out, const ReportInput& input) {
     exposition.family("leakwrap_bin_live_bytes", "gauge", "bytes",
                       "Live bytes in blocks of a size class, by its inclusive upper limit.",
                       bin_live_bytes(snapshot));
+    // Only a live process has an RSS; post mortem the families are left out, never zero.
+    if (const auto& memory = snapshot.memory) {
+        exposition.family("leakwrap_process_resident_bytes", "gauge", "bytes",
+                          "The process's resident set as the kernel splits it "
+                          "(/proc/PID/status RssAnon, RssFile, RssShmem).",
+                          {{{{"kind", "anon"}}, memory->rss_anon},
+                           {{{"kind", "file"}}, memory->rss_file},
+                           {{{"kind", "shmem"}}, memory->rss_shmem}});
+        exposition.family("leakwrap_segment_resident_bytes", "gauge", "bytes",
+                          "Resident bytes of leakwrap's own segment in the process (part of "
+                          "its shmem RSS).",
+                          {{{}, memory->segment_resident}});
+    }
 
     const auto rows = report_rows(snapshot, input.options.by);
     std::vector<Sample> live_bytes, live_blocks;

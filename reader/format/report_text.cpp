@@ -129,6 +129,25 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
     }
 }
 
+// The kernel's view next to leakwrap's, so that a reader can tell a leak (tracked live bytes
+// grow) from memory outside the tracked heap (RSS grows alone) and from leakwrap's own.
+void write_memory(std::ostream& out, const ReportInput& input) {
+    const std::optional<ProcessMemory>& memory = input.snapshot.memory;
+    if (!memory) {
+        out << "memory: no RSS: "
+            << (input.owner == OwnerState::alive ? "the segment was read from a file"
+                                                 : "the process is gone (post mortem)")
+            << '\n';
+        return;
+    }
+    out << "memory: RSS " << human_bytes(memory->rss()) << " (anon " << human_bytes(memory->rss_anon)
+        << ", file " << human_bytes(memory->rss_file) << ", shared "
+        << human_bytes(memory->rss_shmem) << "); tracked live "
+        << human_bytes(input.snapshot.totals.live_bytes()) << "; leakwrap's segment "
+        << human_bytes(memory->segment_resident)
+        << " resident (in shared; its private indexes are in anon, not counted)\n";
+}
+
 }  // namespace
 
 void write_text_report(std::ostream& out, const ReportInput& input) {
@@ -140,6 +159,7 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
         << " blocks; " << totals.allocs << " allocs, " << totals.frees << " frees, "
         << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
         << snapshot.sites_in_use() << " sites\n";
+    write_memory(out, input);
     if (snapshot.sampled())
         out << "sampled (LEAKWRAP_SAMPLE=" << snapshot.sample_interval
             << "): the totals are exact, the numbers per site are estimated\n";

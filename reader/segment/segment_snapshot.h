@@ -2,6 +2,8 @@
 // reference back to the bytes it came from.
 #pragma once
 
+#include "process_memory.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -91,6 +93,9 @@ struct Snapshot {
     std::vector<Site> sites;     // the ready records, in slot order
     std::vector<Counters> bins;  // per size class (index = class), summed over the shards; exact
     Counters totals;             // the sum over the bins, so exact in both modes
+    // The kernel's view of the process when the segment was read from it alive; none post
+    // mortem, and for a segment read from a file.
+    std::optional<ProcessMemory> memory;
 
     bool sampled() const { return sample_interval != 0; }
     // Site records that hold a call site: every ordinary record, and the overflow records that

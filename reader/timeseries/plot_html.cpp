@@ -44,7 +44,10 @@ std::string html_report(const std::vector<Sample>& series, const std::string& ch
             html << "<td class=\"number\">" << escaped_markup(cells[column]) << "</td>";
         html << cell(cells.back()) << "</tr>\n";
     }
-    html << "</table>\n<p class=\"rule\">" << escaped_markup(classification_rules())
+    html << "</table>\n";
+    if (const std::string note = memory_note(series); !note.empty())
+        html << "<p>" << escaped_markup(note) << "</p>\n";
+    html << "<p class=\"rule\">" << escaped_markup(classification_rules())
          << "</p>\n</body>\n</html>\n";
     return html.str();
 }

@@ -52,6 +52,7 @@ Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes)
         .t = t,
         .pid = report.at("pid").get<int64_t>(),
         .totals = counters_from_json(report.at("totals")),
+        .memory = process_memory_from_json(report.at("totals").value("memory", json())),
         .bins = bins_from_json(report),
         .sites = {},
     };
@@ -92,6 +93,7 @@ nlohmann::ordered_json sample_to_json(const Sample& sample) {
     line["t"] = sample.t;
     line["pid"] = sample.pid;
     line["totals"] = with_counters(ordered::object(), sample.totals);
+    if (sample.memory) line["memory"] = process_memory_json(sample.memory);
     line["bins"] = std::move(bins);
     line["sites"] = std::move(sites);
     line["labels"] = std::move(labels);
@@ -104,6 +106,7 @@ Sample sample_from_json(const json& object) {
         .t = object.at("t").get<double>(),
         .pid = object.at("pid").get<int64_t>(),
         .totals = counters_from_json(object.at("totals")),
+        .memory = process_memory_from_json(object.value("memory", json())),
         .bins = bins_from_json(object),
         .sites = {},
     };

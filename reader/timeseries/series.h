@@ -3,6 +3,8 @@
 // label). `suspects` and `plot` read series; `diff` reads full reports into the same shape.
 #pragma once
 
+#include "process_memory.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -39,6 +41,7 @@ struct Sample {
     double t = 0;  // unix seconds; 0 for a report, which does not say when it was taken
     int64_t pid = 0;
     SampleCounters totals;
+    std::optional<ProcessMemory> memory;  // the kernel's view; none in series before it was kept
     std::vector<SampleBin> bins;    // the classes that ever had an allocation, ascending
     std::vector<SampleSite> sites;  // a series line keeps only sites at or above --min-bytes
 };
@@ -46,7 +49,7 @@ struct Sample {
 // Reduces a `--format json` report; sites with fewer than min_live_bytes live bytes are left out.
 Sample sample_from_report(const nlohmann::json& report, double t, uint64_t min_live_bytes);
 
-// The series line: {"t", "pid", "totals", "bins": [{"class", "limit", "live_bytes",
+// The series line: {"t", "pid", "totals", "memory" (as in a report's totals), "bins": [{"class", "limit", "live_bytes",
 // "live_blocks", "allocs", "frees"}], "sites": [{"id", "live_bytes", "live_blocks",
 // "allocs", "frees", "label"}], "labels": {id: label}}, keys in that order for people reading it.
 nlohmann::ordered_json sample_to_json(const Sample& sample);

@@ -1,6 +1,7 @@
 #include "suspects_output.h"
 
 #include "change_units.h"
+#include "memory_growth.h"
 #include "report_labels.h"
 
 #include <algorithm>
@@ -30,6 +31,24 @@ std::string count_text(uint64_t count) {
     return fixed(static_cast<double>(count) / 1e6, 1) + " M";
 }
 
+nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
+    if (!growth) return nullptr;
+    nlohmann::json churning = nlohmann::json::array();
+    for (const ChurningClass& entry : growth->churning) {
+        const std::optional<uint64_t> limit = size_class_limit_bytes(entry.size_class);
+        churning.push_back({{"class", entry.size_class},
+                            {"limit", limit ? nlohmann::json(*limit) : nlohmann::json(nullptr)},
+                            {"allocs", entry.allocs},
+                            {"frees", entry.frees}});
+    }
+    return {{"rss_growth_bytes", growth->rss},
+            {"rss_anon_growth_bytes", growth->rss_anon},
+            {"segment_growth_bytes", growth->segment},
+            {"tracked_live_growth_bytes", growth->tracked_live},
+            {"untracked", growth->untracked},
+            {"churning_classes", std::move(churning)}};
+}
+
 }  // namespace
 
 std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& suspect) {
@@ -57,6 +76,29 @@ std::string series_summary(const std::vector<Sample>& series, const SuspectRanki
     return summary + "the process made " + count_text(ranking.process_allocs) + " allocations";
 }
 
+std::string memory_note(const std::vector<Sample>& series) {
+    const std::optional<MemoryGrowth> growth = memory_growth(series);
+    if (!growth) return "";
+    std::string note = "RSS " + signed_human_bytes(growth->rss) + " (anon " +
+                       signed_human_bytes(growth->rss_anon) + "; leakwrap's segment " +
+                       signed_human_bytes(growth->segment) + ", left out), tracked live bytes " +
+                       signed_human_bytes(growth->tracked_live) + ".";
+    if (!growth->untracked) return note;
+    note += " RSS grew while the tracked live bytes did not: that growth is not a leak at any "
+            "call site, but fragmentation, the allocator keeping freed memory, or memory outside "
+            "malloc (mmap, a runtime's own heap).";
+    if (growth->churning.empty()) return note;
+    note += " The size classes that churned most, the likely fragmenters:";
+    const char* separator = " ";
+    for (const ChurningClass& entry : growth->churning) {
+        note += separator + size_class_label(entry.size_class) + " (" +
+                std::to_string(entry.frees) + " blocks freed, " + std::to_string(entry.allocs) +
+                " allocated)";
+        separator = ", ";
+    }
+    return note + ".";
+}
+
 void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
                          const SuspectRanking& ranking, std::size_t top) {
     const std::vector<Suspect>& suspects = ranking.suspects;
@@ -74,6 +116,7 @@ void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
     }
     if (shown(suspects, top) < suspects.size())
         out << "… " << suspects.size() - shown(suspects, top) << " more (--top 0 shows all)\n";
+    if (const std::string note = memory_note(series); !note.empty()) out << '\n' << note << '\n';
     out << '\n' << classification_rules() << '\n';
 }
 
@@ -105,6 +148,7 @@ nlohmann::json suspects_json(const std::vector<Sample>& series, const SuspectRan
         {"samples", series.size()},
         {"seconds", series.back().t - series.front().t},
         {"process_allocs", ranking.process_allocs},
+        {"memory", memory_growth_json(memory_growth(series))},
         {"suspects", std::move(entries)},
     };
 }

@@ -128,7 +128,8 @@ std::string gone_reason(pid_t pid, OwnerState state) {
     return process + " is running";
 }
 
-// "15:40:12 sample 3: live 1.2 MiB, +340.0 KiB since start; top grower: f (a.c:3) +300.0 KiB"
+// "15:40:12 sample 3: live 1.2 MiB, +340.0 KiB since start; RSS 9.1 MiB (anon 4.0 MiB,
+// leakwrap's segment 196.0 KiB); top grower: f (a.c:3) +300.0 KiB"
 class SummaryWriter {
 public:
     explicit SummaryWriter(std::ostream& out) : out_(out) {}
@@ -153,7 +154,12 @@ public:
              << human_bytes(sample.totals.live_bytes) << ", "
              << signed_human_bytes(static_cast<double>(sample.totals.live_bytes) -
                                    static_cast<double>(start_total_))
-             << " since start; top grower: ";
+             << " since start; ";
+        if (sample.memory)
+            out_ << "RSS " << human_bytes(sample.memory->rss()) << " (anon "
+                 << human_bytes(sample.memory->rss_anon) << ", leakwrap's segment "
+                 << human_bytes(sample.memory->segment_resident) << "); ";
+        out_ << "top grower: ";
         if (top)
             out_ << top->label << ' ' << signed_human_bytes(top_growth);
         else

@@ -71,8 +71,11 @@ std::string report_tool(const std::vector<std::string>& arguments) {
     return completed.out;
 }
 
-std::vector<std::string> steady_leak_command() {
-    return {paths::program("steady_leak"), std::to_string(kPeriodMs)};
+// With map_kib, every tick also maps and touches that much memory outside malloc.
+std::vector<std::string> steady_leak_command(std::size_t map_kib = 0) {
+    std::vector<std::string> argv{paths::program("steady_leak"), std::to_string(kPeriodMs)};
+    if (map_kib > 0) argv.insert(argv.end(), {"0", std::to_string(map_kib)});
+    return argv;
 }
 
 std::vector<std::string> watch_command(pid_t pid, const fs::path& series,
@@ -98,8 +101,8 @@ struct WatchedRun {
     std::vector<json> lines;
     std::vector<fs::path> reports;
 
-    WatchedRun() {
-        Target program(steady_leak_command(), Environment::profiled());
+    explicit WatchedRun(std::size_t map_kib = 0) {
+        Target program(steady_leak_command(map_kib), Environment::profiled());
         program.wait_ready();
         Target watch(watch_command(program.pid(), series, {"--count", std::to_string(kSamples)}),
                      Environment::bare());
@@ -118,6 +121,13 @@ struct WatchedRun {
 // One watched run for all the tests of this file that run in one process.
 const WatchedRun& watched_run() {
     static const WatchedRun run;
+    return run;
+}
+
+// steady_leak mapping kMapKib outside malloc every tick: RSS grows, the tracked heap barely.
+constexpr std::size_t kMapKib = 256;
+const WatchedRun& mapping_run() {
+    static const WatchedRun run(kMapKib);
     return run;
 }
 
@@ -318,6 +328,70 @@ TEST(Watch, EndsCleanlyWhenTheProcessExits) {
     watch.wait_ready("stopped, process " + pid + " exited", 20s);
     EXPECT_EQ(watch.release_and_wait(), 0);
     EXPECT_GE(read_lines(series).size(), 1u);
+}
+
+// The ticks steady_leak made between two series lines, counted by its leak's allocations.
+uint64_t ticks_between(const json& first, const json& last) {
+    const auto allocs = [](const json& line) {
+        const json* leak = site_labelled(line.at("sites"), "leak_steadily");
+        return leak ? leak->at("allocs").get<uint64_t>() : 0;
+    };
+    return (allocs(last) - allocs(first)) / steady_leak::kLeaksPerTick;
+}
+
+TEST(Memory, EverySeriesLineHasTheRssAndTheSegmentNextToTheTrackedBytes) {
+    for (const json& line : watched_run().lines) {
+        const json& memory = line.at("memory");
+        EXPECT_EQ(memory.at("rss_bytes"), memory.at("rss_anon_bytes").get<uint64_t>() +
+                                              memory.at("rss_file_bytes").get<uint64_t>() +
+                                              memory.at("rss_shmem_bytes").get<uint64_t>());
+        EXPECT_GT(memory.at("leakwrap_segment_resident_bytes").get<uint64_t>(), 0u);
+        EXPECT_LE(memory.at("leakwrap_segment_resident_bytes"), memory.at("rss_shmem_bytes"))
+            << "the segment is shared memory of the process";
+        EXPECT_GT(memory.at("rss_anon_bytes"), line.at("totals").at("live_bytes"));
+    }
+}
+
+TEST(Memory, ALeakThatGrowsRssWithTheHeapIsNoUntrackedGrowth) {
+    const json ranking = json::parse(report_tool({"suspects", watched_run().series.string(), "--format", "json"}));
+    EXPECT_FALSE(ranking.at("memory").at("untracked").get<bool>()) << ranking.at("memory").dump(2);
+    EXPECT_FALSE(contains(report_tool({"suspects", watched_run().series.string()}), "not a leak at any call site"));
+}
+
+TEST(Memory, RssGrowthOutsideMallocIsNamedWithTheClassesThatChurnMost) {
+    const WatchedRun& watched = mapping_run();
+    const json ranking = json::parse(report_tool({"suspects", watched.series.string(), "--format", "json"}));
+    const json& memory = ranking.at("memory");
+    ASSERT_TRUE(memory.at("untracked").get<bool>()) << memory.dump(2);
+    // Ground truth: every tick touched kMapKib of new pages, and only the leak's 1.2 KiB a tick
+    // is tracked.
+    const double mapped = static_cast<double>(ticks_between(watched.lines.front(), watched.lines.back()) * kMapKib * 1024);
+    EXPECT_GE(memory.at("rss_anon_growth_bytes").get<double>(), 0.9 * mapped) << memory.dump(2);
+    EXPECT_LT(memory.at("tracked_live_growth_bytes").get<double>(), 0.05 * mapped) << memory.dump(2);
+    // churn_temporaries frees eight 2000-byte blocks a tick, more than any other class.
+    ASSERT_FALSE(memory.at("churning_classes").empty());
+    EXPECT_EQ(memory.at("churning_classes").front().at("limit"), 2048);
+    for (const json& suspect : ranking.at("suspects")) {
+        if (suspect.at("class") == "leak") {
+            EXPECT_TRUE(contains(suspect.at("label"), "leak_steadily"));
+        }
+    }
+
+    const std::string text = report_tool({"suspects", watched.series.string()});
+    EXPECT_TRUE(contains(text, "RSS grew while the tracked live bytes did not: that growth is not a "
+                               "leak at any call site")) << text;
+    EXPECT_TRUE(contains(text, "≤2 KiB (")) << text;
+}
+
+TEST(Memory, PlotDrawsRssAndTrackedBytesAboveTheSites) {
+    const WatchedRun& watched = mapping_run();
+    const fs::path svg = watched.directory / "memory.svg";
+    report_tool({"plot", watched.series.string(), "-o", svg.string()});
+    const std::string chart = read_file(svg);
+    const auto rss = chart.find(">RSS  ("), tracked = chart.find(">tracked live bytes  (");
+    ASSERT_NE(rss, std::string::npos) << "the RSS line's legend";
+    ASSERT_NE(tracked, std::string::npos);
+    EXPECT_LT(tracked, chart.find("leak_steadily")) << "the process panel comes first";
 }
 
 }  // namespace
