@@ -11,6 +11,10 @@
 
 namespace leakwrap {
 
+// What `suspects --fail-on` exits with when it finds what it names: neither success (0) nor an
+// error (1) or a usage error (2), so that CI can tell a failed gate from a broken one.
+inline constexpr int kExitGateFailed = 3;
+
 struct Subcommand {
     CLI::App* parser;          // parsed() once it was chosen on the command line
     std::function<int()> run;  // the exit status; throws std::exception on a runtime error

@@ -104,7 +104,9 @@ Trend classify(const Suspect& suspect, double whole_spread, double recent_spread
         suspect.retention.retained_share.value_or(0) >= kNeverFreesRetainedShare;
     if (grew && still_growing && suspect.give_back != GiveBack::in_bursts) {
         if (never_frees && suspect.give_back == GiveBack::never) return Trend::leak;
-        if (suspect.r_squared >= kGrowingMinRSquared) return Trend::growing;
+        // A site seen allocating in the series, not one that crossed --min-bytes with a block.
+        if (suspect.retention.retained_share && suspect.r_squared >= kGrowingMinRSquared)
+            return Trend::growing;
     }
     if (grew && suspect.give_back != GiveBack::in_bursts &&
         recent_spread <= kPlateauMaxRecentSpread * whole_spread)
@@ -187,7 +189,8 @@ std::string classification_rules() {
           << ". plateau: grew, then varied by <= " << 100 * kPlateauMaxRecentSpread
           << "% of its range over the last third of the work, giving back no more than it "
              "allocated (a cache filled, a warm-up). churn: gives back in bursts, freeing more "
-             "than it allocates or falling (a garbage collector, a pool), or shrank. "
+             "than it allocates or falling (a garbage collector, a pool), shrank, or changed "
+             "without a trend. "
              "flat: never changed.";
     return rules.str();
 }

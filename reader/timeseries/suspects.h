@@ -22,7 +22,7 @@ enum class Trend {
     // its blocks, or garbage that a collector has not reached within the series.
     growing,
     plateau,  // grew, then held over the last third of the work: a cache filled, a warm-up
-    churn,    // gives back in bursts (rises and falls back), or shrank
+    churn,    // gives back in bursts (rises and falls back), shrank, or changed without a trend
     flat,     // never changed
 };
 
@@ -77,7 +77,7 @@ struct Suspect {
 
 struct SuspectRanking {
     uint64_t process_allocs = 0;  // the work the series saw: allocations from first to last sample
-    // Every site of the series: leaks first, then plateaus, churn and flat sites, each class by
+    // Every site of the series: leaks first, then growing, plateau, churn and flat sites, each class by
     // growth per allocation, steepest first.
     std::vector<Suspect> suspects;
 };

@@ -29,6 +29,15 @@ TEST(Duration, RejectsWhatIsNotAWholePositiveNumberWithAUnit) {
         EXPECT_EQ(parse_duration(text), std::nullopt) << text;
 }
 
+TEST(ByteSize, ParsesWholeNumbersOfBinaryUnitsAndNothingElse) {
+    EXPECT_EQ(parse_byte_size("0B"), 0u);
+    EXPECT_EQ(parse_byte_size("512KiB"), 512u * 1024);
+    EXPECT_EQ(parse_byte_size("1MiB"), 1024u * 1024);
+    EXPECT_EQ(parse_byte_size("2GiB"), 2ull << 30);
+    for (const char* text : {"", "1", "1MB", "1mib", "-1KiB", "1.5MiB", " 1MiB", "99999999999GiB"})
+        EXPECT_EQ(parse_byte_size(text), std::nullopt) << text;
+}
+
 // One sample per second, the process making 1000 allocations between two samples (the work
 // clock); each site a function of the sample index.
 using SiteCurve = double (*)(std::size_t);
