@@ -148,6 +148,18 @@ void write_memory(std::ostream& out, const ReportInput& input) {
         << " resident (in shared; its private indexes are in anon, not counted)\n";
 }
 
+// A merged process tree (--children): which processes, and what each holds.
+void write_processes(std::ostream& out, const Snapshot& snapshot) {
+    if (snapshot.members.empty()) return;
+    out << "processes: " << snapshot.members.size() << " merged (the pid and its descendants):";
+    const char* separator = " ";
+    for (const TreeMember& member : snapshot.members) {
+        out << separator << member.pid << " live " << human_bytes(member.totals.live_bytes());
+        separator = "; ";
+    }
+    out << '\n';
+}
+
 }  // namespace
 
 void write_text_report(std::ostream& out, const ReportInput& input) {
@@ -160,6 +172,7 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
         << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
         << snapshot.sites_in_use() << " sites\n";
     write_memory(out, input);
+    write_processes(out, snapshot);
     if (snapshot.sampled())
         out << "sampled (LEAKWRAP_SAMPLE=" << snapshot.sample_interval
             << "): the totals are exact, the numbers per site are estimated\n";

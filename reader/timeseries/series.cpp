@@ -51,11 +51,14 @@ Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes)
     Sample sample{
         .t = t,
         .pid = report.at("pid").get<int64_t>(),
+        .pids = {},
         .totals = counters_from_json(report.at("totals")),
         .memory = process_memory_from_json(report.at("totals").value("memory", json())),
         .bins = bins_from_json(report),
         .sites = {},
     };
+    for (const json& process : report.value("processes", json::array()))
+        sample.pids.push_back(process.at("pid").get<int64_t>());
     for (const json& site : report.at("sites")) {
         const SampleCounters counters = counters_from_json(site);
         if (counters.live_bytes < min_live_bytes) continue;
@@ -92,6 +95,7 @@ nlohmann::ordered_json sample_to_json(const Sample& sample) {
     ordered line = ordered::object();
     line["t"] = sample.t;
     line["pid"] = sample.pid;
+    if (!sample.pids.empty()) line["pids"] = sample.pids;
     line["totals"] = with_counters(ordered::object(), sample.totals);
     if (sample.memory) line["memory"] = process_memory_json(sample.memory);
     line["bins"] = std::move(bins);
@@ -105,6 +109,7 @@ Sample sample_from_json(const json& object) {
     Sample sample{
         .t = object.at("t").get<double>(),
         .pid = object.at("pid").get<int64_t>(),
+        .pids = object.value("pids", std::vector<int64_t>{}),
         .totals = counters_from_json(object.at("totals")),
         .memory = process_memory_from_json(object.value("memory", json())),
         .bins = bins_from_json(object),

@@ -40,6 +40,8 @@ struct SampleBin {
 struct Sample {
     double t = 0;  // unix seconds; 0 for a report, which does not say when it was taken
     int64_t pid = 0;
+    // With --children, every process merged into the sample, the root first; empty otherwise.
+    std::vector<int64_t> pids;
     SampleCounters totals;
     std::optional<ProcessMemory> memory;  // the kernel's view; none in series before it was kept
     std::vector<SampleBin> bins;    // the classes that ever had an allocation, ascending
@@ -49,7 +51,7 @@ struct Sample {
 // Reduces a `--format json` report; sites with fewer than min_live_bytes live bytes are left out.
 Sample sample_from_report(const nlohmann::json& report, double t, uint64_t min_live_bytes);
 
-// The series line: {"t", "pid", "totals", "memory" (as in a report's totals), "bins": [{"class", "limit", "live_bytes",
+// The series line: {"t", "pid", "pids" (with --children), "totals", "memory" (as in a report's totals), "bins": [{"class", "limit", "live_bytes",
 // "live_blocks", "allocs", "frees"}], "sites": [{"id", "live_bytes", "live_blocks",
 // "allocs", "frees", "label"}], "labels": {id: label}}, keys in that order for people reading it.
 nlohmann::ordered_json sample_to_json(const Sample& sample);
