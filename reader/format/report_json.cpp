@@ -120,15 +120,6 @@ void write_json_report(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
     const Counters& totals = snapshot.totals;
     const auto rows = report_rows(snapshot, input.options.by);
-    json sites = json::array();
-    for (const ReportRow* row : ranked_rows(rows, input.options)) {
-        sites.push_back(row_json(*row, input.symbolizer));
-        if (snapshot.members.empty()) continue;
-        json split = json::array();
-        for (const ProcessShare& share : row_split_by_process(*row, snapshot))
-            split.push_back(process_json(share.pid, share.counters));
-        sites.back()["processes"] = std::move(split);
-    }
     json report = {
         {"pid", snapshot.pid},
         {"parent_pid", snapshot.parent_pid},
@@ -150,12 +141,31 @@ void write_json_report(std::ostream& out, const ReportInput& input) {
              {"lost_sites", snapshot.lost_sites},
              {"memory", process_memory_json(snapshot.memory)},
          }},
-        {"sites", std::move(sites)},
         {"bins", bins_json(size_class_table(snapshot, rows))},
     };
     if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
     // Replace, not throw, on invalid UTF-8: paths and command lines are arbitrary bytes.
-    out << report.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+    const auto text = [](const json& value) {
+        return value.dump(-1, ' ', false, json::error_handler_t::replace);
+    };
+    // Streamed: every member but the sites, then one site a line, each rendered and written on
+    // its own. A document of every row of a Rails process took gigabytes before it was written.
+    out << '{';
+    for (const auto& [key, value] : report.items()) out << text(key) << ": " << text(value) << ",\n";
+    out << "\"sites\": [";
+    const char* separator = "\n";
+    for (const ReportRow* row : ranked_rows(rows, input.options)) {
+        json site = row_json(*row, input.symbolizer);
+        if (!snapshot.members.empty()) {
+            json split = json::array();
+            for (const ProcessShare& share : row_split_by_process(*row, snapshot))
+                split.push_back(process_json(share.pid, share.counters));
+            site["processes"] = std::move(split);
+        }
+        out << separator << text(site);
+        separator = ",\n";
+    }
+    out << "\n]}\n";
 }
 
 }  // namespace leakwrap
