@@ -116,7 +116,8 @@ json bins_json(const std::vector<SizeClassEntry>& table) {
 }  // namespace
 
 // The size-class table is always included, --bins or not: tools that poll the report rely on it.
-void write_json_report(std::ostream& out, const ReportInput& input) {
+void visit_json_report(const ReportInput& input, const std::function<void(const json&)>& head,
+                       const std::function<void(const json&)>& site) {
     const Snapshot& snapshot = input.snapshot;
     const Counters& totals = snapshot.totals;
     const auto rows = report_rows(snapshot, input.options.by);
@@ -144,27 +145,38 @@ void write_json_report(std::ostream& out, const ReportInput& input) {
         {"bins", bins_json(size_class_table(snapshot, rows))},
     };
     if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
-    // Replace, not throw, on invalid UTF-8: paths and command lines are arbitrary bytes.
-    const auto text = [](const json& value) {
-        return value.dump(-1, ' ', false, json::error_handler_t::replace);
-    };
-    // Streamed: every member but the sites, then one site a line, each rendered and written on
-    // its own. A document of every row of a Rails process took gigabytes before it was written.
-    out << '{';
-    for (const auto& [key, value] : report.items()) out << text(key) << ": " << text(value) << ",\n";
-    out << "\"sites\": [";
-    const char* separator = "\n";
+    head(report);
     for (const ReportRow* row : ranked_rows(rows, input.options)) {
-        json site = row_json(*row, input.symbolizer);
+        json object = row_json(*row, input.symbolizer);
         if (!snapshot.members.empty()) {
             json split = json::array();
             for (const ProcessShare& share : row_split_by_process(*row, snapshot))
                 split.push_back(process_json(share.pid, share.counters));
-            site["processes"] = std::move(split);
+            object["processes"] = std::move(split);
         }
-        out << separator << text(site);
-        separator = ",\n";
+        site(object);
     }
+}
+
+// Streamed: every member but the sites, then one site a line, each rendered and written on its
+// own. A document of every row of a Rails process took gigabytes before it was written.
+void write_json_report(std::ostream& out, const ReportInput& input) {
+    // Replace, not throw, on invalid UTF-8: paths and command lines are arbitrary bytes.
+    const auto text = [](const json& value) {
+        return value.dump(-1, ' ', false, json::error_handler_t::replace);
+    };
+    const char* separator = "\n";
+    visit_json_report(
+        input,
+        [&](const json& head) {
+            out << '{';
+            for (const auto& [key, value] : head.items()) out << text(key) << ": " << text(value) << ",\n";
+            out << "\"sites\": [";
+        },
+        [&](const json& site) {
+            out << separator << text(site);
+            separator = ",\n";
+        });
     out << "\n]}\n";
 }
 

@@ -47,24 +47,32 @@ std::runtime_error not_a_series(const std::filesystem::path& path) {
 
 }  // namespace
 
-Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes) {
+Sample sample_head_from_report(const json& head, double t) {
     Sample sample{
         .t = t,
-        .pid = report.at("pid").get<int64_t>(),
+        .pid = head.at("pid").get<int64_t>(),
         .pids = {},
-        .totals = counters_from_json(report.at("totals")),
-        .memory = process_memory_from_json(report.at("totals").value("memory", json())),
-        .bins = bins_from_json(report),
+        .totals = counters_from_json(head.at("totals")),
+        .memory = process_memory_from_json(head.at("totals").value("memory", json())),
+        .bins = bins_from_json(head),
         .sites = {},
+        .stacks = true,
     };
-    for (const json& process : report.value("processes", json::array()))
+    for (const json& process : head.value("processes", json::array()))
         sample.pids.push_back(process.at("pid").get<int64_t>());
-    for (const json& site : report.at("sites")) {
-        const SampleCounters counters = counters_from_json(site);
-        if (counters.live_bytes < min_live_bytes) continue;
-        sample.sites.push_back({site.at("id").get<uint64_t>(), site_label(site),
-                                site_stack_key(site), counters});
-    }
+    return sample;
+}
+
+void add_report_site(Sample& sample, const json& site, uint64_t min_live_bytes) {
+    const SampleCounters counters = counters_from_json(site);
+    if (counters.live_bytes < min_live_bytes) return;
+    sample.sites.push_back({site.at("id").get<uint64_t>(), site_label(site), site_stack_key(site),
+                            counters});
+}
+
+Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes) {
+    Sample sample = sample_head_from_report(report, t);
+    for (const json& site : report.at("sites")) add_report_site(sample, site, min_live_bytes);
     return sample;
 }
 
@@ -89,6 +97,7 @@ nlohmann::ordered_json sample_to_json(const Sample& sample) {
     for (const SampleSite& site : sample.sites) {
         ordered entry = with_counters({{"id", site.id}}, site.counters);
         entry["label"] = site.label;
+        if (sample.stacks) entry["stack"] = site.stack_key;
         sites.push_back(std::move(entry));
         labels[std::to_string(site.id)] = site.label;
     }
@@ -115,10 +124,12 @@ Sample sample_from_json(const json& object) {
         .bins = bins_from_json(object),
         .sites = {},
     };
+    sample.stacks = true;
     for (const auto& site : object.at("sites")) {
         const std::string label = site.at("label").get<std::string>();
-        sample.sites.push_back(
-            {site.at("id").get<uint64_t>(), label, label, counters_from_json(site)});
+        sample.stacks = sample.stacks && site.contains("stack");
+        sample.sites.push_back({site.at("id").get<uint64_t>(), label,
+                                site.value("stack", label), counters_from_json(site)});
     }
     return sample;
 }

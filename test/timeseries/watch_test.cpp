@@ -249,7 +249,7 @@ TEST(Diff, RetainedViewOfThreeReportsListsOnlyTheLeak) {
     const json diff = json::parse(report_tool({"diff", watched.reports[0].string(),
                                                watched.reports[1].string(), watched.reports[2].string(),
                                                "--format", "json"}));
-    EXPECT_EQ(diff.at("matching"), "id");
+    EXPECT_EQ(diff.at("matching"), "stack") << "reports name their stacks";
     const std::vector<std::string> retained = labels_of(diff.at("retained_sites"));
     ASSERT_EQ(retained.size(), 1u) << diff.dump(2);
     EXPECT_TRUE(contains(retained.front(), "leak_steadily")) << retained.front();
@@ -286,6 +286,30 @@ TEST(Diff, OfTwoReportsPutsTheLeakFirst) {
     const std::string text =
         report_tool({"diff", watched.reports.front().string(), watched.reports.back().string()});
     EXPECT_TRUE(contains(text, "leak_steadily")) << text;
+}
+
+TEST(Diff, SeriesLinesOfTwoRunsMatchTheLeakByItsStack) {
+    // Two processes of the same program, as before and after a restart: ids may differ, stacks not.
+    const std::vector<std::string> files = {(watched_run().directory / "run-a.json").string(),
+                                            (watched_run().directory / "run-b.json").string()};
+    // Halfway through one run against the end of the other: the leak holds less in the first.
+    const json& before = watched_run().lines[kSamples / 2];
+    const json& after = mapping_run().lines.back();
+    write_file(files[0], before.dump());
+    write_file(files[1], after.dump());
+    ASSERT_NE(before.at("pid"), after.at("pid"));
+    const json diff = json::parse(report_tool({"diff", files[0], files[1], "--format", "json", "--top", "0"}));
+    EXPECT_EQ(diff.at("matching"), "stack");
+    std::size_t leaks = 0;
+    for (const json& row : diff.at("sites")) {
+        if (!contains(row.at("label"), "leak_steadily")) continue;
+        ++leaks;
+        EXPECT_GT(row.at("live_bytes")[0].get<uint64_t>(), 0u) << row.dump();
+        EXPECT_GT(row.at("live_bytes")[1].get<uint64_t>(), 0u) << row.dump();
+    }
+    EXPECT_EQ(leaks, 1u) << "one row for the leak's stack in both runs: " << diff.dump(2);
+    for (const json& line : {before, after})
+        for (const json& site : line.at("sites")) EXPECT_TRUE(site.contains("stack")) << site.dump();
 }
 
 TEST(Plot, DrawsTheLeakAndItsSizeClass) {
