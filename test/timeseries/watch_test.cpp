@@ -376,6 +376,23 @@ TEST(Memory, EverySeriesLineHasTheRssAndTheSegmentNextToTheTrackedBytes) {
     }
 }
 
+TEST(Memory, ALiveReportShowsTheRssInTextJsonAndOpenMetrics) {
+    Target program(steady_leak_command(), Environment::profiled());
+    program.wait_ready();
+    const std::string pid = std::to_string(program.pid());
+    const std::string text = report_tool({pid});
+    EXPECT_TRUE(contains(text, "\nmemory: RSS ")) << text;
+    EXPECT_TRUE(contains(text, "leakwrap's segment ")) << text;
+    const json memory = report_json(program.pid()).at("totals").at("memory");
+    EXPECT_GT(memory.at("rss_anon_bytes").get<uint64_t>(), 0u) << memory.dump();
+    const std::string metrics = report_tool({pid, "--format", "openmetrics"});
+    for (const char* kind : {"anon", "file", "shmem"})
+        EXPECT_TRUE(contains(metrics, "leakwrap_process_resident_bytes{pid=\"" + pid + "\",kind=\"" + kind + "\"} "))
+            << metrics;
+    EXPECT_TRUE(contains(metrics, "leakwrap_segment_resident_bytes{pid=\"" + pid + "\"} ")) << metrics;
+    EXPECT_EQ(program.release_and_wait(), 0);
+}
+
 TEST(Memory, ALeakThatGrowsRssWithTheHeapIsNoUntrackedGrowth) {
     const json ranking = json::parse(report_tool({"suspects", watched_run().series.string(), "--format", "json"}));
     EXPECT_FALSE(ranking.at("memory").at("untracked").get<bool>()) << ranking.at("memory").dump(2);
