@@ -3,6 +3,7 @@
 #include "option_typos.h"
 #include "printable_text.h"
 #include "process_identity.h"
+#include "process_tree.h"
 #include "report.h"
 #include "segment_cleaning.h"
 #include "segment_directory.h"
@@ -35,6 +36,7 @@ struct CommandLine {
     int64_t pid = 0;
     std::string segment;
     ReportOptions report;
+    bool children = false;  // merge the pid's descendants into its report
     bool list = false;
     bool clean = false;
     std::string output;  // -o: the report goes to this file instead of stdout
@@ -79,7 +81,10 @@ std::string usage_error_message(const CLI::App& app, const CLI::Option& pid,
 Snapshot read_by_pid(pid_t pid) {
     const SegmentEntry entry{pid, segment_path(pid)};
     try {
-        return read_segment(entry);
+        Snapshot snapshot = read_segment(entry);
+        if (owner_state(snapshot) == OwnerState::alive)
+            snapshot.memory = read_process_memory(pid, entry.path);
+        return snapshot;
     } catch (const SegmentFileError& error) {
         if (error.error_number() != ENOENT) throw;
         const std::string id = std::to_string(pid);
@@ -92,6 +97,22 @@ Snapshot read_by_pid(pid_t pid) {
     }
 }
 
+// The pid's snapshot, or with `children` that of the pid and every live descendant with a
+// segment of its own (a worker that is not profiled, or exits meanwhile, is passed over).
+Snapshot read_process(pid_t pid, bool children) {
+    Snapshot root = read_by_pid(pid);
+    if (!children) return root;
+    std::vector<Snapshot> others;
+    for (const pid_t descendant : descendants(pid)) {
+        try {
+            Snapshot snapshot = read_by_pid(descendant);
+            if (owner_state(snapshot) == OwnerState::alive) others.push_back(std::move(snapshot));
+        } catch (const std::exception&) {
+        }
+    }
+    return merge_process_tree(std::move(root), std::move(others));
+}
+
 int run(const CommandLine& command) {
     if (command.list) {
         list_segments(std::cout);
@@ -99,8 +120,9 @@ int run(const CommandLine& command) {
     }
     if (command.clean) return clean_segments(std::cout).failed == 0 ? 0 : kExitRuntimeError;
 
-    Snapshot snapshot = command.segment.empty() ? read_by_pid(static_cast<pid_t>(command.pid))
-                                                : read_segment_file(command.segment);
+    Snapshot snapshot = command.segment.empty()
+                            ? read_process(static_cast<pid_t>(command.pid), command.children)
+                            : read_segment_file(command.segment);
     if (const auto warning = impossible_counts_warning(snapshot))
         std::cerr << "leakwrap-report: warning: " << *warning << '\n';
     const OwnerState state = owner_state(snapshot);
@@ -169,6 +191,11 @@ int main(int argc, char** argv) {
                  "Show the exact size-class table instead of the rows: allocations, frees and "
                  "live blocks and bytes per class, each with its top 3 rows by live blocks; JSON "
                  "always has it as \"bins\" (default: off)");
+    app.add_flag("--children", command.children,
+                 "With a pid: one report for the pid and its live descendants (puma's workers, "
+                 "say), their rows merged where stacks and Ruby frames are equal; JSON gives each "
+                 "row's split per process, text a line per process (default: off)")
+        ->needs(pid);
     auto* list = app.add_flag("--list", command.list,
                               "List every segment in /dev/shm: PID, STATE, LIVE_BYTES, "
                               "LIVE_BLOCKS, SITES, EXE, COMMAND (default: off)");
@@ -182,7 +209,7 @@ int main(int argc, char** argv) {
     // Time analysis or the HTTP server, instead of a report: at most one subcommand.
     app.require_subcommand(0, 1);
     const std::vector<Subcommand> subcommands = {
-        add_watch_subcommand(app, read_by_pid), add_suspects_subcommand(app),
+        add_watch_subcommand(app, read_process), add_suspects_subcommand(app),
         add_diff_subcommand(app), add_plot_subcommand(app), add_serve_subcommand(app)};
 
     try {

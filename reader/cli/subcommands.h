@@ -11,13 +11,19 @@
 
 namespace leakwrap {
 
+// What `suspects --fail-on` exits with when it finds what it names: neither success (0) nor an
+// error (1) or a usage error (2), so that CI can tell a failed gate from a broken one.
+inline constexpr int kExitGateFailed = 3;
+
 struct Subcommand {
     CLI::App* parser;          // parsed() once it was chosen on the command line
     std::function<int()> run;  // the exit status; throws std::exception on a runtime error
 };
 
-// read_process reads a pid's segment the way `leakwrap-report <pid>` does, with its messages.
-Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process);
+// Reads a pid's segment the way `leakwrap-report <pid> [--children]` does, with its messages.
+using TreeReader = std::function<Snapshot(pid_t pid, bool children)>;
+
+Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process);
 Subcommand add_suspects_subcommand(CLI::App& app);
 Subcommand add_diff_subcommand(CLI::App& app);
 Subcommand add_plot_subcommand(CLI::App& app);

@@ -20,6 +20,7 @@ struct WatchCommandLine {
     std::string out;
     uint64_t min_bytes = kDefaultWatchMinBytes;
     std::string openmetrics_dir;
+    bool children = false;
 };
 
 // CLI11 validators return an error message, empty when the value is fine.
@@ -29,7 +30,7 @@ std::string duration_error(const std::string& text) {
 
 }  // namespace
 
-Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process) {
+Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
     auto line = std::make_shared<WatchCommandLine>();
     CLI::App* watch = app.add_subcommand(
         "watch",
@@ -59,6 +60,9 @@ Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process) {
                       "collector (default: none)")
         ->type_name("DIR")
         ->check(CLI::ExistingDirectory);
+    watch->add_flag("--children", line->children,
+                    "Sample the pid and its live descendants as one process tree, found anew at "
+                    "every sample, so that a worker started later joins (default: off)");
 
     return {watch, [line, count, read_process] {
                 WatchOptions options;
@@ -76,7 +80,9 @@ Subcommand add_watch_subcommand(CLI::App& app, ProcessReader read_process) {
                 }
                 std::ofstream series(line->out, std::ios::trunc);
                 if (!series) throw std::runtime_error("cannot write " + line->out);
-                const WatchResult result = watch_process(options, read_process, series, std::cout);
+                const WatchResult result = watch_process(
+                    options, [&](pid_t pid) { return read_process(pid, line->children); }, series,
+                    std::cout);
                 std::cout << "watch: stopped, " << result.stop_reason << "; " << result.samples
                           << " samples in " << line->out << std::endl;
                 return 0;

@@ -2,6 +2,7 @@
 
 #include "report_bins.h"
 #include "report_labels.h"
+#include "report_tree.h"
 
 #include <nlohmann/json.hpp>
 
@@ -74,6 +75,26 @@ json row_json(const ReportRow& row, Symbolizer& symbolizer) {
     };
 }
 
+// A process of a merged tree (--children), with what it holds: of the whole report, or of a row.
+json process_json(int32_t pid, const Counters& counters) {
+    return {{"pid", pid},
+            {"live_bytes", counters.live_bytes()},
+            {"live_blocks", counters.live_blocks()},
+            {"allocs", counters.allocs},
+            {"frees", counters.frees}};
+}
+
+json processes_json(const Snapshot& snapshot) {
+    json processes = json::array();
+    for (const TreeMember& member : snapshot.members) {
+        json process = process_json(member.pid, member.totals);
+        process["command_line"] = member.command_line;
+        process["memory"] = process_memory_json(member.memory);
+        processes.push_back(std::move(process));
+    }
+    return processes;
+}
+
 json bins_json(const std::vector<SizeClassEntry>& table) {
     json bins = json::array();
     for (const auto& entry : table) {
@@ -95,14 +116,12 @@ json bins_json(const std::vector<SizeClassEntry>& table) {
 }  // namespace
 
 // The size-class table is always included, --bins or not: tools that poll the report rely on it.
-void write_json_report(std::ostream& out, const ReportInput& input) {
+void visit_json_report(const ReportInput& input, const std::function<void(const json&)>& head,
+                       const std::function<void(const json&)>& site) {
     const Snapshot& snapshot = input.snapshot;
     const Counters& totals = snapshot.totals;
     const auto rows = report_rows(snapshot, input.options.by);
-    json sites = json::array();
-    for (const ReportRow* row : ranked_rows(rows, input.options))
-        sites.push_back(row_json(*row, input.symbolizer));
-    const json report = {
+    json report = {
         {"pid", snapshot.pid},
         {"parent_pid", snapshot.parent_pid},
         {"exe", snapshot.exe},
@@ -121,12 +140,44 @@ void write_json_report(std::ostream& out, const ReportInput& input) {
              {"free_bytes", totals.free_bytes},
              {"sites", snapshot.sites_in_use()},
              {"lost_sites", snapshot.lost_sites},
+             {"memory", process_memory_json(snapshot.memory)},
          }},
-        {"sites", std::move(sites)},
         {"bins", bins_json(size_class_table(snapshot, rows))},
     };
+    if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
+    head(report);
+    for (const ReportRow* row : ranked_rows(rows, input.options)) {
+        json object = row_json(*row, input.symbolizer);
+        if (!snapshot.members.empty()) {
+            json split = json::array();
+            for (const ProcessShare& share : row_split_by_process(*row, snapshot))
+                split.push_back(process_json(share.pid, share.counters));
+            object["processes"] = std::move(split);
+        }
+        site(object);
+    }
+}
+
+// Streamed: every member but the sites, then one site a line, each rendered and written on its
+// own. A document of every row of a Rails process took gigabytes before it was written.
+void write_json_report(std::ostream& out, const ReportInput& input) {
     // Replace, not throw, on invalid UTF-8: paths and command lines are arbitrary bytes.
-    out << report.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+    const auto text = [](const json& value) {
+        return value.dump(-1, ' ', false, json::error_handler_t::replace);
+    };
+    const char* separator = "\n";
+    visit_json_report(
+        input,
+        [&](const json& head) {
+            out << '{';
+            for (const auto& [key, value] : head.items()) out << text(key) << ": " << text(value) << ",\n";
+            out << "\"sites\": [";
+        },
+        [&](const json& site) {
+            out << separator << text(site);
+            separator = ",\n";
+        });
+    out << "\n]}\n";
 }
 
 }  // namespace leakwrap

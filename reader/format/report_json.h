@@ -4,10 +4,19 @@
 
 #include "report_input.h"
 
+#include <nlohmann/json_fwd.hpp>
+
+#include <functional>
 #include <ostream>
 
 namespace leakwrap {
 
 void write_json_report(std::ostream& out, const ReportInput& input);
+
+// The same report as values, for those that take it in without the text: `head` gets every
+// member but "sites", then `site` each ranked row's object in turn, none of them kept.
+void visit_json_report(const ReportInput& input,
+                       const std::function<void(const nlohmann::json& head)>& head,
+                       const std::function<void(const nlohmann::json& site)>& site);
 
 }  // namespace leakwrap

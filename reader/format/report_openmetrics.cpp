@@ -141,6 +141,15 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
                            {}};
     Family bins{"leakwrap_bin_live_bytes", "gauge", "bytes",
                 "Live bytes in blocks of a size class, by its inclusive upper limit.", {}};
+    // Only a live process has an RSS; post mortem its samples are left out, never zero.
+    Family process_resident{"leakwrap_process_resident_bytes", "gauge", "bytes",
+                            "The process's resident set as the kernel splits it "
+                            "(/proc/PID/status RssAnon, RssFile, RssShmem).",
+                            {}};
+    Family segment_resident{"leakwrap_segment_resident_bytes", "gauge", "bytes",
+                            "Resident bytes of leakwrap's own segment in the process (part of "
+                            "its shmem RSS).",
+                            {}};
     Family site_bytes{"leakwrap_site_live_bytes", "gauge", "bytes",
                       "Live bytes allocated at a call site, for the top sites.", {}};
     Family site_blocks{"leakwrap_site_live_blocks", "gauge", "",
@@ -158,6 +167,13 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
         frees.samples.push_back({process, totals.frees});
         sample_interval.samples.push_back({process, snapshot.sample_interval});
         add_bins(bins.samples, process, snapshot);
+        if (const auto& memory = snapshot.memory) {
+            for (const auto& [kind, bytes] : {std::pair{"anon", memory->rss_anon},
+                                              std::pair{"file", memory->rss_file},
+                                              std::pair{"shmem", memory->rss_shmem}})
+                process_resident.samples.push_back({with(process, {{"kind", kind}}), bytes});
+            segment_resident.samples.push_back({process, memory->segment_resident});
+        }
         const auto rows = report_rows(snapshot, input.options.by);
         for (const ReportRow* row : ranked_rows(rows, input.options)) {
             const Labels labels = with(process, row_labels(*row, input.symbolizer));
@@ -165,8 +181,9 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
             site_blocks.samples.push_back({labels, row->counters.live_blocks()});
         }
     }
-    for (const Family* family : {&live_bytes, &live_blocks, &allocations, &frees,
-                                 &sample_interval, &bins, &site_bytes, &site_blocks})
+    for (const Family* family :
+         {&live_bytes, &live_blocks, &allocations, &frees, &sample_interval, &bins,
+          &process_resident, &segment_resident, &site_bytes, &site_blocks})
         write_family(out, *family, dialect);
     if (dialect == MetricsDialect::openmetrics) out << "# EOF\n";
 }

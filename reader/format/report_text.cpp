@@ -132,6 +132,37 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
     }
 }
 
+// The kernel's view next to leakwrap's, so that a reader can tell a leak (tracked live bytes
+// grow) from memory outside the tracked heap (RSS grows alone) and from leakwrap's own.
+void write_memory(std::ostream& out, const ReportInput& input) {
+    const std::optional<ProcessMemory>& memory = input.snapshot.memory;
+    if (!memory) {
+        out << "memory: no RSS: "
+            << (input.owner == OwnerState::alive ? "the segment was read from a file"
+                                                 : "the process is gone (post mortem)")
+            << '\n';
+        return;
+    }
+    out << "memory: RSS " << human_bytes(memory->rss()) << " (anon " << human_bytes(memory->rss_anon)
+        << ", file " << human_bytes(memory->rss_file) << ", shared "
+        << human_bytes(memory->rss_shmem) << "); tracked live "
+        << human_bytes(input.snapshot.totals.live_bytes()) << "; leakwrap's segment "
+        << human_bytes(memory->segment_resident)
+        << " resident (in shared; its private indexes are in anon, not counted)\n";
+}
+
+// A merged process tree (--children): which processes, and what each holds.
+void write_processes(std::ostream& out, const Snapshot& snapshot) {
+    if (snapshot.members.empty()) return;
+    out << "processes: " << snapshot.members.size() << " merged (the pid and its descendants):";
+    const char* separator = " ";
+    for (const TreeMember& member : snapshot.members) {
+        out << separator << member.pid << " live " << human_bytes(member.totals.live_bytes());
+        separator = "; ";
+    }
+    out << '\n';
+}
+
 }  // namespace
 
 void write_text_report(std::ostream& out, const ReportInput& input) {
@@ -143,6 +174,8 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
         << " blocks; " << totals.allocs << " allocs, " << totals.frees << " frees, "
         << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
         << snapshot.sites_in_use() << " sites\n";
+    write_memory(out, input);
+    write_processes(out, snapshot);
     if (snapshot.sampled())
         out << "sampled (LEAKWRAP_SAMPLE=" << snapshot.sample_interval
             << "): the totals are exact, the numbers per site are estimated\n";

@@ -2,6 +2,8 @@
 // reference back to the bytes it came from.
 #pragma once
 
+#include "process_memory.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -69,6 +71,17 @@ struct Site {
     bool reduced = false;
 };
 
+// One process of a snapshot merged from a process tree (--children): its own totals and memory,
+// and the ids its site records took in the merged snapshot, [first_site_id, end_site_id).
+struct TreeMember {
+    int32_t pid = 0;
+    std::string command_line;
+    Counters totals;
+    std::optional<ProcessMemory> memory;
+    uint64_t first_site_id = 0;
+    uint64_t end_site_id = 0;
+};
+
 struct Snapshot {
     int32_t pid = 0;
     int32_t parent_pid = 0;
@@ -96,6 +109,11 @@ struct Snapshot {
     // segment can (see Counters::live_blocks), so they are flagged rather than rejected.
     std::size_t impossible_sites = 0;
     uint32_t first_impossible_site = 0;
+    // The kernel's view of the process when the segment was read from it alive; none post
+    // mortem, and for a segment read from a file.
+    std::optional<ProcessMemory> memory;
+    // Empty for one process; for a merged process tree, every process in it, the root first.
+    std::vector<TreeMember> members;
 
     bool sampled() const { return sample_interval != 0; }
     // Site records that hold a call site: every ordinary record, and the overflow records that

@@ -11,6 +11,6 @@
 namespace leakwrap {
 
 std::string html_report(const std::vector<Sample>& series, const std::string& chart_svg,
-                        const std::vector<Suspect>& suspects);
+                        const SuspectRanking& ranking);
 
 }  // namespace leakwrap

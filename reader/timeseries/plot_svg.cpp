@@ -86,8 +86,8 @@ std::vector<ChartLine> changed_size_classes(const std::vector<Sample>& series, s
 // One panel: title, axes with grid lines, a line per series and the legend below. Returns the
 // height it took.
 double draw_panel(std::ostream& svg, double top, const std::string& title,
-                  const std::string& empty_note, const std::vector<double>& seconds,
-                  const std::vector<ChartLine>& lines) {
+                  const std::string& empty_note, const std::string& y_label,
+                  const std::vector<double>& seconds, const std::vector<ChartLine>& lines) {
     double max_bytes = 0;
     for (const ChartLine& line : lines)
         max_bytes = std::max(max_bytes, *std::max_element(line.values.begin(), line.values.end()));
@@ -125,7 +125,8 @@ double draw_panel(std::ostream& svg, double top, const std::string& title,
         << "<text x=\"" << (kPlotLeft + kPlotRight) / 2 << "\" y=\"" << plot_bottom + 38
         << "\" class=\"tick\" text-anchor=\"middle\">time since the first sample</text>\n"
         << "<text transform=\"translate(16 " << number((plot_top + plot_bottom) / 2)
-        << ") rotate(-90)\" class=\"tick\" text-anchor=\"middle\">live bytes</text>\n";
+        << ") rotate(-90)\" class=\"tick\" text-anchor=\"middle\">" << escaped_markup(y_label)
+        << "</text>\n";
     if (lines.empty())
         svg << "<text x=\"" << (kPlotLeft + kPlotRight) / 2 << "\" y=\""
             << number((plot_top + plot_bottom) / 2) << "\" class=\"note\" text-anchor=\"middle\">"
@@ -153,6 +154,28 @@ double draw_panel(std::ostream& svg, double top, const std::string& title,
     return legend_y - top;
 }
 
+// The whole process: the live bytes leakwrap tracks, and next to them the RSS as the kernel
+// splits it, when every sample has it, so that growth outside the tracked heap shows.
+std::vector<ChartLine> process_memory_lines(const std::vector<Sample>& series) {
+    const auto values = [&series](auto bytes_of) {
+        std::vector<double> points;
+        for (const Sample& sample : series) points.push_back(static_cast<double>(bytes_of(sample)));
+        return points;
+    };
+    std::vector<ChartLine> lines;
+    const bool with_rss = std::all_of(series.begin(), series.end(),
+                                      [](const Sample& sample) { return sample.memory.has_value(); });
+    if (with_rss) {
+        lines.push_back({"RSS", values([](const Sample& s) { return s.memory->rss(); })});
+        lines.push_back({"RSS anon", values([](const Sample& s) { return s.memory->rss_anon; })});
+    }
+    lines.push_back({"tracked live bytes", values([](const Sample& s) { return s.totals.live_bytes; })});
+    if (with_rss)
+        lines.push_back({"leakwrap's segment (resident)",
+                         values([](const Sample& s) { return s.memory->segment_resident; })});
+    return lines;
+}
+
 }  // namespace
 
 std::string escaped_markup(std::string_view text) {
@@ -174,15 +197,22 @@ std::string chart_svg(const std::vector<Sample>& series, std::size_t top) {
     const std::vector<double> seconds = seconds_since_start(series);
     std::ostringstream body;
     double y = kHeaderHeight;
+    const std::vector<ChartLine> memory = process_memory_lines(series);
+    y += draw_panel(body, y,
+                    memory.size() > 1 ? "The process: RSS next to the live bytes leakwrap tracks"
+                                      : "The process: tracked live bytes (this series has no RSS)",
+                    "", "bytes", seconds, memory);
+    y += kPanelGap;
     const std::vector<ChartLine> sites = top_growing_sites(series, top);
     y += draw_panel(body, y,
                     "Live bytes of the " + std::to_string(sites.size()) +
                         (sites.size() == 1 ? " site" : " sites") + " that grew" +
                         (sites.size() == top ? " most" : "") + " (from the first to the last sample)",
-                    "no site grew", seconds, sites);
+                    "no site grew", "live bytes", seconds, sites);
     y += kPanelGap;
     y += draw_panel(body, y, "Live bytes per size class, the classes that changed",
-                    "no size class changed", seconds, changed_size_classes(series, top));
+                    "no size class changed", "live bytes", seconds,
+                    changed_size_classes(series, top));
     y += kPanelGap;
 
     std::ostringstream svg;

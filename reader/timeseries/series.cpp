@@ -34,22 +34,45 @@ std::ifstream open_for_reading(const std::filesystem::path& path) {
     return in;
 }
 
+bool is_report(const json& object) {
+    return object.is_object() && object.contains("sites") && !object.contains("t");
+}
+
+// A report where a series belongs is the likely mistake: say which file is wanted.
+std::runtime_error not_a_series(const std::filesystem::path& path) {
+    return std::runtime_error(path.string() +
+                              " is a report, not a series: give the file that `leakwrap-report "
+                              "watch PID --out FILE` writes");
+}
+
 }  // namespace
 
-Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes) {
+Sample sample_head_from_report(const json& head, double t) {
     Sample sample{
         .t = t,
-        .pid = report.at("pid").get<int64_t>(),
-        .totals = counters_from_json(report.at("totals")),
-        .bins = bins_from_json(report),
+        .pid = head.at("pid").get<int64_t>(),
+        .pids = {},
+        .totals = counters_from_json(head.at("totals")),
+        .memory = process_memory_from_json(head.at("totals").value("memory", json())),
+        .bins = bins_from_json(head),
         .sites = {},
+        .stacks = true,
     };
-    for (const json& site : report.at("sites")) {
-        const SampleCounters counters = counters_from_json(site);
-        if (counters.live_bytes < min_live_bytes) continue;
-        sample.sites.push_back({site.at("id").get<uint64_t>(), site_label(site),
-                                site_stack_key(site), counters});
-    }
+    for (const json& process : head.value("processes", json::array()))
+        sample.pids.push_back(process.at("pid").get<int64_t>());
+    return sample;
+}
+
+void add_report_site(Sample& sample, const json& site, uint64_t min_live_bytes) {
+    const SampleCounters counters = counters_from_json(site);
+    if (counters.live_bytes < min_live_bytes) return;
+    sample.sites.push_back({site.at("id").get<uint64_t>(), site_label(site), site_stack_key(site),
+                            counters});
+}
+
+Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes) {
+    Sample sample = sample_head_from_report(report, t);
+    for (const json& site : report.at("sites")) add_report_site(sample, site, min_live_bytes);
     return sample;
 }
 
@@ -74,13 +97,16 @@ nlohmann::ordered_json sample_to_json(const Sample& sample) {
     for (const SampleSite& site : sample.sites) {
         ordered entry = with_counters({{"id", site.id}}, site.counters);
         entry["label"] = site.label;
+        if (sample.stacks) entry["stack"] = site.stack_key;
         sites.push_back(std::move(entry));
         labels[std::to_string(site.id)] = site.label;
     }
     ordered line = ordered::object();
     line["t"] = sample.t;
     line["pid"] = sample.pid;
+    if (!sample.pids.empty()) line["pids"] = sample.pids;
     line["totals"] = with_counters(ordered::object(), sample.totals);
+    if (sample.memory) line["memory"] = process_memory_json(sample.memory);
     line["bins"] = std::move(bins);
     line["sites"] = std::move(sites);
     line["labels"] = std::move(labels);
@@ -92,14 +118,18 @@ Sample sample_from_json(const json& object) {
     Sample sample{
         .t = object.at("t").get<double>(),
         .pid = object.at("pid").get<int64_t>(),
+        .pids = object.value("pids", std::vector<int64_t>{}),
         .totals = counters_from_json(object.at("totals")),
+        .memory = process_memory_from_json(object.value("memory", json())),
         .bins = bins_from_json(object),
         .sites = {},
     };
+    sample.stacks = true;
     for (const auto& site : object.at("sites")) {
         const std::string label = site.at("label").get<std::string>();
-        sample.sites.push_back(
-            {site.at("id").get<uint64_t>(), label, label, counters_from_json(site)});
+        sample.stacks = sample.stacks && site.contains("stack");
+        sample.sites.push_back({site.at("id").get<uint64_t>(), label,
+                                site.value("stack", label), counters_from_json(site)});
     }
     return sample;
 }
@@ -111,8 +141,13 @@ std::vector<Sample> read_series(const std::filesystem::path& path) {
     for (std::size_t number = 1; std::getline(in, line); ++number) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         try {
-            series.push_back(sample_from_json(json::parse(line)));
+            const json object = json::parse(line);
+            if (is_report(object)) throw not_a_series(path);
+            series.push_back(sample_from_json(object));
         } catch (const json::exception& error) {
+            // A pretty-printed report spans many lines, none of them a JSON object of its own.
+            if (series.empty() && is_report(json::parse(open_for_reading(path), nullptr, false)))
+                throw not_a_series(path);
             throw std::runtime_error(path.string() + ":" + std::to_string(number) +
                                      ": not a series line: " + error.what());
         }

@@ -3,6 +3,8 @@
 // label). `suspects` and `plot` read series; `diff` reads full reports into the same shape.
 #pragma once
 
+#include "process_memory.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -38,17 +40,27 @@ struct SampleBin {
 struct Sample {
     double t = 0;  // unix seconds; 0 for a report, which does not say when it was taken
     int64_t pid = 0;
+    // With --children, every process merged into the sample, the root first; empty otherwise.
+    std::vector<int64_t> pids;
     SampleCounters totals;
+    std::optional<ProcessMemory> memory;  // the kernel's view; none in series before it was kept
     std::vector<SampleBin> bins;    // the classes that ever had an allocation, ascending
     std::vector<SampleSite> sites;  // a series line keeps only sites at or above --min-bytes
+    // Whether the sites' stack keys name their stacks: true for a report and for series lines
+    // written with stacks; an older series line has only labels.
+    bool stacks = false;
 };
 
 // Reduces a `--format json` report; sites with fewer than min_live_bytes live bytes are left out.
 Sample sample_from_report(const nlohmann::json& report, double t, uint64_t min_live_bytes);
+// The same in parts, for a report taken in row by row (visit_json_report): every member but the
+// sites, then each site.
+Sample sample_head_from_report(const nlohmann::json& head, double t);
+void add_report_site(Sample& sample, const nlohmann::json& site, uint64_t min_live_bytes);
 
-// The series line: {"t", "pid", "totals", "bins": [{"class", "limit", "live_bytes",
+// The series line: {"t", "pid", "pids" (with --children), "totals", "memory" (as in a report's totals), "bins": [{"class", "limit", "live_bytes",
 // "live_blocks", "allocs", "frees"}], "sites": [{"id", "live_bytes", "live_blocks",
-// "allocs", "frees", "label"}], "labels": {id: label}}, keys in that order for people reading it.
+// "allocs", "frees", "label", "stack"}], "labels": {id: label}}, keys in that order for people reading it.
 nlohmann::ordered_json sample_to_json(const Sample& sample);
 
 // A series line, or a full report (told apart by the "t" that only series lines have).

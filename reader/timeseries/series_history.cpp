@@ -10,6 +10,14 @@ std::vector<double> seconds_since_start(const std::vector<Sample>& series) {
     return seconds;
 }
 
+std::vector<double> allocations_since_start(const std::vector<Sample>& series) {
+    std::vector<double> allocations;
+    for (const Sample& sample : series)
+        allocations.push_back(static_cast<double>(sample.totals.allocs) -
+                              static_cast<double>(series.front().totals.allocs));
+    return allocations;
+}
+
 std::vector<SiteHistory> site_histories(const std::vector<Sample>& series) {
     std::map<uint64_t, SiteHistory> by_id;
     for (std::size_t index = 0; index < series.size(); ++index) {
@@ -18,7 +26,13 @@ std::vector<SiteHistory> site_histories(const std::vector<Sample>& series) {
             history.id = site.id;
             history.label = site.label;
             history.live_bytes.resize(series.size());
+            history.allocs.resize(series.size());
+            history.frees.resize(series.size());
+            history.present.resize(series.size());
             history.live_bytes[index] = static_cast<double>(site.counters.live_bytes);
+            history.allocs[index] = static_cast<double>(site.counters.allocs);
+            history.frees[index] = static_cast<double>(site.counters.frees);
+            history.present[index] = true;
         }
     }
     std::vector<SiteHistory> histories;

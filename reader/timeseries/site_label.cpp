@@ -59,7 +59,11 @@ std::string site_label(const json& site) {
 
 std::string site_stack_key(const json& site) {
     if (site.value("overflow", false)) return "[overflow]";
-    std::string key = ruby_location(site);
+    // The whole Ruby backtrace: two rows may share their innermost Ruby line and native frames.
+    std::string key;
+    for (const json& frame : site.value("ruby_frames", json::array()))
+        key += string_or_empty(frame, "file") + ":" + std::to_string(frame.value("line", uint64_t{0})) + "|";
+    if (key.empty()) key = ruby_location(site);
     for (const json& frame : site.value("frames", json::array())) {
         const std::string function = string_or_empty(frame, "function");
         // Without a function name, the offset in the module still names the code exactly.

@@ -77,7 +77,12 @@ int64_t DiffRow::live_blocks_change(std::size_t from, std::size_t to) const {
 
 SnapshotDiff align_snapshots(const std::vector<Sample>& snapshots) {
     SnapshotDiff diff;
-    diff.matching = one_process(snapshots) ? SiteMatching::by_id : SiteMatching::by_stack;
+    // By stack whenever every snapshot names its stacks, so that snapshots from before and after
+    // a restart compare; by id only for series lines without stacks from one process, whose
+    // labels alone could join two rows.
+    const bool stacks = std::all_of(snapshots.begin(), snapshots.end(),
+                                    [](const Sample& sample) { return sample.stacks; });
+    diff.matching = !stacks && one_process(snapshots) ? SiteMatching::by_id : SiteMatching::by_stack;
     for (const Sample& sample : snapshots) diff.totals.push_back(sample.totals);
     diff.sites = aligned_sites(snapshots, diff.matching);
     diff.bins = aligned_bins(snapshots);

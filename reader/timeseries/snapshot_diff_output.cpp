@@ -87,8 +87,8 @@ void write_diff_text(std::ostream& out, const SnapshotDiff& diff, const DiffOutp
         << signed_human_bytes(static_cast<double>(diff.totals[last].live_bytes) -
                               static_cast<double>(diff.totals[kFirst].live_bytes))
         << "); sites matched by "
-        << (diff.matching == SiteMatching::by_id ? "id (one process)"
-                                                  : "stack (different processes)")
+        << (diff.matching == SiteMatching::by_id ? "id (series lines without stacks)"
+                                                  : "stack")
         << '\n';
     if (!is_retained_view(diff)) {
         write_table(out, "SITES, most growth of live bytes first (B - A)",

@@ -1,6 +1,7 @@
 #include "suspects_output.h"
 
 #include "change_units.h"
+#include "memory_growth.h"
 #include "report_labels.h"
 
 #include <algorithm>
@@ -23,55 +24,121 @@ std::string fixed(double value, int decimals) {
     return text;
 }
 
+// "1.2 M": the work clock, read at a glance.
+std::string count_text(uint64_t count) {
+    if (count < 10000) return std::to_string(count);
+    if (count < 10'000'000) return fixed(static_cast<double>(count) / 1e3, 1) + " k";
+    return fixed(static_cast<double>(count) / 1e6, 1) + " M";
+}
+
+nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
+    if (!growth) return nullptr;
+    nlohmann::json churning = nlohmann::json::array();
+    for (const ChurningClass& entry : growth->churning) {
+        const std::optional<uint64_t> limit = size_class_limit_bytes(entry.size_class);
+        churning.push_back({{"class", entry.size_class},
+                            {"limit", limit ? nlohmann::json(*limit) : nlohmann::json(nullptr)},
+                            {"allocs", entry.allocs},
+                            {"frees", entry.frees}});
+    }
+    return {{"rss_growth_bytes", growth->rss},
+            {"rss_anon_growth_bytes", growth->rss_anon},
+            {"segment_growth_bytes", growth->segment},
+            {"tracked_live_growth_bytes", growth->tracked_live},
+            {"untracked", growth->untracked},
+            {"churning_classes", std::move(churning)}};
+}
+
 }  // namespace
 
-void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
-                         const std::vector<Suspect>& suspects, std::size_t top) {
+std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& suspect) {
+    return {
+        std::string(trend_name(suspect.trend)),
+        signed_human_bytes(suspect.growth_per_million_allocs),
+        bytes_per_hour(suspect.growth_per_hour),
+        fixed(suspect.r_squared, 2),
+        suspect.retention.retained_share
+            ? fixed(100 * *suspect.retention.retained_share, 0) + "%"
+            : "-",
+        human_bytes(whole_bytes(suspect.first_live_bytes)),
+        human_bytes(whole_bytes(suspect.last_live_bytes)),
+        suspect.label + "  [id " + std::to_string(suspect.id) + "]",
+    };
+}
+
+std::string series_summary(const std::vector<Sample>& series, const SuspectRanking& ranking) {
     const double seconds = series.back().t - series.front().t;
-    out << series.size() << " samples of pid " << series.front().pid << " over "
-        << elapsed_clock(seconds, seconds < 60) << "; " << suspects.size()
+    std::string summary = std::to_string(series.size()) + " samples of pid " +
+                          std::to_string(series.front().pid) + " over " +
+                          elapsed_clock(seconds, seconds < 60) + "; ";
+    if (ranking.process_allocs == 0)
+        return summary + "the process allocated nothing, so no site can be judged by its work";
+    return summary + "the process made " + count_text(ranking.process_allocs) + " allocations";
+}
+
+std::string memory_note(const std::vector<Sample>& series) {
+    const std::optional<MemoryGrowth> growth = memory_growth(series);
+    if (!growth) return "";
+    std::string note = "RSS " + signed_human_bytes(growth->rss) + " (anon " +
+                       signed_human_bytes(growth->rss_anon) + "; leakwrap's segment " +
+                       signed_human_bytes(growth->segment) + ", left out), tracked live bytes " +
+                       signed_human_bytes(growth->tracked_live) + ".";
+    if (!growth->untracked) return note;
+    note += " RSS grew while the tracked live bytes did not: that growth is not a leak at any "
+            "call site, but fragmentation, the allocator keeping freed memory, or memory outside "
+            "malloc (mmap, a runtime's own heap).";
+    if (growth->churning.empty()) return note;
+    note += " The size classes that churned most, the likely fragmenters:";
+    const char* separator = " ";
+    for (const ChurningClass& entry : growth->churning) {
+        note += separator + size_class_label(entry.size_class) + " (" +
+                std::to_string(entry.frees) + " blocks freed, " + std::to_string(entry.allocs) +
+                " allocated)";
+        separator = ", ";
+    }
+    return note + ".";
+}
+
+void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
+                         const SuspectRanking& ranking, std::size_t top) {
+    const std::vector<Suspect>& suspects = ranking.suspects;
+    out << series_summary(series, ranking) << "; " << suspects.size()
         << " sites, leaks first\n\n";
-    out << std::left << std::setw(9) << "CLASS" << std::setw(15) << "GROWTH" << std::setw(6)
-        << "R2" << std::setw(8) << "RISING" << std::setw(12) << "FIRST" << std::setw(12)
-        << "LAST"
-        << "SITE\n";
+    constexpr std::array<int, kSuspectColumns.size() - 1> kWidths = {9, 13, 15, 6, 10, 12, 12};
+    for (std::size_t column = 0; column < kWidths.size(); ++column)
+        out << std::left << std::setw(kWidths[column]) << kSuspectColumns[column];
+    out << kSuspectColumns.back() << '\n';
     for (std::size_t i = 0; i < shown(suspects, top); ++i) {
-        const Suspect& suspect = suspects[i];
-        out << std::setw(9) << trend_name(suspect.trend) << std::setw(15)
-            << bytes_per_hour(suspect.slope_bytes_per_hour) << std::setw(6)
-            << fixed(suspect.r_squared, 2) << std::setw(8)
-            << (fixed(100 * suspect.rising_share, 0) + "%") << std::setw(12)
-            << human_bytes(whole_bytes(suspect.first_live_bytes)) << std::setw(12)
-            << human_bytes(whole_bytes(suspect.last_live_bytes)) << suspect.label << "  [id "
-            << suspect.id << "]\n";
+        const auto cells = suspect_cells(suspects[i]);
+        for (std::size_t column = 0; column < kWidths.size(); ++column)
+            out << std::setw(kWidths[column]) << cells[column];
+        out << cells.back() << '\n';
     }
     if (shown(suspects, top) < suspects.size())
         out << "… " << suspects.size() - shown(suspects, top) << " more (--top 0 shows all)\n";
-    out << "\nGROWTH: least-squares slope of live bytes; R2: how well that line fits; RISING: "
-           "steps that did not go down.\n"
-           "leak: GROWTH > 0, R2 >= "
-        << kLeakMinRSquared << ", RISING >= " << 100 * kLeakMinRisingShare
-        << "%, and the last third still grows at >= " << 100 * kStillGrowingShare
-        << "% of GROWTH.\n"
-           "plateau: grew, then varied by <= "
-        << 100 * kPlateauMaxRecentSpread
-        << "% of its range over the last third (a cache filling up). churn: rises and falls. "
-           "flat: never changed.\n";
+    if (const std::string note = memory_note(series); !note.empty()) out << '\n' << note << '\n';
+    out << '\n' << classification_rules() << '\n';
 }
 
-nlohmann::json suspects_json(const std::vector<Sample>& series,
-                             const std::vector<Suspect>& suspects, std::size_t top) {
+nlohmann::json suspects_json(const std::vector<Sample>& series, const SuspectRanking& ranking,
+                             std::size_t top) {
     nlohmann::json entries = nlohmann::json::array();
-    for (std::size_t i = 0; i < shown(suspects, top); ++i) {
-        const Suspect& suspect = suspects[i];
+    for (std::size_t i = 0; i < shown(ranking.suspects, top); ++i) {
+        const Suspect& suspect = ranking.suspects[i];
         entries.push_back({
             {"id", suspect.id},
             {"label", suspect.label},
             {"class", trend_name(suspect.trend)},
-            {"slope_bytes_per_hour", suspect.slope_bytes_per_hour},
+            {"growth_bytes_per_million_allocs", suspect.growth_per_million_allocs},
+            {"recent_growth_bytes_per_million_allocs", suspect.recent_growth_per_million_allocs},
+            {"growth_bytes_per_hour", suspect.growth_per_hour},
             {"r_squared", suspect.r_squared},
-            {"rising_share", suspect.rising_share},
-            {"recent_slope_bytes_per_hour", suspect.recent_slope_bytes_per_hour},
+            {"allocs", suspect.retention.allocs},
+            {"frees", suspect.retention.frees},
+            {"retained_share", suspect.retention.retained_share
+                                   ? nlohmann::json(*suspect.retention.retained_share)
+                                   : nlohmann::json(nullptr)},
+            {"gives_back", give_back_name(suspect.give_back)},
             {"first_live_bytes", whole_bytes(suspect.first_live_bytes)},
             {"last_live_bytes", whole_bytes(suspect.last_live_bytes)},
         });
@@ -80,6 +147,8 @@ nlohmann::json suspects_json(const std::vector<Sample>& series,
         {"pid", series.front().pid},
         {"samples", series.size()},
         {"seconds", series.back().t - series.front().t},
+        {"process_allocs", ranking.process_allocs},
+        {"memory", memory_growth_json(memory_growth(series))},
         {"suspects", std::move(entries)},
     };
 }

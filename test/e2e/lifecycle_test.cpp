@@ -61,6 +61,12 @@ TEST(Lifecycle, KilledProcessLeavesASegmentReportedDeadUntilCleaned) {
     const nlohmann::json report = report_json(pid);
     EXPECT_EQ(report.at("state"), "dead");
     expect_reports_alloc_kinds(report);
+    // Post mortem there is no RSS: said so, never zeros.
+    EXPECT_TRUE(report.at("totals").at("memory").is_null()) << report.at("totals").dump();
+    const Completed text = run_report({std::to_string(pid)});
+    EXPECT_NE(text.out.find("memory: no RSS: the process is gone (post mortem)\n"), std::string::npos)
+        << text.out;
+    EXPECT_EQ(text.out.find("RSS 0"), std::string::npos);
 
     const Completed list = run_report({"--list"});
     EXPECT_EQ(list.exit_code, 0) << list.err;

@@ -17,12 +17,6 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
-std::string lowercase(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
-
 // "\-\-top" reads "--top"; font changes and the quotes that group macro arguments go.
 std::string plain_roff(std::string line) {
     static const std::regex escapes(R"(\\f[BIRP]|\\&|")");
@@ -32,6 +26,12 @@ std::string plain_roff(std::string line) {
 }
 
 }  // namespace
+
+std::string lowercase(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
 
 Help parse_help(const std::string& text) {
     static const std::regex option_line(R"(^  (-[A-Za-z],)?(--[a-z][a-z0-9-]*))");

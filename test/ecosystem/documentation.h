@@ -23,6 +23,8 @@ struct Help {
 
 Help parse_help(const std::string& text);
 
+std::string lowercase(std::string text);
+
 // One tagged paragraph (.TP) of a man page, with roff escapes and fonts removed.
 struct ManEntry {
     std::set<std::string> tag_words;  // "-o", "--output", "FILE"

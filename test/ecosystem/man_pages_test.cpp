@@ -29,7 +29,8 @@ void expect_documented(const Help& help, const ManPage& page, const std::string&
             const ManEntry* entry = find_entry(page, section, name);
             ASSERT_NE(entry, nullptr) << name << " has no entry in section " << section;
             if (option.default_value) {
-                EXPECT_NE(entry->text.find("default: " + *option.default_value), std::string::npos)
+                // The entry's text is lowercase; so must the default be, for units such as 1MiB.
+                EXPECT_NE(entry->text.find("default: " + lowercase(*option.default_value)), std::string::npos)
                     << name << " in " << section << ": --help says default " << *option.default_value
                     << ", the man page says: " << entry->text;
             }

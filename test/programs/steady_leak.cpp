@@ -1,11 +1,14 @@
 // Target of the time-series tests (test/timeseries): three call sites that behave differently
-// over time, a steady leak, a cache that fills up to a bound, and short-lived temporaries.
+// over time, a steady leak, a cache that fills up to a bound, and short-lived temporaries; and,
+// when asked, memory that the process maps outside malloc, which RSS shows and no site holds.
 //
-// Usage: steady_leak PERIOD_MS [TICKS]
+// Usage: steady_leak PERIOD_MS [TICKS [MAP_KIB]]
 // Says READY, then waits for SIGUSR1 before the first tick, so that a watcher can take its first
 // sample before anything grows. Ticks every PERIOD_MS until TICKS ticks are done (0 or absent:
-// no limit) or a line (or EOF) arrives on stdin, then exits normally.
+// no limit) or a line (or EOF) arrives on stdin, then exits normally. With MAP_KIB, each tick
+// also maps that many KiB of anonymous memory, touches every page and never unmaps it.
 #include <poll.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -52,10 +55,18 @@ __attribute__((noinline)) void churn_temporaries() {
     for (void* block : temporaries) std::free(block);
 }
 
-__attribute__((noinline)) void tick() {
+__attribute__((noinline)) void map_outside_malloc(std::size_t kib) {
+    if (kib == 0) return;
+    void* pages = mmap(nullptr, kib * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED) fail("mmap");
+    std::memset(pages, 0x44, kib * 1024);
+}
+
+__attribute__((noinline)) void tick(std::size_t map_kib) {
     leak_steadily();
     fill_bounded_cache();
     churn_temporaries();
+    map_outside_malloc(map_kib);
 }
 
 // True once stdin has a line or EOF, waiting at most timeout_ms (-1: no limit) for it or for
@@ -67,10 +78,12 @@ bool stop_requested(int timeout_ms, int signal_fd) {
 }
 
 int main(int argc, char** argv) {
-    if (argc < 2 || argc > 3) fail("usage: steady_leak PERIOD_MS [TICKS]");
+    if (argc < 2 || argc > 4) fail("usage: steady_leak PERIOD_MS [TICKS [MAP_KIB]]");
     const int period_ms = std::atoi(argv[1]);
-    const long ticks = argc == 3 ? std::atol(argv[2]) : 0;
-    if (period_ms <= 0 || ticks < 0) fail("PERIOD_MS must be positive and TICKS not negative");
+    const long ticks = argc >= 3 ? std::atol(argv[2]) : 0;
+    const long map_kib = argc == 4 ? std::atol(argv[3]) : 0;
+    if (period_ms <= 0 || ticks < 0 || map_kib < 0)
+        fail("PERIOD_MS must be positive, TICKS and MAP_KIB not negative");
 
     sigset_t start_signal;
     sigemptyset(&start_signal);
@@ -83,7 +96,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (stop_requested(-1, signal_fd)) return 0;
     for (long done = 0; ticks == 0 || done < ticks; ++done) {
-        tick();
+        tick(static_cast<std::size_t>(map_kib));
         if (stop_requested(period_ms, -1)) break;
     }
     return 0;

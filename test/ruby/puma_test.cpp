@@ -2,10 +2,16 @@
 // and leakwrap finds exactly that, in a single puma process and across the workers of a cluster.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "ruby_support.h"
 
@@ -67,18 +73,31 @@ TEST(RubyPuma, EveryRequestLeaksOneOptionsBlockAtTheLineThatMakesTheRenderer) {
     EXPECT_FALSE(segment_exists(puma.pid())) << "a clean exit removes the segment";
 }
 
-TEST(RubyPuma, ClusterWorkersAreListedWithTheirTitlesAndTogetherHoldOneLeakPerRequest) {
-    LEAKWRAP_SKIP_WITHOUT_RUBY();
-    require_puma_and_extension();
+// puma -w 2 under the preload, the master and both workers booted.
+class PumaCluster : public ::testing::Test {
+protected:
+    void SetUp() override {
+        LEAKWRAP_SKIP_WITHOUT_RUBY();
+        require_puma_and_extension();
+        cluster_.emplace(config_ru(), 2);
+        workers = cluster_->worker_pids();
+        ASSERT_EQ(workers.size(), 2u);
+    }
 
-    Puma puma(config_ru(), 2);
-    const std::vector<pid_t> workers = puma.worker_pids();
-    ASSERT_EQ(workers.size(), 2u);
-    send_requests(puma.url(), kRequests);
+    Puma& puma() { return *cluster_; }
+
+    std::vector<pid_t> workers;
+
+private:
+    std::optional<Puma> cluster_;
+};
+
+TEST_F(PumaCluster, ClusterWorkersAreListedWithTheirTitlesAndTogetherHoldOneLeakPerRequest) {
+    send_requests(puma().url(), kRequests);
 
     const Completed listing = run_report({"--list"});
     ASSERT_EQ(listing.exit_code, 0) << listing.err;
-    EXPECT_NE(listed_line(listing.out, puma.pid()), "") << listing.out;
+    EXPECT_NE(listed_line(listing.out, puma().pid()), "") << listing.out;
     long long leaked = 0;
     for (const pid_t worker : workers) {
         // Listed with the title puma gives it ("puma: cluster worker 0: <master pid> [dir]"),
@@ -95,10 +114,83 @@ TEST(RubyPuma, ClusterWorkersAreListedWithTheirTitlesAndTogetherHoldOneLeakPerRe
     }
     EXPECT_EQ(leaked, kRequests);
     // The master serves nothing, so it made no renderer.
-    EXPECT_TRUE(rows_allocated_by(report_json(puma.pid()), kExtension, "render_options_new").empty());
+    EXPECT_TRUE(rows_allocated_by(report_json(puma().pid()), kExtension, "render_options_new").empty());
 
-    EXPECT_EQ(puma.stop(), 0);
+    EXPECT_EQ(puma().stop(), 0);
     for (const pid_t worker : workers) EXPECT_FALSE(segment_exists(worker)) << "worker " << worker;
+}
+
+std::set<int64_t> pids_of(const nlohmann::json& processes) {
+    std::set<int64_t> pids;
+    for (const auto& process : processes) pids.insert(process.get<int64_t>());
+    return pids;
+}
+
+TEST_F(PumaCluster, ChildrenMergeTheClusterIntoOneReportWithOneLeakPerRequest) {
+    send_requests(puma().url(), kRequests);
+
+    const nlohmann::json report = report_json(puma().pid(), {"--children"});
+    std::set<int64_t> pids;
+    for (const auto& process : report.at("processes")) pids.insert(process.at("pid").get<int64_t>());
+    EXPECT_EQ(pids, (std::set<int64_t>{puma().pid(), workers[0], workers[1]}));
+    // The workers' leaks, merged: one block per request, and each row's split per process adds
+    // up to it, in the workers only.
+    const std::vector<nlohmann::json> options = rows_allocated_by(report, kExtension, "render_options_new");
+    EXPECT_EQ(sum_of(options), (Counters{kRequests, kRequests * kOptionsSize, kRequests, 0}));
+    long long split = 0;
+    for (const auto& row : options) {
+        for (const auto& share : row.at("processes")) {
+            EXPECT_NE(share.at("pid"), puma().pid()) << "the master serves nothing";
+            split += share.at("live_blocks").get<long long>();
+        }
+    }
+    EXPECT_EQ(split, kRequests);
+    const Completed text = run_report({std::to_string(puma().pid()), "--children", "--top", "1"});
+    EXPECT_NE(text.out.find("processes: 3 merged"), std::string::npos) << text.out;
+
+    EXPECT_EQ(puma().stop(), 0);
+}
+
+TEST_F(PumaCluster, AWorkerThatPumaRestartsJoinsTheWatchedTreeAsANewPid) {
+    const std::filesystem::path series = std::filesystem::temp_directory_path() /
+                                         ("leakwrap-tree-" + std::to_string(getpid()) + ".jsonl");
+    Target watch({e2e::paths::report_tool, "watch", std::to_string(puma().pid()), "--children",
+                  "--interval", "300ms", "--out", series.string()},
+                 Environment::bare());
+    watch.wait_ready("sample 1:");
+    // Killed, the worker leaves its segment behind; puma forks a new one in its place.
+    kill(workers[0], SIGKILL);
+    pid_t replacement = 0;
+    for (int attempt = 0; attempt < 300 && replacement == 0; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        for (const pid_t worker : puma().worker_pids())
+            if (worker != workers[0] && worker != workers[1]) replacement = worker;
+    }
+    ASSERT_NE(replacement, 0) << "puma started no new worker";
+    std::filesystem::remove(segment_path(workers[0]));
+    // The watch finds the tree anew at every sample: wait for a line that has the new worker.
+    const auto last_line = [&series] {
+        std::ifstream in(series);
+        std::string line, last;
+        while (std::getline(in, line)) last = line;
+        return last.empty() ? nlohmann::json() : nlohmann::json::parse(last);
+    };
+    for (int attempt = 0; attempt < 600; ++attempt) {
+        const nlohmann::json line = last_line();
+        if (line.contains("pids") && pids_of(line.at("pids")).contains(replacement)) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(watch.pid(), SIGTERM);
+    EXPECT_EQ(watch.release_and_wait(), 0);
+
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(series);
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    std::filesystem::remove(series);
+    ASSERT_GE(lines.size(), 2u);
+    EXPECT_EQ(pids_of(lines.front().at("pids")), (std::set<int64_t>{puma().pid(), workers[0], workers[1]}));
+    EXPECT_EQ(pids_of(lines.back().at("pids")), (std::set<int64_t>{puma().pid(), workers[1], replacement}));
+    EXPECT_EQ(puma().stop(), 0);
 }
 
 }  // namespace

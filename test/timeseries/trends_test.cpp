@@ -29,16 +29,38 @@ TEST(Duration, RejectsWhatIsNotAWholePositiveNumberWithAUnit) {
         EXPECT_EQ(parse_duration(text), std::nullopt) << text;
 }
 
-// One sample per second; each site a function of the sample index.
-using SiteCurve = double (*)(std::size_t);
+TEST(ByteSize, ParsesWholeNumbersOfBinaryUnitsAndNothingElse) {
+    EXPECT_EQ(parse_byte_size("0B"), 0u);
+    EXPECT_EQ(parse_byte_size("512KiB"), 512u * 1024);
+    EXPECT_EQ(parse_byte_size("1MiB"), 1024u * 1024);
+    EXPECT_EQ(parse_byte_size("2GiB"), 2ull << 30);
+    for (const char* text : {"", "1", "1MB", "1mib", "-1KiB", "1.5MiB", " 1MiB", "99999999999GiB"})
+        EXPECT_EQ(parse_byte_size(text), std::nullopt) << text;
+}
 
-std::vector<Sample> series_of(const std::vector<SiteCurve>& curves, std::size_t samples) {
+// One sample per second, the process making 1000 allocations between two samples (the work
+// clock); each site a function of the sample index.
+using SiteCurve = double (*)(std::size_t);
+constexpr uint64_t kAllocsPerSample = 1000;
+
+std::vector<Sample> series_of(const std::vector<SiteCurve>& curves, std::size_t samples,
+                              uint64_t (*work)(std::size_t) = [](std::size_t i) {
+                                  return kAllocsPerSample * i;
+                              }) {
     std::vector<Sample> series;
     for (std::size_t i = 0; i < samples; ++i) {
-        Sample sample{.t = 1000.0 + static_cast<double>(i), .pid = 42};
+        Sample sample{.t = 1000.0 + static_cast<double>(i), .pid = 42,
+                      .totals = {.allocs = 5000 + work(i)}};
         for (std::size_t id = 0; id < curves.size(); ++id) {
             const auto bytes = static_cast<uint64_t>(curves[id](i));
-            sample.sites.push_back({id, "site " + std::to_string(id), "", {.live_bytes = bytes}});
+            // 100-byte blocks: every rise allocated, every fall freed, since the first sample.
+            SampleCounters counters{.live_bytes = bytes};
+            for (std::size_t step = 1; step <= i; ++step) {
+                const double change = curves[id](step) - curves[id](step - 1);
+                (change > 0 ? counters.allocs : counters.frees) +=
+                    static_cast<uint64_t>(std::fabs(change) / 100);
+            }
+            sample.sites.push_back({id, "site " + std::to_string(id), "", counters});
         }
         series.push_back(std::move(sample));
     }
@@ -52,37 +74,102 @@ double constant(std::size_t) { return 8192; }
 // Grows fast at first, then ever slower: a good straight-line fit, but nearly flat at the end.
 double saturating(std::size_t i) { return 100000 * (1 - std::exp(-0.6 * static_cast<double>(i))); }
 
-Trend trend_of(const std::vector<Suspect>& suspects, uint64_t id) {
-    for (const Suspect& suspect : suspects)
+Trend trend_of(const SuspectRanking& ranking, uint64_t id) {
+    for (const Suspect& suspect : ranking.suspects)
         if (suspect.id == id) return suspect.trend;
     throw std::runtime_error("no such site");
 }
 
 TEST(Suspects, ClassifyEachShapeOfGrowth) {
-    const auto suspects =
+    const SuspectRanking ranking =
         rank_suspects(series_of({steady, filling_then_full, sawtooth, constant, saturating}, 12));
-    EXPECT_EQ(trend_of(suspects, 0), Trend::leak);
-    EXPECT_EQ(trend_of(suspects, 1), Trend::plateau);
-    EXPECT_EQ(trend_of(suspects, 2), Trend::churn);
-    EXPECT_EQ(trend_of(suspects, 3), Trend::flat);
-    EXPECT_EQ(trend_of(suspects, 4), Trend::plateau);
-    EXPECT_EQ(suspects.front().id, 0u) << "leaks first";
+    EXPECT_EQ(trend_of(ranking, 0), Trend::leak);
+    EXPECT_EQ(trend_of(ranking, 1), Trend::plateau);
+    EXPECT_EQ(trend_of(ranking, 2), Trend::churn);
+    EXPECT_EQ(trend_of(ranking, 3), Trend::flat);
+    EXPECT_EQ(trend_of(ranking, 4), Trend::plateau);
+    EXPECT_EQ(ranking.suspects.front().id, 0u) << "leaks first";
 }
 
-TEST(Suspects, MeasureTheSteadyLeaksSlopeExactly) {
-    const Suspect leak = rank_suspects(series_of({steady}, 12)).front();
-    EXPECT_DOUBLE_EQ(leak.slope_bytes_per_hour, 1200.0 * 3600);
-    EXPECT_DOUBLE_EQ(leak.recent_slope_bytes_per_hour, 1200.0 * 3600);
+TEST(Suspects, MeasureTheSteadyLeaksGrowthPerAllocationAndPerHourExactly) {
+    const SuspectRanking ranking = rank_suspects(series_of({steady}, 12));
+    EXPECT_EQ(ranking.process_allocs, 11 * kAllocsPerSample);
+    const Suspect& leak = ranking.suspects.front();
+    EXPECT_DOUBLE_EQ(leak.growth_per_million_allocs, 1200.0 * 1000);
+    EXPECT_DOUBLE_EQ(leak.recent_growth_per_million_allocs, 1200.0 * 1000);
+    EXPECT_DOUBLE_EQ(leak.growth_per_hour, 1200.0 * 3600);
     EXPECT_DOUBLE_EQ(leak.r_squared, 1);
-    EXPECT_DOUBLE_EQ(leak.rising_share, 1);
     EXPECT_EQ(leak.first_live_bytes, 0);
     EXPECT_EQ(leak.last_live_bytes, 1200.0 * 11);
+}
+
+// Work in three bursts of three samples with idle samples between and after them, as a server
+// sees traffic: the clock stands still while the process idles.
+uint64_t bursts_then_idle(std::size_t i) {
+    constexpr std::size_t kBurst = 3, kIdle = 4;
+    const std::size_t burst = std::min<std::size_t>(i / (kBurst + kIdle), 2);
+    const std::size_t into = i - burst * (kBurst + kIdle);
+    return kAllocsPerSample * (burst * kBurst + std::min(into, kBurst));
+}
+double leaking_with_the_work(std::size_t i) { return 0.5 * static_cast<double>(bursts_then_idle(i)); }
+
+TEST(Suspects, AnIdleEndIsNoPlateauForALeakThatGrowsWithTheWork) {
+    constexpr std::size_t kSamples = 24;  // the last seven samples idle
+    const SuspectRanking ranking = rank_suspects(series_of({leaking_with_the_work}, kSamples, bursts_then_idle));
+    EXPECT_EQ(ranking.suspects.front().trend, Trend::leak);
+    EXPECT_DOUBLE_EQ(ranking.suspects.front().growth_per_million_allocs, 0.5e6);
+}
+
+TEST(Suspects, ASiteThatFallsBackIsChurnEvenWhenTheSeriesEndsOnARise) {
+    // Grows with each burst; a collection in the idle time gives most of it back.
+    const auto collected = [](std::size_t i) {
+        const double since_collection = static_cast<double>(bursts_then_idle(i) % (3 * kAllocsPerSample));
+        return i % 7 >= 3 ? 1000.0 : 1000.0 + 40 * since_collection;
+    };
+    std::vector<Sample> series = series_of({}, 17, bursts_then_idle);  // ends in the third burst
+    for (std::size_t i = 0; i < series.size(); ++i)
+        series[i].sites.push_back({0, "collected", "", {.live_bytes = static_cast<uint64_t>(collected(i))}});
+    EXPECT_GT(series.back().sites.front().counters.live_bytes, series[15].sites.front().counters.live_bytes);
+    EXPECT_EQ(rank_suspects(series).suspects.front().trend, Trend::churn);
+}
+
+TEST(Suspects, ASiteThatFreesPartOfWhatItAllocatesGrowsButIsNoLeak) {
+    std::vector<Sample> series = series_of({steady}, 6);
+    for (std::size_t i = 0; i < series.size(); ++i)
+        series[i].sites.front().counters = {.live_bytes = 1200 * i, .allocs = 24 * i, .frees = 12 * i};
+    EXPECT_EQ(rank_suspects(series).suspects.front().trend, Trend::growing);
+}
+
+TEST(Suspects, ASiteThatFreesMoreThanItAllocatesInAStepGivesBackInBursts) {
+    std::vector<Sample> series = series_of({steady}, 6);
+    // A collection freed 13 small blocks in a step that allocated 12 larger ones: the live bytes
+    // still rose, the frees tell.
+    for (std::size_t i = 3; i < series.size(); ++i) series[i].sites.front().counters.frees = 13;
+    const Suspect& suspect = rank_suspects(series).suspects.front();
+    EXPECT_EQ(suspect.give_back, GiveBack::in_bursts);
+    EXPECT_EQ(suspect.trend, Trend::churn);
+}
+
+TEST(Suspects, RetainedShareIsWhatTheSiteAllocatedAndDidNotFree) {
+    std::vector<Sample> series = series_of({steady}, 4);
+    for (std::size_t i = 0; i < series.size(); ++i)
+        series[i].sites.front().counters = {.live_bytes = 1200 * i, .allocs = 10 + 4 * i, .frees = 10 + i};
+    const Suspect& suspect = rank_suspects(series).suspects.front();
+    EXPECT_EQ(suspect.retention.allocs, 12u);
+    EXPECT_EQ(suspect.retention.frees, 3u);
+    EXPECT_DOUBLE_EQ(*suspect.retention.retained_share, 0.75);
+}
+
+TEST(Suspects, NoWorkMeansNoLeak) {
+    const SuspectRanking ranking = rank_suspects(series_of({steady}, 5, [](std::size_t) { return uint64_t{0}; }));
+    EXPECT_EQ(ranking.process_allocs, 0u);
+    EXPECT_EQ(ranking.suspects.front().trend, Trend::churn);
 }
 
 TEST(Suspects, CountAMissingSiteAsZero) {
     std::vector<Sample> series = series_of({steady}, 5);
     series[0].sites.clear();  // below --min-bytes in the first sample
-    EXPECT_EQ(rank_suspects(series).front().trend, Trend::leak);
+    EXPECT_EQ(rank_suspects(series).suspects.front().trend, Trend::leak);
 }
 
 TEST(Suspects, NeedThreeSamples) {

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "harness.h"
@@ -71,8 +73,11 @@ std::string report_tool(const std::vector<std::string>& arguments) {
     return completed.out;
 }
 
-std::vector<std::string> steady_leak_command() {
-    return {paths::program("steady_leak"), std::to_string(kPeriodMs)};
+// With map_kib, every tick also maps and touches that much memory outside malloc.
+std::vector<std::string> steady_leak_command(std::size_t map_kib = 0) {
+    std::vector<std::string> argv{paths::program("steady_leak"), std::to_string(kPeriodMs)};
+    if (map_kib > 0) argv.insert(argv.end(), {"0", std::to_string(map_kib)});
+    return argv;
 }
 
 std::vector<std::string> watch_command(pid_t pid, const fs::path& series,
@@ -98,8 +103,8 @@ struct WatchedRun {
     std::vector<json> lines;
     std::vector<fs::path> reports;
 
-    WatchedRun() {
-        Target program(steady_leak_command(), Environment::profiled());
+    explicit WatchedRun(std::size_t map_kib = 0) {
+        Target program(steady_leak_command(map_kib), Environment::profiled());
         program.wait_ready();
         Target watch(watch_command(program.pid(), series, {"--count", std::to_string(kSamples)}),
                      Environment::bare());
@@ -118,6 +123,13 @@ struct WatchedRun {
 // One watched run for all the tests of this file that run in one process.
 const WatchedRun& watched_run() {
     static const WatchedRun run;
+    return run;
+}
+
+// steady_leak mapping kMapKib outside malloc every tick: RSS grows, the tracked heap barely.
+constexpr std::size_t kMapKib = 256;
+const WatchedRun& mapping_run() {
+    static const WatchedRun run(kMapKib);
     return run;
 }
 
@@ -221,12 +233,25 @@ TEST(Suspects, RefuseASeriesOfFewerThanThreeSamples) {
     EXPECT_TRUE(contains(completed.err, "at least 3 samples")) << completed.err;
 }
 
+TEST(Suspects, OnAReportSayWhichFileTheyWantInOneLine) {
+    const WatchedRun& watched = watched_run();
+    const fs::path pretty = watched.directory / "pretty-report.json";
+    write_file(pretty, json::parse(read_file(watched.reports[0])).dump(2));
+    for (const fs::path& report : {watched.reports[0], pretty}) {
+        const Completed completed = run_report({"suspects", report.string()});
+        EXPECT_EQ(completed.exit_code, 1);
+        EXPECT_EQ(completed.err, "leakwrap-report: error: " + report.string() +
+                                     " is a report, not a series: give the file that "
+                                     "`leakwrap-report watch PID --out FILE` writes\n");
+    }
+}
+
 TEST(Diff, RetainedViewOfThreeReportsListsOnlyTheLeak) {
     const WatchedRun& watched = watched_run();
     const json diff = json::parse(report_tool({"diff", watched.reports[0].string(),
                                                watched.reports[1].string(), watched.reports[2].string(),
                                                "--format", "json"}));
-    EXPECT_EQ(diff.at("matching"), "id");
+    EXPECT_EQ(diff.at("matching"), "stack") << "reports name their stacks";
     const std::vector<std::string> retained = labels_of(diff.at("retained_sites"));
     ASSERT_EQ(retained.size(), 1u) << diff.dump(2);
     EXPECT_TRUE(contains(retained.front(), "leak_steadily")) << retained.front();
@@ -263,6 +288,30 @@ TEST(Diff, OfTwoReportsPutsTheLeakFirst) {
     const std::string text =
         report_tool({"diff", watched.reports.front().string(), watched.reports.back().string()});
     EXPECT_TRUE(contains(text, "leak_steadily")) << text;
+}
+
+TEST(Diff, SeriesLinesOfTwoRunsMatchTheLeakByItsStack) {
+    // Two processes of the same program, as before and after a restart: ids may differ, stacks not.
+    const std::vector<std::string> files = {(watched_run().directory / "run-a.json").string(),
+                                            (watched_run().directory / "run-b.json").string()};
+    // Halfway through one run against the end of the other: the leak holds less in the first.
+    const json& before = watched_run().lines[kSamples / 2];
+    const json& after = mapping_run().lines.back();
+    write_file(files[0], before.dump());
+    write_file(files[1], after.dump());
+    ASSERT_NE(before.at("pid"), after.at("pid"));
+    const json diff = json::parse(report_tool({"diff", files[0], files[1], "--format", "json", "--top", "0"}));
+    EXPECT_EQ(diff.at("matching"), "stack");
+    std::size_t leaks = 0;
+    for (const json& row : diff.at("sites")) {
+        if (!contains(row.at("label"), "leak_steadily")) continue;
+        ++leaks;
+        EXPECT_GT(row.at("live_bytes")[0].get<uint64_t>(), 0u) << row.dump();
+        EXPECT_GT(row.at("live_bytes")[1].get<uint64_t>(), 0u) << row.dump();
+    }
+    EXPECT_EQ(leaks, 1u) << "one row for the leak's stack in both runs: " << diff.dump(2);
+    for (const json& line : {before, after})
+        for (const json& site : line.at("sites")) EXPECT_TRUE(site.contains("stack")) << site.dump();
 }
 
 TEST(Plot, DrawsTheLeakAndItsSizeClass) {
@@ -305,6 +354,95 @@ TEST(Watch, EndsCleanlyWhenTheProcessExits) {
     watch.wait_ready("stopped, process " + pid + " exited", 20s);
     EXPECT_EQ(watch.release_and_wait(), 0);
     EXPECT_GE(read_lines(series).size(), 1u);
+}
+
+// The ticks steady_leak made between two series lines, counted by its leak's allocations.
+uint64_t ticks_between(const json& first, const json& last) {
+    const auto allocs = [](const json& line) {
+        const json* leak = site_labelled(line.at("sites"), "leak_steadily");
+        return leak ? leak->at("allocs").get<uint64_t>() : 0;
+    };
+    return (allocs(last) - allocs(first)) / steady_leak::kLeaksPerTick;
+}
+
+TEST(Memory, EverySeriesLineHasTheRssAndTheSegmentNextToTheTrackedBytes) {
+    for (const json& line : watched_run().lines) {
+        const json& memory = line.at("memory");
+        EXPECT_EQ(memory.at("rss_bytes"), memory.at("rss_anon_bytes").get<uint64_t>() +
+                                              memory.at("rss_file_bytes").get<uint64_t>() +
+                                              memory.at("rss_shmem_bytes").get<uint64_t>());
+        EXPECT_GT(memory.at("leakwrap_segment_resident_bytes").get<uint64_t>(), 0u);
+        EXPECT_LE(memory.at("leakwrap_segment_resident_bytes"), memory.at("rss_shmem_bytes"))
+            << "the segment is shared memory of the process";
+        EXPECT_GT(memory.at("rss_anon_bytes"), line.at("totals").at("live_bytes"));
+    }
+}
+
+TEST(Memory, ALiveReportShowsTheRssInTextJsonAndOpenMetrics) {
+    Target program(steady_leak_command(), Environment::profiled());
+    program.wait_ready();
+    const std::string pid = std::to_string(program.pid());
+    const std::string text = report_tool({pid});
+    EXPECT_TRUE(contains(text, "\nmemory: RSS ")) << text;
+    EXPECT_TRUE(contains(text, "leakwrap's segment ")) << text;
+    const json memory = report_json(program.pid()).at("totals").at("memory");
+    EXPECT_GT(memory.at("rss_anon_bytes").get<uint64_t>(), 0u) << memory.dump();
+    const std::string metrics = report_tool({pid, "--format", "openmetrics"});
+    // A sample of the process, whatever its exe and command labels say.
+    const auto has_sample = [&](const std::string& name, const std::string& last_label) {
+        std::istringstream lines(metrics);
+        for (std::string line; std::getline(lines, line);)
+            if (line.starts_with(name + "{pid=\"" + pid + "\",") && contains(line, last_label + "} "))
+                return true;
+        return false;
+    };
+    for (const std::string kind : {"anon", "file", "shmem"})
+        EXPECT_TRUE(has_sample("leakwrap_process_resident_bytes", "kind=\"" + kind + "\""))
+            << metrics;
+    EXPECT_TRUE(has_sample("leakwrap_segment_resident_bytes", "\"")) << metrics;
+    EXPECT_EQ(program.release_and_wait(), 0);
+}
+
+TEST(Memory, ALeakThatGrowsRssWithTheHeapIsNoUntrackedGrowth) {
+    const json ranking = json::parse(report_tool({"suspects", watched_run().series.string(), "--format", "json"}));
+    EXPECT_FALSE(ranking.at("memory").at("untracked").get<bool>()) << ranking.at("memory").dump(2);
+    EXPECT_FALSE(contains(report_tool({"suspects", watched_run().series.string()}), "not a leak at any call site"));
+}
+
+TEST(Memory, RssGrowthOutsideMallocIsNamedWithTheClassesThatChurnMost) {
+    const WatchedRun& watched = mapping_run();
+    const json ranking = json::parse(report_tool({"suspects", watched.series.string(), "--format", "json"}));
+    const json& memory = ranking.at("memory");
+    ASSERT_TRUE(memory.at("untracked").get<bool>()) << memory.dump(2);
+    // Ground truth: every tick touched kMapKib of new pages, and only the leak's 1.2 KiB a tick
+    // is tracked.
+    const double mapped = static_cast<double>(ticks_between(watched.lines.front(), watched.lines.back()) * kMapKib * 1024);
+    EXPECT_GE(memory.at("rss_anon_growth_bytes").get<double>(), 0.9 * mapped) << memory.dump(2);
+    EXPECT_LT(memory.at("tracked_live_growth_bytes").get<double>(), 0.05 * mapped) << memory.dump(2);
+    // churn_temporaries frees eight 2000-byte blocks a tick, more than any other class.
+    ASSERT_FALSE(memory.at("churning_classes").empty());
+    EXPECT_EQ(memory.at("churning_classes").front().at("limit"), 2048);
+    for (const json& suspect : ranking.at("suspects")) {
+        if (suspect.at("class") == "leak") {
+            EXPECT_TRUE(contains(suspect.at("label"), "leak_steadily"));
+        }
+    }
+
+    const std::string text = report_tool({"suspects", watched.series.string()});
+    EXPECT_TRUE(contains(text, "RSS grew while the tracked live bytes did not: that growth is not a "
+                               "leak at any call site")) << text;
+    EXPECT_TRUE(contains(text, "≤2 KiB (")) << text;
+}
+
+TEST(Memory, PlotDrawsRssAndTrackedBytesAboveTheSites) {
+    const WatchedRun& watched = mapping_run();
+    const fs::path svg = watched.directory / "memory.svg";
+    report_tool({"plot", watched.series.string(), "-o", svg.string()});
+    const std::string chart = read_file(svg);
+    const auto rss = chart.find(">RSS  ("), tracked = chart.find(">tracked live bytes  (");
+    ASSERT_NE(rss, std::string::npos) << "the RSS line's legend";
+    ASSERT_NE(tracked, std::string::npos);
+    EXPECT_LT(tracked, chart.find("leak_steadily")) << "the process panel comes first";
 }
 
 }  // namespace

@@ -1,0 +1,37 @@
+// What the kernel says a live process holds in memory, next to what leakwrap tracks: the
+// resident set split as /proc/PID/status gives it, and how much of it is leakwrap's own segment.
+// Only a live process has one: post mortem there is no RSS, and the reports say so.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+namespace leakwrap {
+
+struct ProcessMemory {
+    uint64_t rss_anon = 0;   // RssAnon: the heap, stacks, anonymous mmaps (malloc's arenas)
+    uint64_t rss_file = 0;   // RssFile: mapped files, code
+    uint64_t rss_shmem = 0;  // RssShmem: shared memory, leakwrap's segment included
+    // The resident pages of the process's mappings of its segment (/proc/PID/smaps), a part of
+    // rss_shmem. leakwrap's private memory (its hash indexes, per-thread memos) is anonymous and
+    // unnamed, so it is in rss_anon and not counted here.
+    uint64_t segment_resident = 0;
+
+    uint64_t rss() const { return rss_anon + rss_file + rss_shmem; }
+    bool operator==(const ProcessMemory&) const = default;
+};
+
+// None if the process is gone or /proc cannot be read.
+std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesystem::path& segment);
+
+// {"rss_bytes", "rss_anon_bytes", "rss_file_bytes", "rss_shmem_bytes",
+// "leakwrap_segment_resident_bytes"}, or null for none; and back.
+nlohmann::json process_memory_json(const std::optional<ProcessMemory>& memory);
+std::optional<ProcessMemory> process_memory_from_json(const nlohmann::json& object);
+
+}  // namespace leakwrap

@@ -1,0 +1,48 @@
+#include "memory_growth.h"
+
+#include <algorithm>
+#include <map>
+
+namespace leakwrap {
+namespace {
+
+double change(uint64_t first, uint64_t last) {
+    return static_cast<double>(last) - static_cast<double>(first);
+}
+
+// Blocks allocated and freed during the series, per class: the turnover that leaves holes.
+std::vector<ChurningClass> churning_classes(const Sample& first, const Sample& last) {
+    std::map<uint32_t, SampleCounters> before;
+    for (const SampleBin& bin : first.bins) before[bin.size_class] = bin.counters;
+    std::vector<ChurningClass> classes;
+    for (const SampleBin& bin : last.bins) {
+        const SampleCounters& start = before[bin.size_class];
+        const ChurningClass entry{bin.size_class, bin.counters.allocs - std::min(start.allocs, bin.counters.allocs),
+                                  bin.counters.frees - std::min(start.frees, bin.counters.frees)};
+        if (entry.frees > 0) classes.push_back(entry);
+    }
+    std::stable_sort(classes.begin(), classes.end(),
+                     [](const ChurningClass& a, const ChurningClass& b) { return a.frees > b.frees; });
+    if (classes.size() > kChurningClassesShown) classes.resize(kChurningClassesShown);
+    return classes;
+}
+
+}  // namespace
+
+std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
+    const Sample& first = series.front();
+    const Sample& last = series.back();
+    if (!first.memory || !last.memory) return std::nullopt;
+    MemoryGrowth growth;
+    growth.segment = change(first.memory->segment_resident, last.memory->segment_resident);
+    growth.rss = change(first.memory->rss(), last.memory->rss()) - growth.segment;
+    growth.rss_anon = change(first.memory->rss_anon, last.memory->rss_anon);
+    growth.tracked_live = change(first.totals.live_bytes, last.totals.live_bytes);
+    const double untracked = growth.rss - std::max(growth.tracked_live, 0.0);
+    growth.untracked =
+        untracked >= kMinUntrackedGrowth && untracked >= kMinUntrackedShare * growth.rss;
+    if (growth.untracked) growth.churning = churning_classes(first, last);
+    return growth;
+}
+
+}  // namespace leakwrap

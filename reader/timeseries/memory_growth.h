@@ -1,0 +1,39 @@
+// Whether a series' RSS grew beyond what leakwrap tracks: memory that no call site holds
+// (fragmentation, an allocator keeping freed pages, memory outside malloc), which `suspects`
+// reports next to the sites, with the size classes that churned most as the likely fragmenters.
+#pragma once
+
+#include "series.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace leakwrap {
+
+// RSS growth beyond the tracked live bytes' growth that counts as memory outside the tracked
+// heap: at least this much, and at least half of the RSS growth.
+inline constexpr double kMinUntrackedGrowth = 1024 * 1024;
+inline constexpr double kMinUntrackedShare = 0.5;
+inline constexpr std::size_t kChurningClassesShown = 3;
+
+struct ChurningClass {
+    uint32_t size_class = 0;
+    uint64_t allocs = 0;  // during the series
+    uint64_t frees = 0;
+};
+
+struct MemoryGrowth {
+    // From the first to the last sample. The RSS growth leaves out leakwrap's own segment.
+    double rss = 0;
+    double rss_anon = 0;
+    double segment = 0;
+    double tracked_live = 0;
+    bool untracked = false;  // RSS grew well beyond what the tracked live bytes explain
+    std::vector<ChurningClass> churning;  // most blocks freed first; only when untracked
+};
+
+// None when the first or last sample has no RSS (a series of an older watch).
+std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series);
+
+}  // namespace leakwrap
