@@ -1,6 +1,8 @@
 #include "profile_server.h"
 
 #include "process_identity.h"
+#include "process_memory.h"
+#include "process_tree.h"
 #include "report_openmetrics.h"
 #include "report_pprof.h"
 #include "segment_directory.h"
@@ -59,10 +61,27 @@ struct Process {
     OwnerState state;
 };
 
-Process described(Snapshot snapshot) {
+// The segment's process as the reports show it, with its RSS when it is alive.
+Process read_process_entry(const SegmentEntry& entry) {
+    Snapshot snapshot = read_one_at_a_time(entry);
     const OwnerState state = owner_state(snapshot);
     snapshot.command_line = current_command_line(snapshot, state);
+    if (state == OwnerState::alive) snapshot.memory = read_process_memory(entry.pid, entry.path);
     return {std::move(snapshot), state};
+}
+
+// The live descendants of a process that have a segment, for a merged process tree; one that
+// exits or is not profiled is passed over.
+std::vector<Snapshot> live_descendants(pid_t root) {
+    std::vector<Snapshot> snapshots;
+    for (const pid_t pid : descendants(root)) {
+        try {
+            Process process = read_process_entry({pid, segment_path(pid)});
+            if (process.state == OwnerState::alive) snapshots.push_back(std::move(process.snapshot));
+        } catch (const std::exception&) {
+        }
+    }
+    return snapshots;
 }
 
 // Symbolizing is most of a request's work, and scrapers ask for the same processes again and
@@ -98,7 +117,7 @@ Process live_process(pid_t pid) {
     const std::string id = std::to_string(pid);
     const SegmentEntry entry{pid, segment_path(pid)};
     try {
-        Process process = described(read_one_at_a_time(entry));
+        Process process = read_process_entry(entry);
         if (process.state != OwnerState::alive)
             throw HttpError{404, "process " + id + " is not running (its segment is " +
                                      std::string(owner_state_name(process.state)) +
@@ -126,7 +145,7 @@ std::vector<Process> live_processes() {
     for (const SegmentEntry& entry : find_segments()) {
         if (!process_exists(entry.pid)) continue;
         try {
-            Process process = described(read_one_at_a_time(entry));
+            Process process = read_process_entry(entry);
             if (process.state == OwnerState::alive) processes.push_back(std::move(process));
         } catch (const std::exception&) {
             // Another user's, gone since it was listed, or not a segment: not ours to show.
@@ -189,8 +208,20 @@ void serve_metrics(const httplib::Request& request, httplib::Response& response,
     set_body(response, body.str(), std::string(metrics_content_type(dialect)));
 }
 
+// ?children=1 asks for the process and its live descendants merged, as --children does.
+bool children_parameter(const httplib::Request& request) {
+    if (!request.has_param("children")) return false;
+    const std::string value = request.get_param_value("children");
+    if (value == "1" || value == "true") return true;
+    if (value == "0" || value == "false") return false;
+    throw HttpError{400, "children must be 1 or 0 (true or false), not " + value};
+}
+
 void serve_heap(const httplib::Request& request, httplib::Response& response) {
-    const Process process = live_process(pid_parameter(request));
+    Process process = live_process(pid_parameter(request));
+    if (children_parameter(request))
+        process.snapshot = merge_process_tree(std::move(process.snapshot),
+                                              live_descendants(process.snapshot.pid));
     std::ostringstream body;
     {
         const auto lock = symbolizers.lock();
@@ -207,7 +238,7 @@ void serve_process_list(httplib::Response& response) {
     nlohmann::json list = nlohmann::json::array();
     for (const SegmentEntry& entry : find_segments()) {
         try {
-            const Process process = described(read_one_at_a_time(entry));
+            const Process process = read_process_entry(entry);
             const Snapshot& snapshot = process.snapshot;
             list.push_back({{"pid", snapshot.pid},
                             {"state", owner_state_name(process.state)},
@@ -215,7 +246,9 @@ void serve_process_list(httplib::Response& response) {
                             {"command_line", snapshot.command_line},
                             {"live_bytes", snapshot.totals.live_bytes()},
                             {"live_blocks", snapshot.totals.live_blocks()},
-                            {"sites", snapshot.sites_in_use()}});
+                            {"sites", snapshot.sites_in_use()},
+                            {"rss_bytes", snapshot.memory ? nlohmann::json(snapshot.memory->rss())
+                                                          : nlohmann::json(nullptr)}});
         } catch (const std::exception& error) {
             list.push_back({{"pid", entry.pid}, {"state", "unreadable"}, {"error", error.what()}});
         }

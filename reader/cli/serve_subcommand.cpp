@@ -32,8 +32,8 @@ Subcommand add_serve_subcommand(CLI::App& app) {
         "serve",
         "Serve the segments you may read over HTTP, read-only, until Ctrl-C or SIGTERM: GET "
         "/metrics (every live process; OpenMetrics if the Accept header asks for it, else the "
-        "Prometheus text format), GET /debug/pprof/heap?pid=N (gzipped pprof, for go tool pprof, "
-        "Parca, Pyroscope), GET /processes (JSON list of the segments)");
+        "Prometheus text format), GET /debug/pprof/heap?pid=N[&children=1] (gzipped pprof, for go "
+        "tool pprof, Parca, Pyroscope; children=1 merges the live descendants), GET /processes (JSON list of the segments)");
     serve->add_option("--listen", line->listen,
                       "Address and port to listen on, ADDR:PORT with a numeric address; port 0 "
                       "lets the kernel pick one. Anything but loopback serves the heap profiles "

@@ -2,6 +2,9 @@
 // gets its own segment with what it inherited while the parent's stays as it was.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "ground_truth.h"
 #include "harness.h"
 
@@ -61,6 +64,50 @@ TEST(ForkLeak, ParentAndChildEachReportTheirOwnBlocks) {
     expect_consistent_totals(parent_report);
     expect_consistent_totals(child_report);
     EXPECT_EQ(parent.release_and_wait(), 0) << "the parent exits 0 only if the child did";
+}
+
+// --children: the parent's and the child's blocks in one report, rows joined by stack, and each
+// row's split says which process holds what. Live counts add up exactly (two address spaces);
+// the child's copy of the parent's history is counted again in allocs, which the test leaves be.
+TEST(ForkLeak, ChildrenMergesParentAndChildWithTheSplitPerProcess) {
+    using namespace ground_truth::fork_leak;
+    Target parent({paths::program("fork_leak")}, Environment::profiled());
+    const pid_t child = child_pid_from(parent.wait_ready());
+    const nlohmann::json alone = report_json(parent.pid());
+    const nlohmann::json child_alone = report_json(child);
+    const nlohmann::json tree = report_json(parent.pid(), {"--children"});
+
+    EXPECT_EQ(tree.at("pid").get<pid_t>(), parent.pid());
+    ASSERT_EQ(tree.at("processes").size(), 2u) << tree.at("processes").dump(2);
+    EXPECT_EQ(tree.at("processes")[0].at("pid").get<pid_t>(), parent.pid());
+    EXPECT_EQ(tree.at("processes")[1].at("pid").get<pid_t>(), child);
+    EXPECT_EQ(tree.at("totals").at("live_bytes").get<uint64_t>(),
+              alone.at("totals").at("live_bytes").get<uint64_t>() +
+                  child_alone.at("totals").at("live_bytes").get<uint64_t>());
+
+    const std::size_t still_inherited = kParentBlocks - kInheritedFreedByChild;
+    const SiteMatch parent_site = sites_calling(tree, "parent_site_alloc", 2);
+    ASSERT_EQ(parent_site.sites, 1u) << "the parent's and the child's records share the stack";
+    EXPECT_EQ(parent_site.counters.live_blocks, as_count(kParentBlocks + still_inherited));
+    EXPECT_EQ(sites_calling(tree, "child_site_alloc", 2).counters.live_bytes,
+              as_count(kChildBlocks * kChildBlockSize));
+
+    const auto row = std::find_if(tree.at("sites").begin(), tree.at("sites").end(),
+                                  [](const nlohmann::json& site) {
+                                      const auto& frames = site.at("frames");
+                                      return std::any_of(frames.begin(),
+                                                         frames.begin() + std::min<std::ptrdiff_t>(2, frames.size()),
+                                                         [](const nlohmann::json& frame) {
+                                                             return frame.at("function") == "parent_site_alloc";
+                                                         });
+                                  });
+    ASSERT_NE(row, tree.at("sites").end());
+    std::map<pid_t, uint64_t> live_blocks_by_pid;
+    for (const nlohmann::json& share : row->at("processes"))
+        live_blocks_by_pid[share.at("pid").get<pid_t>()] = share.at("live_blocks").get<uint64_t>();
+    EXPECT_EQ(live_blocks_by_pid, (std::map<pid_t, uint64_t>{{parent.pid(), kParentBlocks},
+                                                              {child, still_inherited}}));
+    EXPECT_EQ(parent.release_and_wait(), 0);
 }
 
 }  // namespace

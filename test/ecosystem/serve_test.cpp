@@ -126,6 +126,29 @@ TEST_F(Serve, GoToolPprofFetchesTheHeapOfAPid) {
     EXPECT_EQ(top.rows[0].function, "leak_pvalloc") << pprof.out;
 }
 
+TEST_F(Serve, ChildrenMergesAProcessTreeIntoOneHeapProfile) {
+    if (!have_go()) GTEST_SKIP() << "no go in PATH (scripts/setup.sh installs golang-go)";
+    e2e::Target parent({e2e::paths::program("fork_leak")}, e2e::Environment::profiled());
+    pid_t child = 0;
+    for (const std::string& line : parent.wait_ready())
+        if (line.starts_with("CHILD ")) child = std::stoi(line.substr(6));
+    ASSERT_NE(child, 0) << "fork_leak names its child before READY";
+    const auto live_bytes = [](pid_t of) {
+        return e2e::report_json(of).at("totals").at("live_bytes").get<unsigned long long>();
+    };
+    const std::string heap = "http://127.0.0.1:" + std::to_string(port) +
+                             "/debug/pprof/heap?pid=" + std::to_string(parent.pid());
+    const e2e::Completed pprof = go_pprof_top(heap + "&children=1", directory.path());
+    if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
+    ASSERT_EQ(pprof.exit_code, 0) << pprof.err;
+    EXPECT_EQ(parse_pprof_top(pprof.out).total_bytes, live_bytes(parent.pid()) + live_bytes(child))
+        << pprof.out;
+    const HttpAnswer refused = http_get(port, "/debug/pprof/heap?pid=" + std::to_string(parent.pid()) +
+                                                  "&children=yes");
+    EXPECT_EQ(refused.status, 400) << refused.body;
+    EXPECT_EQ(parent.release_and_wait(), 0);
+}
+
 TEST_F(Serve, AnswersABadOrGonePidWithTheReason) {
     const auto heap = [&](const std::string& query) {
         return http_get(port, "/debug/pprof/heap" + query);
