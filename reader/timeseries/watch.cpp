@@ -5,6 +5,7 @@
 #include "report_json.h"
 #include "report_labels.h"
 #include "series.h"
+#include "short_names.h"
 #include "symbolizer.h"
 
 #include <pthread.h>
@@ -87,7 +88,8 @@ bool same_modules(const std::vector<Module>& a, const std::vector<Module>& b) {
 // frames it resolved) from one sample to the next while the module list stays the same.
 class SampleTaker {
 public:
-    explicit SampleTaker(uint64_t min_bytes) : min_bytes_(min_bytes) {}
+    SampleTaker(uint64_t min_bytes, FocusPatterns focus)
+        : min_bytes_(min_bytes), focus_(std::move(focus)) {}
 
     Sample take(const Snapshot& snapshot) {
         if (!symbolizer_ || !same_modules(modules_, snapshot.modules)) {
@@ -100,6 +102,7 @@ public:
         // Only the rows the series keeps are rendered: a Ruby process has ~70,000 sites, and
         // rendering and parsing back all of them took ~19 s a sample.
         report_options.min_live_bytes = min_bytes_;
+        report_options.focus = focus_;
         // Taken in row by row: a document of every row of a Rails process took gigabytes.
         Sample sample;
         visit_json_report(
@@ -111,6 +114,7 @@ public:
 
 private:
     uint64_t min_bytes_;
+    FocusPatterns focus_;
     std::vector<Module> modules_;
     std::unique_ptr<Symbolizer> symbolizer_;
 };
@@ -163,7 +167,7 @@ public:
                  << human_bytes(sample.memory->segment_resident) << "); ";
         out_ << "top grower: ";
         if (top)
-            out_ << top->label << ' ' << signed_human_bytes(top_growth);
+            out_ << short_site_label(top->label) << ' ' << signed_human_bytes(top_growth);
         else
             out_ << "none";
         out_ << std::endl;
@@ -180,7 +184,7 @@ private:
 WatchResult watch_process(const WatchOptions& options, const ProcessReader& read_process,
                           std::ostream& series, std::ostream& summary) {
     StopSignals stop_signals;
-    SampleTaker taker(options.min_bytes);
+    SampleTaker taker(options.min_bytes, options.focus);
     SummaryWriter summary_writer(summary);
     WatchResult result;
     Snapshot previous;  // the last snapshot sampled, to tell what became of its process

@@ -2,6 +2,7 @@
 // writes one series line per sample (series.h) plus a one-line summary for people.
 #pragma once
 
+#include "focus_patterns.h"
 #include "segment_snapshot.h"
 
 #include <sys/types.h>
@@ -26,6 +27,8 @@ struct WatchOptions {
     // Sites holding less are left out of the series lines: a real program has thousands of sites
     // with a few bytes each, and they would make the series many times larger for nothing.
     uint64_t min_bytes = kDefaultWatchMinBytes;
+    // --focus, --ignore: the series keeps only the sites they keep (the totals stay whole).
+    FocusPatterns focus;
     // Called with the snapshot of every sample once its line is written (--openmetrics-dir).
     std::function<void(const Snapshot&)> on_sample;
 };

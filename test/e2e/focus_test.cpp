@@ -4,7 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
+
+#include <stdlib.h>
 
 #include "ground_truth.h"
 #include "harness.h"
@@ -205,6 +210,34 @@ TEST_F(Focus, SiteShowsOneRowInFullWithEverySizeClassAndFullNames) {
     EXPECT_EQ(missing.exit_code, 1) << missing.err;
     EXPECT_NE(missing.err.find("no site 4000000000"), std::string::npos) << missing.err;
     EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+}
+
+// watch keeps only the focused sites in its series; the totals stay the whole process's.
+TEST_F(Focus, WatchKeepsOnlyTheFocusedSitesInItsSeries) {
+    char directory[] = "/tmp/leakwrap-watch-focus.XXXXXX";
+    ASSERT_NE(mkdtemp(directory), nullptr);
+    const std::string series = std::string(directory) + "/series.jsonl";
+    const Completed watch = run_report({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out",
+                                        series, "--focus", "Registry", "--focus", "strdup"});
+    ASSERT_EQ(watch.exit_code, 0) << watch.err;
+    std::ifstream in(series);
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line));
+    std::filesystem::remove_all(directory);
+    const nlohmann::json sample = nlohmann::json::parse(line);
+    ASSERT_EQ(sample.at("sites").size(), 2u) << sample.dump(2);
+    std::map<std::string, long long> live_by_label;
+    for (const nlohmann::json& site : sample.at("sites"))
+        live_by_label[site.at("label")] = site.at("live_bytes").get<long long>();
+    // Labels name the innermost frame outside the runtimes, in full (a series is data).
+    const auto labelled = [&](const std::string& start, long long live_bytes) {
+        return std::any_of(live_by_label.begin(), live_by_label.end(), [&](const auto& entry) {
+            return entry.first.starts_with(start) && entry.second == live_bytes;
+        });
+    };
+    EXPECT_TRUE(labelled("leak_through_strdup() (focus_targets.cpp:", kStrdup.live_bytes)) << sample.dump(2);
+    EXPECT_TRUE(labelled("focus_targets::Registry<std::map<", kRegistry.live_bytes)) << sample.dump(2);
+    EXPECT_EQ(sample.at("totals").at("live_bytes"), json_with({}).at("totals").at("live_bytes"));
 }
 
 TEST_F(Focus, APatternThatIsNoRegularExpressionIsAUsageError) {
