@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(0, 1);
     const std::vector<Subcommand> subcommands = {
         add_watch_subcommand(app, read_process), add_suspects_subcommand(app),
-        add_diff_subcommand(app), add_plot_subcommand(app), add_serve_subcommand(app)};
+        add_diff_subcommand(app), add_plot_subcommand(app), add_serve_subcommand(app),
+        add_top_subcommand(app, read_process)};
 
     try {
         app.parse(argc, argv);

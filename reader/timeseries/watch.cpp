@@ -119,6 +119,8 @@ private:
     std::unique_ptr<Symbolizer> symbolizer_;
 };
 
+}  // namespace
+
 std::string gone_reason(pid_t pid, OwnerState state) {
     const std::string process = "process " + std::to_string(pid);
     switch (state) {
@@ -133,6 +135,8 @@ std::string gone_reason(pid_t pid, OwnerState state) {
     }
     return process + " is running";
 }
+
+namespace {
 
 // "15:40:12 sample 3: live 1.2 MiB, +340.0 KiB since start; RSS 9.1 MiB (anon 4.0 MiB,
 // leakwrap's segment 196.0 KiB); top grower: f (a.c:3) +300.0 KiB"

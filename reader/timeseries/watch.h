@@ -3,6 +3,7 @@
 #pragma once
 
 #include "focus_patterns.h"
+#include "process_identity.h"
 #include "segment_snapshot.h"
 
 #include <sys/types.h>
@@ -40,6 +41,10 @@ struct WatchResult {
     std::size_t samples = 0;
     std::string stop_reason;  // "--count reached", "process 42 exited", "interrupted"
 };
+
+// Why a process can no longer be sampled: "process 42 exited", "process 42 died", "pid 42 now
+// belongs to another process".
+std::string gone_reason(pid_t pid, OwnerState state);
 
 // Samples until the count or duration is reached, the process is gone, or SIGINT/SIGTERM
 // arrives; every line is flushed as soon as it is written, so whatever was sampled is kept. The
