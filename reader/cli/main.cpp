@@ -79,7 +79,12 @@ std::string usage_error_message(const CLI::App& app, const CLI::Option& pid,
     for (const std::string& typed : pid.results())
         if (typed.find_first_not_of("0123456789") != std::string::npos && closest_name(app, typed))
             return "unknown subcommand " + typed + meant(typed);
-    return error.what();
+    // An option of one value given twice: CLI11 counts the values ("--top: At Most 1 required
+    // but received 2"); say which option and that it is the repetition.
+    const std::string what = error.what();
+    if (const auto colon = what.find(": At Most 1 required"); colon != std::string::npos)
+        return what.substr(0, colon) + " is given more than once; it takes one value";
+    return what;
 }
 
 Snapshot read_by_pid(pid_t pid) {

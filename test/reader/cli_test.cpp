@@ -130,13 +130,14 @@ TEST_F(CliTest, RejectsBadUsageWithExitCodeTwo) {
         expect_one_line_error(run_report(arguments), 2);
 }
 
-TEST_F(CliTest, NamesTheOptionOrSubcommandATypoMeant) {
+TEST_F(CliTest, NamesTheOptionOrSubcommandATypoMeantOrGivenTwice) {
     for (const auto& [arguments, message] : std::vector<std::pair<std::string, std::string>>{
              {"--formt json 1", "unknown option --formt; did you mean --format?"},
              {"1 --bin", "unknown option --bin; did you mean --bins?"},
              {"wacth 1", "unknown subcommand wacth; did you mean watch?"},
              {"watch --intervall 5s --out x 1", "unknown option --intervall; did you mean --interval?"},
-             {"1 --xyzzy", "unknown option --xyzzy"}}) {
+             {"1 --xyzzy", "unknown option --xyzzy"},
+             {"1 --top 3 --top 4", "--top is given more than once; it takes one value"}}) {
         const auto result = run_report(arguments);
         expect_one_line_error(result, 2);
         EXPECT_EQ(result.err, "leakwrap-report: error: " + message + " (see --help)\n") << arguments;
