@@ -42,10 +42,11 @@ Subcommand add_diff_subcommand(CLI::App& app) {
         ->check(CLI::IsMember({"text", "json"}));
 
     return {diff, [line] {
-                std::vector<Sample> snapshots;
+                auto labels = std::make_shared<DiffLabels>();
+                std::vector<DiffSnapshot> snapshots;
                 for (const std::string& file : line->files)
-                    snapshots.push_back(read_sample_file(file));
-                const SnapshotDiff aligned = align_snapshots(snapshots);
+                    snapshots.push_back(read_diff_snapshot(file, *labels));
+                const SnapshotDiff aligned = align_snapshots(snapshots, std::move(labels));
                 const DiffOutputOptions options{static_cast<std::size_t>(line->top),
                                                 line->kept_percent};
                 if (line->format == "json")
