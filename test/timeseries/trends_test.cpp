@@ -226,34 +226,37 @@ TEST(SampleFile, ReadsSeriesSitesAsNlohmannDoes) {
     EXPECT_FALSE(without) << "an older series line names no stacks";
 }
 
-TEST(SampleFile, ReadsAReportAndALineSiteBySite) {
-    std::istringstream line(
-        R"j({"t":1.5,"pid":4,"totals":{"live_bytes":10},"bins":[],"sites":[{"id":1,"live_bytes":10,)j"
-        R"j("label":"f (a.c:1)","stack":"f@a.c:1"}],"labels":{"1":"f (a.c:1)"}})j");
+// The sites of a snapshot's text, in order; its head in `head`.
+std::vector<SampleSite> sites_of_snapshot(const std::string& text, json& head) {
+    std::istringstream in(text);
     std::vector<SampleSite> sites;
-    json head;
     visit_sample_stream(
-        line, "line", [&](const json& object) { head = object; },
+        in, "snapshot", [&](const json& object) { head = object; },
         [&](SampleSite&& site, bool) { sites.push_back(std::move(site)); });
-    ASSERT_EQ(sites.size(), 1u);
-    EXPECT_EQ(sites[0].stack_key, "f@a.c:1");
+    return sites;
+}
+
+TEST(SampleFile, ReadsAReportAndALineSiteBySite) {
+    json head;
+    const auto line = sites_of_snapshot(
+        R"j({"t":1.5,"pid":4,"totals":{"live_bytes":10},"bins":[],"sites":[{"id":1,"live_bytes":10,)j"
+        R"j("label":"f (a.c:1)","stack":"f@a.c:1"}],"labels":{"1":"f (a.c:1)"}})j",
+        head);
+    ASSERT_EQ(line.size(), 1u);
+    EXPECT_EQ(line[0].stack_key, "f@a.c:1");
     EXPECT_EQ(head.at("pid"), 4);
     EXPECT_FALSE(head.contains("labels"));
     EXPECT_TRUE(head.at("sites").empty());
 
-    std::istringstream report(R"({"pid": 5, "totals": {"live_bytes": 3},
+    const auto report = sites_of_snapshot(R"({"pid": 5, "totals": {"live_bytes": 3},
         "sites": [{"id": 2, "live_bytes": 3, "ruby": null, "ruby_frames": [],
-                   "frames": [{"addr": "0x1", "function": "g", "file": "b.c", "line": 2, "module": "/bin/x"}]}]})");
-    sites.clear();
-    visit_sample_stream(
-        report, "report", [&](const json& object) { head = object; },
-        [&](SampleSite&& site, bool) { sites.push_back(std::move(site)); });
-    ASSERT_EQ(sites.size(), 1u);
-    EXPECT_EQ(sites[0].label, "g (b.c:2)");
+                   "frames": [{"addr": "0x1", "function": "g", "file": "b.c", "line": 2, "module": "/bin/x"}]}]})",
+        head);
+    ASSERT_EQ(report.size(), 1u);
+    EXPECT_EQ(report[0].label, "g (b.c:2)");
     EXPECT_EQ(head.at("pid"), 5);
 
-    std::istringstream broken(R"({"pid": 5, "totals": {}, "sites": [{"id": 1,)");
-    EXPECT_THROW(visit_sample_stream(broken, "broken", [](const json&) {}, [](SampleSite&&, bool) {}),
+    EXPECT_THROW(sites_of_snapshot(R"({"pid": 5, "totals": {}, "sites": [{"id": 1,)", head),
                  std::runtime_error);
 }
 
