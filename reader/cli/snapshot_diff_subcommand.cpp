@@ -49,11 +49,11 @@ Subcommand add_diff_subcommand(CLI::App& app) {
                    "Text: show the sites' C++ names in full instead of shortened (default: off)");
 
     return {diff, [line] {
-                std::vector<Sample> snapshots;
+                auto labels = std::make_shared<DiffLabels>();
+                std::vector<DiffSnapshot> snapshots;
                 for (const std::string& file : line->files)
-                    snapshots.push_back(read_sample_file(file));
-                keep_focused_sites(snapshots, line->focus.patterns());
-                const SnapshotDiff aligned = align_snapshots(snapshots);
+                    snapshots.push_back(read_diff_snapshot(file, *labels, line->focus.patterns()));
+                const SnapshotDiff aligned = align_snapshots(snapshots, std::move(labels));
                 const DiffOutputOptions options{static_cast<std::size_t>(line->top),
                                                 line->kept_percent, line->full_names};
                 if (line->format == "json")

@@ -31,10 +31,10 @@ json frame_json(const ResolvedFrame& frame) {
 
 json ruby_json(const RubyLocation* ruby) {
     if (ruby == nullptr) return nullptr;
-    return {{"file", ruby->file}, {"line", ruby->line}};
+    return {{"file", ruby->file.str()}, {"line", ruby->line}};
 }
 
-json ruby_frames_json(const std::vector<RubyLocation>& frames) {
+json ruby_frames_json(std::span<const RubyLocation> frames) {
     json out = json::array();
     for (const RubyLocation& frame : frames) out.push_back(ruby_json(&frame));
     return out;

@@ -50,7 +50,7 @@ public:
     uint64_t location_id(const RowFrame& frame) {
         if (frame.native) return native_location_id(*frame.native, frame.name);
         // The Ruby location and the pseudo frames ([overflow]) have no address and no module.
-        const std::string file = frame.ruby ? frame.ruby->file : "";
+        const std::string file = frame.ruby ? frame.ruby->file.str() : "";
         const int64_t line = frame.ruby ? frame.ruby->line : 0;
         const auto key = std::make_tuple(frame.name, file, line);
         if (const auto found = synthetic_locations_.find(key); found != synthetic_locations_.end())

@@ -75,7 +75,7 @@ bool is_runtime_module(std::string_view module_path) {
 }
 
 std::string ruby_location_text(const RubyLocation& location) {
-    return location.file + ":" + std::to_string(location.line);
+    return location.file.str() + ":" + std::to_string(location.line);
 }
 
 std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer,

@@ -5,38 +5,46 @@
 #include <algorithm>
 #include <functional>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
 
 namespace leakwrap {
 namespace {
 
-// What makes two records one row. Frames stay empty under --by ruby, and the overflow row gets
-// a key of its own, so a stackless ordinary record can never join it.
-using RowKey = std::tuple<bool, std::vector<uint64_t>, std::vector<RubyLocation>>;
+// What makes two records one row: views into the snapshot's stacks, compared by what they hold.
+// Frames stay empty under --by ruby, and the overflow row gets a key of its own, so a stackless
+// ordinary record can never join it.
+struct RowKey {
+    bool overflow = false;
+    std::span<const uint64_t> frames;
+    std::span<const RubyLocation> ruby;
+
+    bool operator==(const RowKey& other) const {
+        return overflow == other.overflow && std::ranges::equal(frames, other.frames) &&
+               std::ranges::equal(ruby, other.ruby);
+    }
+};
 
 // Hashed rather than ordered: a Ruby process has some 80,000 records with 16-frame keys, and
 // ordering them cost a third of a report.
 struct RowKeyHash {
     std::size_t operator()(const RowKey& key) const {
-        const auto& [overflow, frames, ruby] = key;
-        uint64_t hash = overflow ? 0x9E3779B97F4A7C15ull : 0;
-        for (uint64_t frame : frames) hash = (hash ^ frame) * 0xff51afd7ed558ccdull;
-        for (const RubyLocation& frame : ruby)
+        uint64_t hash = key.overflow ? 0x9E3779B97F4A7C15ull : 0;
+        for (uint64_t frame : key.frames) hash = (hash ^ frame) * 0xff51afd7ed558ccdull;
+        for (const RubyLocation& frame : key.ruby)
             hash = (hash ^ (std::hash<std::string_view>{}(frame.file) * 31 + frame.line)) * 0xff51afd7ed558ccdull;
         return static_cast<std::size_t>(hash ^ (hash >> 32));
     }
 };
 
 // Under --by ruby, the innermost Ruby frame alone.
-std::vector<RubyLocation> ruby_key(const Site& site, Grouping grouping) {
-    if (grouping == Grouping::native || site.ruby.empty()) return site.ruby;
-    return {site.ruby.front()};
+std::span<const RubyLocation> ruby_key(const Site& site, Grouping grouping) {
+    const auto ruby = site.ruby();
+    return grouping == Grouping::native ? ruby : ruby.first(std::min<std::size_t>(ruby.size(), 1));
 }
 
 RowKey row_key(const Site& site, Grouping grouping) {
     if (site.overflow) return {true, {}, {}};
-    return {false, grouping == Grouping::native ? site.frames : std::vector<uint64_t>{},
+    return {false, grouping == Grouping::native ? site.frames() : std::span<const uint64_t>(),
             ruby_key(site, grouping)};
 }
 
@@ -56,11 +64,12 @@ ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
     row.overflow = site.overflow;
     row.estimated = estimated;
     if (grouping == Grouping::native) {
-        row.frames = site.frames;
-        row.module_generation = site.module_generation;
+        row.frames = site.frames();
+        row.module_generation = site.module_generation();
     }
     row.ruby = ruby_key(site, grouping);
-    row.reduced = site.reduced;
+    row.reduced = site.reduced();
+    row.stack = site.stack;
     return row;
 }
 

@@ -6,7 +6,9 @@
 #include "segment_snapshot.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -33,12 +35,14 @@ struct ReportRow {
     bool estimated = false;  // sampling mode: the counters are estimates, not counts
     Counters counters;       // summed over the records
     // The stack of the row's first record; empty for the overflow row and under --by ruby.
-    std::vector<uint64_t> frames;
+    std::span<const uint64_t> frames;
     uint32_t module_generation = 0;  // of the record the frames come from
     // The Ruby backtrace of the row's first record, innermost first; under --by ruby only the
     // innermost frame, which is the row's key.
-    std::vector<RubyLocation> ruby;
+    std::span<const RubyLocation> ruby;
     bool reduced = false;  // the writer kept only the innermost frames (tables nearly full)
+    // What frames and ruby view: the first record's stack, shared with the snapshot's sites.
+    std::shared_ptr<const SiteStack> stack;
     std::vector<uint32_t> records;                // ids of the merged records, ascending
     std::vector<SizeClassCounters> size_classes;  // ascending by class, summed likewise
 

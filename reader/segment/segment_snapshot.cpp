@@ -221,29 +221,22 @@ public:
           // past the stacks_used read first.
           size_(header.stacks_capacity) {}
 
-    struct Stack {
-        std::vector<uint64_t> frames;
-        std::vector<RubyLocation> ruby;
-        uint32_t module_generation = 0;
-        bool reduced = false;
-    };
-
     // The stack a site names; nullptr if it is not ready (a live writer's benign race: the site
     // is then left out like an unready slot).
-    const Stack* get(uint32_t reference, const std::string& owner) {
+    const std::shared_ptr<const SiteStack>* get(uint32_t reference, const std::string& owner) {
         const auto [entry, is_new] = parsed_.try_emplace(reference);
         if (is_new) entry->second = parse(reference, owner);
-        return entry->second ? &*entry->second : nullptr;
+        return entry->second ? &entry->second : nullptr;
     }
 
 private:
-    std::optional<Stack> parse(uint32_t reference, const std::string& owner) const {
+    std::shared_ptr<const SiteStack> parse(uint32_t reference, const std::string& owner) {
         const uint64_t at = uint64_t{reference} * layout::kStackAlignment;
         const std::string name = owner + "'s stack at " + number(at);
         if (at > size_ || sizeof(layout::StackRecord) > size_ - at)
             fail(name + " lies outside the " + number(size_) + "-byte stack table");
         const auto record = load<layout::StackRecord>(bytes_, header_.stacks_offset + at);
-        if (record.state != layout::kReady) return std::nullopt;
+        if (record.state != layout::kReady) return nullptr;
         if (record.native_depth > header_.max_depth)
             fail(name + " has " + number(record.native_depth) + " native frames, more than max_depth " +
                  number(header_.max_depth));
@@ -254,7 +247,7 @@ private:
         const uint64_t record_size = layout::stack_record_size(record.native_depth, record.ruby_depth);
         if (record_size > size_ - at)
             fail(name + " runs past the end of the " + number(size_) + "-byte stack table");
-        Stack stack;
+        SiteStack stack;
         stack.module_generation = record.module_generation;
         stack.reduced = (record.flags & layout::kStackReduced) != 0;
         uint64_t field = header_.stacks_offset + at + sizeof(layout::StackRecord);
@@ -264,16 +257,24 @@ private:
         stack.ruby.reserve(record.ruby_depth);
         for (uint32_t i = 0; i < record.ruby_depth; ++i, field += sizeof(layout::RubyFrame)) {
             const auto frame = load<layout::RubyFrame>(bytes_, field);
-            stack.ruby.push_back({strings_.get_terminated(frame.file, name + " Ruby file"), frame.line});
+            stack.ruby.push_back({ruby_file(frame.file, name), frame.line});
         }
-        return stack;
+        return std::make_shared<const SiteStack>(std::move(stack));
+    }
+
+    // Each file once, by its place in the string pool (the writer stores each name once).
+    const SharedText& ruby_file(uint32_t offset, const std::string& stack_name) {
+        const auto [entry, is_new] = ruby_files_.try_emplace(offset);
+        if (is_new) entry->second = strings_.get_terminated(offset, stack_name + " Ruby file");
+        return entry->second;
     }
 
     std::span<const std::byte> bytes_;
     const layout::Header& header_;
     const StringPool& strings_;
     uint64_t size_;
-    std::unordered_map<uint32_t, std::optional<Stack>> parsed_;
+    std::unordered_map<uint32_t, std::shared_ptr<const SiteStack>> parsed_;
+    std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
@@ -301,12 +302,9 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
         if (!overflow) {
             if (record.stack == layout::kNoStack) fail(owner + " has no stack");
-            const StackTable::Stack* stack = stacks.get(record.stack, owner);
+            const auto* stack = stacks.get(record.stack, owner);
             if (stack == nullptr) continue;
-            site.frames = stack->frames;
-            site.ruby = stack->ruby;
-            site.module_generation = stack->module_generation;
-            site.reduced = stack->reduced;
+            site.stack = *stack;
         }
         sites.push_back(std::move(site));
     }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,7 @@ void add_report_site(Sample& sample, const nlohmann::json& site, uint64_t min_li
 // The series line: {"t", "pid", "pids" (with --children), "totals", "memory" (as in a report's totals), "bins": [{"class", "limit", "live_bytes",
 // "live_blocks", "allocs", "frees"}], "sites": [{"id", "live_bytes", "live_blocks",
 // "allocs", "frees", "label", "stack"}], "labels": {id: label}}, keys in that order for people reading it.
-nlohmann::ordered_json sample_to_json(const Sample& sample);
+void write_sample_line(std::ostream& out, const Sample& sample);
 
 // A series line, or a full report (told apart by the "t" that only series lines have).
 Sample sample_from_json(const nlohmann::json& object);
@@ -69,7 +70,8 @@ Sample sample_from_json(const nlohmann::json& object);
 // Every line of a series file, in order. Throws std::runtime_error naming the file and line.
 std::vector<Sample> read_series(const std::filesystem::path& path);
 
-// A file holding one JSON object: a report or one line of a series.
-Sample read_sample_file(const std::filesystem::path& path);
+// A site of a report or of a series line, as a sample keeps it; `has_stack` says whether its
+// stack key names its stack (false for a series line written before lines kept stacks).
+SampleSite sample_site_from_json(const nlohmann::json& site, bool& has_stack);
 
 }  // namespace leakwrap

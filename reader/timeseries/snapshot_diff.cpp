@@ -1,9 +1,12 @@
 #include "snapshot_diff.h"
 
 #include "report_labels.h"
+#include "sample_file.h"
+#include "site_focus.h"
 
 #include <algorithm>
-#include <map>
+#include <bit>
+#include <cstring>
 #include <tuple>
 
 namespace leakwrap {
@@ -21,48 +24,77 @@ SampleCounters& operator+=(SampleCounters& sum, const SampleCounters& more) {
     return sum;
 }
 
-bool one_process(const std::vector<Sample>& snapshots) {
-    return std::all_of(snapshots.begin(), snapshots.end(),
-                       [&](const Sample& sample) { return sample.pid == snapshots.front().pid; });
+uint64_t load_word(const char* bytes) {
+    uint64_t word = 0;
+    std::memcpy(&word, bytes, sizeof(word));
+    return word;
 }
 
-template <class Key>
-std::vector<DiffRow> ordered_rows(std::map<Key, DiffRow>& by_key) {
-    std::vector<DiffRow> rows;
-    for (auto& [key, row] : by_key) rows.push_back(std::move(row));
+uint64_t final_mix(uint64_t hash) {
+    hash ^= hash >> 33;
+    hash *= 0xff51afd7ed558ccdull;
+    hash ^= hash >> 33;
+    hash *= 0xc4ceb9fe1a85ec53ull;
+    return hash ^ (hash >> 33);
+}
+
+struct StackDigestHash {
+    std::size_t operator()(const StackDigest& digest) const {
+        return static_cast<std::size_t>(digest.first);
+    }
+};
+
+// Rows in the order their keys first came, then by id: where ids tie (sites of two processes),
+// the first snapshot's order stays.
+std::vector<DiffRow> ordered_rows(std::vector<DiffRow> rows) {
     std::stable_sort(rows.begin(), rows.end(),
                      [](const DiffRow& a, const DiffRow& b) { return a.id < b.id; });
     return rows;
 }
 
+template <class Key, class Hash>
+DiffRow& row_of(std::unordered_map<Key, std::size_t, Hash>& index, std::vector<DiffRow>& rows,
+                const Key& key, std::size_t snapshots) {
+    const auto [entry, is_new] = index.try_emplace(key, rows.size());
+    if (is_new) rows.push_back({{}, 0, std::vector<SampleCounters>(snapshots)});
+    return rows[entry->second];
+}
+
 // Where two snapshots hold the same key twice (equal labels in series lines), the rows add up.
-std::vector<DiffRow> aligned_sites(const std::vector<Sample>& snapshots, SiteMatching matching) {
-    std::map<std::string, DiffRow> by_key;
+std::vector<DiffRow> aligned_sites(const std::vector<DiffSnapshot>& snapshots,
+                                   SiteMatching matching) {
+    std::vector<DiffRow> rows;
+    std::unordered_map<uint64_t, std::size_t> by_id;
+    std::unordered_map<StackDigest, std::size_t, StackDigestHash> by_stack;
     for (std::size_t index = 0; index < snapshots.size(); ++index) {
-        for (const SampleSite& site : snapshots[index].sites) {
-            DiffRow& row = by_key[matching == SiteMatching::by_id ? std::to_string(site.id)
-                                                                   : site.stack_key];
+        for (const DiffSnapshot::Site& site : snapshots[index].sites) {
+            DiffRow& row = matching == SiteMatching::by_id
+                               ? row_of(by_id, rows, site.id, snapshots.size())
+                               : row_of(by_stack, rows, site.stack, snapshots.size());
             row.label = site.label;
             row.id = site.id;
-            row.counters.resize(snapshots.size());
             row.counters[index] += site.counters;
         }
     }
-    return ordered_rows(by_key);
+    return ordered_rows(std::move(rows));
 }
 
-std::vector<DiffRow> aligned_bins(const std::vector<Sample>& snapshots) {
-    std::map<uint32_t, DiffRow> by_class;
+std::vector<DiffRow> aligned_bins(const std::vector<DiffSnapshot>& snapshots, DiffLabels& labels) {
+    std::vector<DiffRow> rows;
+    std::unordered_map<uint32_t, std::size_t> by_class;
     for (std::size_t index = 0; index < snapshots.size(); ++index) {
         for (const SampleBin& bin : snapshots[index].bins) {
-            DiffRow& row = by_class[bin.size_class];
-            row.label = size_class_label(bin.size_class);
+            DiffRow& row = row_of(by_class, rows, bin.size_class, snapshots.size());
+            row.label = labels.intern(size_class_label(bin.size_class));
             row.id = bin.size_class;
-            row.counters.resize(snapshots.size());
             row.counters[index] = bin.counters;
         }
     }
-    return ordered_rows(by_class);
+    return ordered_rows(std::move(rows));
+}
+
+DiffSnapshot::Site diff_site(const SampleSite& site, DiffLabels& labels) {
+    return {site.id, stack_digest(site.stack_key), labels.intern(site.label), site.counters};
 }
 
 }  // namespace
@@ -75,18 +107,84 @@ int64_t DiffRow::live_blocks_change(std::size_t from, std::size_t to) const {
     return difference(counters[to].live_blocks, counters[from].live_blocks);
 }
 
-SnapshotDiff align_snapshots(const std::vector<Sample>& snapshots) {
+StackDigest stack_digest(std::string_view key) {
+    // Two lanes of a multiply-rotate hash with different constants, each mixed at the end.
+    uint64_t first = 0x9e3779b97f4a7c15ull ^ key.size();
+    uint64_t second = 0xc2b2ae3d27d4eb4full + key.size();
+    std::size_t at = 0;
+    for (; at + sizeof(uint64_t) <= key.size(); at += sizeof(uint64_t)) {
+        const uint64_t word = load_word(key.data() + at);
+        first = std::rotl((first ^ word) * 0x87c37b91114253d5ull, 31);
+        second = std::rotl((second + word) * 0x4cf5ad432745937full, 27) ^ first;
+    }
+    uint64_t tail = 0;
+    if (at < key.size()) std::memcpy(&tail, key.data() + at, key.size() - at);
+    first = final_mix(first ^ tail);
+    second = final_mix(second + tail * 0x52dce729ull);
+    return {first, second};
+}
+
+std::string_view DiffLabels::intern(std::string_view label) {
+    if (const auto found = index_.find(label); found != index_.end())
+        return texts_[found->second];
+    const std::string& text = texts_.emplace_back(label);
+    index_.emplace(text, texts_.size() - 1);
+    return text;
+}
+
+DiffSnapshot read_diff_snapshot(const std::filesystem::path& path, DiffLabels& labels,
+                                const FocusPatterns& focus) {
+    DiffSnapshot snapshot;
+    visit_sample_file(
+        path,
+        [&](const nlohmann::json& head) {
+            const Sample sample = head.contains("t") ? sample_from_json(head)
+                                                     : sample_head_from_report(head, 0);
+            snapshot.pid = sample.pid;
+            snapshot.totals = sample.totals;
+            snapshot.bins = sample.bins;
+        },
+        [&](SampleSite&& site, bool has_stack) {
+            snapshot.stacks = snapshot.stacks && has_stack;
+            if (!focus.empty() && !keeps_site(site, focus)) return;
+            snapshot.sites.push_back(diff_site(site, labels));
+        });
+    return snapshot;
+}
+
+SnapshotDiff align_snapshots(const std::vector<DiffSnapshot>& snapshots,
+                             std::shared_ptr<DiffLabels> labels) {
     SnapshotDiff diff;
     // By stack whenever every snapshot names its stacks, so that snapshots from before and after
     // a restart compare; by id only for series lines without stacks from one process, whose
     // labels alone could join two rows.
     const bool stacks = std::all_of(snapshots.begin(), snapshots.end(),
-                                    [](const Sample& sample) { return sample.stacks; });
-    diff.matching = !stacks && one_process(snapshots) ? SiteMatching::by_id : SiteMatching::by_stack;
-    for (const Sample& sample : snapshots) diff.totals.push_back(sample.totals);
+                                    [](const DiffSnapshot& snapshot) { return snapshot.stacks; });
+    const bool one_process =
+        std::all_of(snapshots.begin(), snapshots.end(), [&](const DiffSnapshot& snapshot) {
+            return snapshot.pid == snapshots.front().pid;
+        });
+    diff.matching = !stacks && one_process ? SiteMatching::by_id : SiteMatching::by_stack;
+    for (const DiffSnapshot& snapshot : snapshots) diff.totals.push_back(snapshot.totals);
     diff.sites = aligned_sites(snapshots, diff.matching);
-    diff.bins = aligned_bins(snapshots);
+    diff.bins = aligned_bins(snapshots, *labels);
+    diff.labels = std::move(labels);
     return diff;
+}
+
+SnapshotDiff align_snapshots(const std::vector<Sample>& samples) {
+    auto labels = std::make_shared<DiffLabels>();
+    std::vector<DiffSnapshot> snapshots;
+    for (const Sample& sample : samples) {
+        DiffSnapshot& snapshot = snapshots.emplace_back();
+        snapshot.pid = sample.pid;
+        snapshot.stacks = sample.stacks;
+        snapshot.totals = sample.totals;
+        snapshot.bins = sample.bins;
+        for (const SampleSite& site : sample.sites)
+            snapshot.sites.push_back(diff_site(site, *labels));
+    }
+    return align_snapshots(snapshots, std::move(labels));
 }
 
 std::vector<DiffRow> changed_rows(const std::vector<DiffRow>& rows, std::size_t from,

@@ -57,6 +57,13 @@ namespace many_sites {
 inline constexpr std::size_t kSites = 256, kBlockSize = 24;
 }  // namespace many_sites
 
+namespace many_stacks {
+// 2^kLevels stacks, told apart only when LEAKWRAP_DEPTH keeps kLevels + 2 frames (the malloc
+// caller's, the last level's, and one per level that chose a call site).
+inline constexpr unsigned kLevels = 15;
+inline constexpr std::size_t kStacks = std::size_t{1} << kLevels, kBlockSize = 40;
+}  // namespace many_stacks
+
 namespace late_leak {
 inline constexpr std::size_t kRoutes = 200, kBlockSize = 40;
 }  // namespace late_leak

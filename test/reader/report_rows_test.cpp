@@ -45,7 +45,8 @@ TEST(ReportRows, MergeTheSizeClassRecordsOfOneStackIntoOneRow) {
     const ReportRow& merged = rows[0];
     EXPECT_FALSE(merged.overflow);
     EXPECT_FALSE(merged.estimated);
-    EXPECT_EQ(merged.frames, (std::vector<uint64_t>{0xa, 0xb}));
+    EXPECT_EQ(std::vector<uint64_t>(merged.frames.begin(), merged.frames.end()),
+              (std::vector<uint64_t>{0xa, 0xb}));
     EXPECT_EQ(merged.records, (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
     EXPECT_EQ(merged.counters.allocs, 12u);
     EXPECT_EQ(merged.counters.frees, 2u);

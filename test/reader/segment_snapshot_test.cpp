@@ -120,8 +120,8 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
         EXPECT_TRUE(overflow.overflow);
         EXPECT_EQ(overflow.id, slot);
         EXPECT_EQ(overflow.size_class, slot);
-        EXPECT_TRUE(overflow.frames.empty());
-        EXPECT_TRUE(overflow.ruby.empty());
+        EXPECT_TRUE(overflow.frames().empty());
+        EXPECT_TRUE(overflow.ruby().empty());
     }
     EXPECT_EQ(snapshot.sites[kClassOf100].counters.live_blocks(), 2u);
 
@@ -130,14 +130,15 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
     EXPECT_EQ(first.size_class, kClassOf100);
     EXPECT_EQ(first.counters.live_blocks(), 6u);
     EXPECT_EQ(first.counters.live_bytes(), 600u);
-    EXPECT_EQ(first.module_generation, 1u);
-    EXPECT_EQ(first.frames, (std::vector<uint64_t>{0x401234, 0x401500, 0x7f0000001000}));
-    ASSERT_EQ(first.ruby.size(), 1u);
-    EXPECT_EQ(first.ruby[0].file, "app/models/user.rb");
-    EXPECT_EQ(first.ruby[0].line, 42u);
+    EXPECT_EQ(first.module_generation(), 1u);
+    EXPECT_EQ(std::vector<uint64_t>(first.frames().begin(), first.frames().end()),
+              (std::vector<uint64_t>{0x401234, 0x401500, 0x7f0000001000}));
+    ASSERT_EQ(first.ruby().size(), 1u);
+    EXPECT_EQ(first.ruby()[0].file, "app/models/user.rb");
+    EXPECT_EQ(first.ruby()[0].line, 42u);
     const Site& second = site_in_slot(snapshot, kFirst + 1);
     EXPECT_EQ(second.size_class, kClassOf10);
-    EXPECT_TRUE(second.ruby.empty());
+    EXPECT_TRUE(second.ruby().empty());
 
     ASSERT_EQ(snapshot.bins.size(), layout::kSizeClassCount);
     EXPECT_EQ(snapshot.bins[kClassOf100].allocs, 13u);
@@ -686,14 +687,14 @@ TEST(ParseSegment, ReadsARubyBacktraceInnermostFirstAndTheReducedFlag) {
     const auto snapshot = parse_segment(builder.build());
     const Site& site = *std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
                                      [](const Site& s) { return s.id == kFirst; });
-    ASSERT_EQ(site.ruby.size(), 3u);
-    EXPECT_EQ(site.ruby[0].file, "app/controllers/leak_controller.rb");
-    EXPECT_EQ(site.ruby[0].line, 7u);
-    EXPECT_EQ(site.ruby[2].file, "puma/server.rb");
-    EXPECT_EQ(site.ruby[2].line, 444u);
-    EXPECT_FALSE(site.reduced);
+    ASSERT_EQ(site.ruby().size(), 3u);
+    EXPECT_EQ(site.ruby()[0].file, "app/controllers/leak_controller.rb");
+    EXPECT_EQ(site.ruby()[0].line, 7u);
+    EXPECT_EQ(site.ruby()[2].file, "puma/server.rb");
+    EXPECT_EQ(site.ruby()[2].line, 444u);
+    EXPECT_FALSE(site.reduced());
     EXPECT_TRUE(std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
-                             [](const Site& s) { return s.id == kFirst + 1; })->reduced);
+                             [](const Site& s) { return s.id == kFirst + 1; })->reduced());
 }
 
 TEST(ParseSegment, SaysWhyAnOlderLayoutIsNotRead) {
@@ -788,7 +789,7 @@ TEST(ParseSegment, RejectsARubyFileWithoutANulBeforeThePoolEnds) {
     // One NUL at the very end makes it a string again.
     bytes[header.strings_offset + 63] = std::byte{0};
     EXPECT_EQ(parse_error(bytes), "");
-    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).ruby.at(0).file, std::string(23, 'x'));
+    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).ruby()[0].file, std::string(23, 'x'));
 }
 
 TEST(ParseSegment, RejectsAModulePathOutsideThePool) {

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "plot_scale.h"
+#include "sample_file.h"
 #include "site_label.h"
 #include "snapshot_diff.h"
 #include "suspects.h"
@@ -202,6 +204,60 @@ TEST(Diff, MatchesSitesByStackAcrossProcesses) {
     EXPECT_EQ(diff.matching, SiteMatching::by_stack);
     ASSERT_EQ(diff.sites.size(), 1u);
     EXPECT_EQ(diff.sites.front().live_bytes_change(0, 1), 200);
+}
+
+// The scanner of series-line sites reads what nlohmann reads, escapes and all.
+TEST(SampleFile, ReadsSeriesSitesAsNlohmannDoes) {
+    const std::string text =
+        R"({"id":7,"live_bytes":100,"live_blocks":2,"allocs":3,"frees":1,)"
+        R"("label":"ruby a\"b\\c\u00e9\n.rb:3","stack":"k\u2603;\ud83d\ude00@x.c:1"})";
+    bool scanned_stack = false, parsed_stack = false;
+    const SampleSite scanned = sample_site_from_text(text, scanned_stack);
+    const SampleSite parsed = sample_site_from_json(json::parse(text), parsed_stack);
+    EXPECT_EQ(scanned.label, parsed.label);
+    EXPECT_EQ(scanned.stack_key, parsed.stack_key);
+    EXPECT_EQ(scanned.label.find('"'), 6u);
+    EXPECT_EQ(scanned.id, 7u);
+    EXPECT_EQ(scanned.counters.live_bytes, 100u);
+    EXPECT_EQ(scanned.counters.frees, 1u);
+    EXPECT_TRUE(scanned_stack);
+    bool without = true;
+    EXPECT_EQ(sample_site_from_text(R"j({"id":1,"label":"f (a.c:1)"})j", without).stack_key, "f (a.c:1)");
+    EXPECT_FALSE(without) << "an older series line names no stacks";
+}
+
+// The sites of a snapshot's text, in order; its head in `head`.
+std::vector<SampleSite> sites_of_snapshot(const std::string& text, json& head) {
+    std::istringstream in(text);
+    std::vector<SampleSite> sites;
+    visit_sample_stream(
+        in, "snapshot", [&](const json& object) { head = object; },
+        [&](SampleSite&& site, bool) { sites.push_back(std::move(site)); });
+    return sites;
+}
+
+TEST(SampleFile, ReadsAReportAndALineSiteBySite) {
+    json head;
+    const auto line = sites_of_snapshot(
+        R"j({"t":1.5,"pid":4,"totals":{"live_bytes":10},"bins":[],"sites":[{"id":1,"live_bytes":10,)j"
+        R"j("label":"f (a.c:1)","stack":"f@a.c:1"}],"labels":{"1":"f (a.c:1)"}})j",
+        head);
+    ASSERT_EQ(line.size(), 1u);
+    EXPECT_EQ(line[0].stack_key, "f@a.c:1");
+    EXPECT_EQ(head.at("pid"), 4);
+    EXPECT_FALSE(head.contains("labels"));
+    EXPECT_TRUE(head.at("sites").empty());
+
+    const auto report = sites_of_snapshot(R"({"pid": 5, "totals": {"live_bytes": 3},
+        "sites": [{"id": 2, "live_bytes": 3, "ruby": null, "ruby_frames": [],
+                   "frames": [{"addr": "0x1", "function": "g", "file": "b.c", "line": 2, "module": "/bin/x"}]}]})",
+        head);
+    ASSERT_EQ(report.size(), 1u);
+    EXPECT_EQ(report[0].label, "g (b.c:2)");
+    EXPECT_EQ(head.at("pid"), 5);
+
+    EXPECT_THROW(sites_of_snapshot(R"({"pid": 5, "totals": {}, "sites": [{"id": 1,)", head),
+                 std::runtime_error);
 }
 
 json frame(const char* function, const char* file, int line, const char* module) {

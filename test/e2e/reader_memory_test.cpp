@@ -1,0 +1,114 @@
+// The reader's memory on a big segment: no command may need more than twice the segment's
+// resident size, plus a fixed base (issue 14, "big processes"). Peak RSS, not time: the kernel's
+// count of a child's high-water mark is the same run after run within a few pages, where times on
+// a shared machine are not; timings belong to test/bench/reader_bench.sh.
+#include "ground_truth.h"
+#include "harness.h"
+
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace leakwrap::e2e {
+namespace {
+
+// What the reader needs whatever the segment: its own code and libraries (libstdc++, libdw,
+// libprotobuf, ...: 11 MiB resident for `leakwrap-report --version`), libdw's line tables of the
+// modules it symbolizes (10 MiB for libc with its debug info installed, heaptrack says), the
+// allocator's arenas and the output's buffers.
+constexpr long kBaseKiB = 40 * 1024;
+
+// The peak resident size of `leakwrap-report arguments...` in KiB (its stdout discarded). The
+// kernel's count for a child starts from the resident size of the process that spawned it (exec
+// keeps the larger of the old and the new), so the test keeps its own far below the bound.
+long reader_peak_kib(const std::vector<std::string>& arguments) {
+    std::vector<std::string> argv{paths::report_tool};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    std::vector<char*> pointers;
+    for (std::string& argument : argv) pointers.push_back(argument.data());
+    pointers.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t child = -1;
+    const int error = posix_spawn(&child, pointers[0], &actions, nullptr, pointers.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) throw std::runtime_error("cannot run " + paths::report_tool);
+    int status = 0;
+    rusage usage{};
+    if (wait4(child, &status, 0, &usage) != child || exit_code_of(status) != 0)
+        throw std::runtime_error("leakwrap-report failed: exit " + std::to_string(exit_code_of(status)));
+    return usage.ru_maxrss;  // KiB on Linux
+}
+
+class ReaderMemory : public ::testing::Test {
+protected:
+    void SetUp() override {
+        target_.wait_ready();
+        // --top 1: this process's own size must stay small, see reader_peak_kib.
+        const Completed completed = run_report({pid(), "--format", "json", "--top", "1"});
+        ASSERT_EQ(completed.exit_code, 0) << completed.err;
+        const nlohmann::json report = nlohmann::json::parse(completed.out);
+        sites_ = report.at("totals").at("sites").get<std::size_t>();
+        segment_kib_ = static_cast<long>(
+            report.at("totals").at("memory").at("leakwrap_segment_resident_bytes").get<uint64_t>() / 1024);
+        bound_kib_ = 2 * segment_kib_ + kBaseKiB;
+        directory_ = std::filesystem::temp_directory_path() /
+                     ("leakwrap-reader-memory-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(directory_);
+    }
+    void TearDown() override {
+        std::filesystem::remove_all(directory_);
+        target_.release_and_wait();
+    }
+
+    std::string pid() const { return std::to_string(target_.pid()); }
+    std::string file(const char* name) const { return (directory_ / name).string(); }
+
+    // The bound, with what was measured, for the failure message.
+    void expect_within_bound(const char* command, long peak_kib) const {
+        EXPECT_LE(peak_kib, bound_kib_)
+            << command << ": peak RSS " << peak_kib << " KiB for " << sites_
+            << " sites; the segment is " << segment_kib_ << " KiB resident, the bound 2 x "
+            << segment_kib_ << " + " << kBaseKiB << " KiB";
+    }
+
+    Target target_{{paths::program("many_stacks")},
+                   Environment::profiled().set(
+                       "LEAKWRAP_DEPTH", std::to_string(ground_truth::many_stacks::kLevels + 2))};
+    std::size_t sites_ = 0;
+    long segment_kib_ = 0;
+    long bound_kib_ = 0;
+    std::filesystem::path directory_;
+};
+
+TEST_F(ReaderMemory, IsBoundedByTwiceTheSegmentInEveryCommand) {
+    // The per-site costs must dominate the base for the bound to say anything.
+    ASSERT_GE(sites_, ground_truth::many_stacks::kStacks);
+    ASSERT_GE(segment_kib_, 4 * 1024) << "a segment too small to tell per-site costs from the base";
+
+    expect_within_bound("text report", reader_peak_kib({pid()}));
+    expect_within_bound("--format json --top 0",
+                        reader_peak_kib({pid(), "--format", "json", "--top", "0"}));
+    expect_within_bound("one watch sample",
+                        reader_peak_kib({"watch", pid(), "--count", "1", "--out", file("w.jsonl")}));
+    // Not bounded yet: a sample of every site keeps every site's stack key until its line is
+    // written (116 MiB for these 32,768 sites of 17 frames; README, "What it records").
+    reader_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", file("a.jsonl")});
+    reader_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", file("b.jsonl")});
+    expect_within_bound("diff of two series lines of every site",
+                        reader_peak_kib({"diff", file("a.jsonl"), file("b.jsonl")}));
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e
