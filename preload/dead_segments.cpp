@@ -42,19 +42,6 @@ int pid_of_name(const char* name) {
     return static_cast<int>(pid);
 }
 
-// No process under the header's pid, or another one than wrote it (the pid reused, the machine
-// rebooted). A header not yet published may lack the identity: only a missing process counts.
-bool owner_is_gone(const Header& header) {
-    if (os::process_is_gone(header.pid)) return true;
-    if (header.state != layout::kReady) return false;
-    const ProcessIdentity& me = current_process_identity();
-    if (header.boot_id[0] != '\0' && me.boot_id[0] != '\0' &&
-        std::memcmp(header.boot_id, me.boot_id, sizeof header.boot_id) != 0)
-        return true;
-    const uint64_t start_time = start_time_ticks_of(header.pid);
-    return start_time != 0 && start_time != header.start_time_ticks;
-}
-
 // Anyone can plant anything under a segment name: only a regular file of this user, opened
 // without following a link or waiting, whose header is a segment of the pid in its name, and
 // whose process is gone.
@@ -63,7 +50,7 @@ bool dead_segment_of_mine(int directory, const char* name, int pid, DeadSegment*
     os::FileIdentity file{};
     if (!os::read_head_of_own_file(directory, name, &header, sizeof header, &file) ||
         std::memcmp(header.magic, layout::kMagic, sizeof header.magic) != 0 || header.pid != pid ||
-        !owner_is_gone(header))
+        !writer_is_gone(header))
         return false;
     *found = DeadSegment{pid, file};
     return true;
