@@ -1,11 +1,11 @@
 #include "call_site_cache.h"
 
 #include <pthread.h>
-#include <sys/mman.h>
 
 #include <cstddef>
 
 #include "guard.h"
+#include "os.h"
 #include "segment.h"
 #include "thread_stacks.h"
 
@@ -91,7 +91,7 @@ uint32_t* entry_slot_offsets(Entry* entry) {
 void release_cache(void* cache) {
     auto* thread_cache = static_cast<ThreadCache*>(cache);
     t_thread.call_site_cache = kNoCache;  // frees during the rest of this thread's exit just unwind
-    munmap(thread_cache, thread_cache->mapping_size);
+    os::unmap(thread_cache, thread_cache->mapping_size);
 }
 
 ThreadCache* create_cache() {
@@ -100,14 +100,14 @@ ThreadCache* create_cache() {
     if (!g_cache_key_ready || bounds.high == 0) return nullptr;
     GuardScope guard;  // pthread_setspecific may allocate
     std::size_t size = sizeof(ThreadCache) + kEntries * entry_size();
-    void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) return nullptr;
+    void* memory = os::map_private(size);
+    if (memory == nullptr) return nullptr;
     auto* cache = static_cast<ThreadCache*>(memory);
     cache->stack_low = bounds.low;
     cache->stack_high = bounds.high;
     cache->mapping_size = size;
     if (pthread_setspecific(g_cache_key, cache) != 0) {
-        munmap(memory, size);
+        os::unmap(memory, size);
         return nullptr;
     }
     t_thread.call_site_cache = cache;

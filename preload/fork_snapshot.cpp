@@ -1,7 +1,5 @@
 #include "segment.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -9,6 +7,7 @@
 
 #include "bins.h"
 #include "diagnostics.h"
+#include "os.h"
 #include "segment_internals.h"
 #include "site_counters.h"
 
@@ -63,9 +62,8 @@ void recopy_allocation_counts(uint64_t sites) {
 void snapshot_segment_for_fork() {
     const Header* h = g_segment.header;
     if (h == nullptr) return;
-    void* copy = mmap(nullptr, h->segment_size, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (copy == MAP_FAILED) return;
+    void* copy = os::reserve_private(h->segment_size);
+    if (copy == nullptr) return;
     g_fork_snapshot = static_cast<std::byte*>(copy);
     g_fork_snapshot_size = h->segment_size;
     // Only backed pages are read: a slot claimed when /dev/shm had no room left was never
@@ -89,7 +87,7 @@ void snapshot_segment_for_fork() {
 }
 
 void discard_fork_snapshot() {
-    if (g_fork_snapshot != nullptr) munmap(g_fork_snapshot, g_fork_snapshot_size);
+    if (g_fork_snapshot != nullptr) os::unmap(g_fork_snapshot, g_fork_snapshot_size);
     g_fork_snapshot = nullptr;
 }
 

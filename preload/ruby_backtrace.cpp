@@ -1,7 +1,6 @@
 #include "ruby_backtrace.h"
 
 #include <dlfcn.h>
-#include <sys/mman.h>
 
 #include <atomic>
 #include <cstddef>
@@ -11,6 +10,7 @@
 #include "debug_check.h"
 #include "diagnostics.h"
 #include "guard.h"
+#include "os.h"
 #include "ruby_vm_frames.h"
 #include "segment.h"
 
@@ -204,9 +204,8 @@ void remember_backtrace(uint64_t fingerprint, uint64_t gc_epoch, const RubyBackt
 // entries fill. Without it, every backtrace is asked of Ruby.
 void allocate_known_backtraces() {
     std::size_t entry = sizeof(KnownBacktrace) + g_segment.max_ruby_depth * sizeof(layout::RubyFrame);
-    void* memory = mmap(nullptr, entry * kKnownBacktraceSlots, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (memory == MAP_FAILED) return;
+    void* memory = os::reserve_private(entry * kKnownBacktraceSlots);
+    if (memory == nullptr) return;
     g_known_backtrace_size = entry;
     g_known_backtraces = static_cast<std::byte*>(memory);
 }

@@ -1,20 +1,16 @@
 #include "segment.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <boost/interprocess/mapped_region.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <new>
 
 #include "bins.h"
 #include "diagnostics.h"
+#include "os.h"
 #include "proc_self.h"
 #include "segment_internals.h"
 #include "site_counters.h"
@@ -25,7 +21,6 @@ constinit SegmentView g_segment{};
 
 namespace {
 
-namespace bip = boost::interprocess;
 using layout::Header;
 
 constexpr uint32_t kModuleCapacity = 2048;
@@ -35,19 +30,11 @@ constexpr uint32_t kStringsCapacity = 16u << 20;
 // few native and 8 Ruby frames about 100, and a stack serves 1.3 to 2 sites (size classes).
 constexpr uint64_t kStackBytesPerSite = 128;
 
-// Boost objects live in static storage that is never destroyed: the mapping must outlive every
-// destructor that may still free memory at exit, and the descriptor is needed for fallocate.
-alignas(bip::shared_memory_object) constinit unsigned char g_shm_storage[sizeof(bip::shared_memory_object)]{};
-alignas(bip::mapped_region) constinit unsigned char g_region_storage[sizeof(bip::mapped_region)]{};
-constinit bool g_boost_objects_live = false;
+// The current segment's mapping, never unmapped but by its successor in a forked child: it must
+// outlive every destructor that may still free memory at exit, and the descriptor stays open
+// for fallocate.
+constinit os::SharedMapping g_mapping{nullptr, 0, -1};
 constinit char g_segment_name[32]{};
-
-bip::shared_memory_object& stored_shm() {
-    return *std::launder(reinterpret_cast<bip::shared_memory_object*>(g_shm_storage));
-}
-bip::mapped_region& stored_region() {
-    return *std::launder(reinterpret_cast<bip::mapped_region*>(g_region_storage));
-}
 
 }  // namespace
 
@@ -77,17 +64,10 @@ ExistingSegment classify_existing(const char* name, int pid, uint64_t start_time
     char path[64];
     std::snprintf(path, sizeof path, "%s/%s", layout::kShmDirectory, name);
     // Anyone can plant an object under the name of a pid to come, and the program must never
-    // wait for it: O_NONBLOCK keeps open() of a FIFO from waiting forever for a writer,
-    // O_NOFOLLOW refuses a link, and nothing is read before fstat shows a regular file we own.
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return ExistingSegment::kForeign;
-    struct stat st {};
+    // wait for it: only a regular file of ours is read, without following a link or waiting.
     Header header{};
-    bool readable = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-                    pread(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
-    close(fd);
-    if (!readable || std::memcmp(header.magic, layout::kMagic, sizeof header.magic) != 0 ||
-        header.pid != pid)
+    if (!os::read_head_of_own_file(os::kCurrentDirectory, path, &header, sizeof header, nullptr) ||
+        std::memcmp(header.magic, layout::kMagic, sizeof header.magic) != 0 || header.pid != pid)
         return ExistingSegment::kForeign;
     return header.start_time_ticks == start_time ? ExistingSegment::kOursReplacedByExec
                                                  : ExistingSegment::kOursStale;
@@ -95,41 +75,30 @@ ExistingSegment classify_existing(const char* name, int pid, uint64_t start_time
 
 // Opens a new segment exclusively. O_CREAT|O_EXCL never follows a symlink and never opens an
 // existing file, so a planted file or link cannot be written through.
-bool open_exclusive(const char* name, uint64_t size, bip::shared_memory_object& shm,
-                    bip::mapped_region& region, int pid, uint64_t start_time) {
+bool open_exclusive(const char* name, uint64_t size, os::SharedMapping* mapping, int pid,
+                    uint64_t start_time) {
     for (int attempt = 0; attempt < 2; ++attempt) {
-        try {
-            bip::shared_memory_object created(bip::create_only, name, bip::read_write,
-                                              bip::permissions(0600));
-            created.truncate(static_cast<bip::offset_t>(size));
-            bip::mapped_region mapped(created, bip::read_write, 0, size);
-            shm.swap(created);
-            region.swap(mapped);
-            return true;
-        } catch (const bip::interprocess_exception& error) {
-            if (error.get_error_code() != bip::already_exists_error || attempt > 0) {
-                bip::shared_memory_object::remove(name);
-                warn("cannot create /dev/shm/%s (%s); this process is not profiled", name,
-                     error.what());
-                return false;
-            }
-            switch (classify_existing(name, pid, start_time)) {
-                case ExistingSegment::kForeign:
-                    warn("/dev/shm/%s exists and is not a leakwrap segment of this process "
-                         "(another owner, a link, or foreign data); leaving it alone, this "
-                         "process is not profiled",
-                         name);
-                    return false;
-                case ExistingSegment::kOursStale:
-                    warn("replacing the segment left by an earlier process with the same pid");
-                    [[fallthrough]];
-                case ExistingSegment::kOursReplacedByExec:
-                    bip::shared_memory_object::remove(name);
-                    break;
-            }
-        } catch (...) {
-            warn("cannot create /dev/shm/%s; this process is not profiled", name);
+        const int error = os::create_shared_segment(name, size, mapping);
+        if (error == 0) return true;
+        if (error != EEXIST || attempt > 0) {
+            os::remove_shared_segment(name);
+            warn("cannot create /dev/shm/%s (%s); this process is not profiled", name,
+                 std::strerror(error));
             return false;
+        }
+        switch (classify_existing(name, pid, start_time)) {
+            case ExistingSegment::kForeign:
+                warn("/dev/shm/%s exists and is not a leakwrap segment of this process "
+                     "(another owner, a link, or foreign data); leaving it alone, this "
+                     "process is not profiled",
+                     name);
+                return false;
+            case ExistingSegment::kOursStale:
+                warn("replacing the segment left by an earlier process with the same pid");
+                [[fallthrough]];
+            case ExistingSegment::kOursReplacedByExec:
+                os::remove_shared_segment(name);
+                break;
         }
     }
     return false;
@@ -159,24 +128,18 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     const ProcessIdentity& id = refresh_process_identity();
     char name[sizeof g_segment_name];
     std::snprintf(name, sizeof name, "%s%d", layout::kSegmentPrefix, id.pid);
-    bip::shared_memory_object shm;
-    bip::mapped_region region;
-    if (!open_exclusive(name, g.size, shm, region, id.pid, id.start_time_ticks)) return nullptr;
+    os::SharedMapping mapping{};
+    if (!open_exclusive(name, g.size, &mapping, id.pid, id.start_time_ticks)) return nullptr;
 
-    if (!g_boost_objects_live) {
-        new (g_shm_storage) bip::shared_memory_object();
-        new (g_region_storage) bip::mapped_region();
-        g_boost_objects_live = true;
-    }
-    // After the swaps the locals hold the previous segment (a forked child's view of its
-    // parent's) and unmap/close it when they go out of scope.
-    stored_shm().swap(shm);
-    stored_region().swap(region);
-    int segment_fd = static_cast<int>(stored_shm().get_mapping_handle().handle);
+    // The previous segment (a forked child's view of its parent's) is unmapped and closed once
+    // the new one is installed.
+    const os::SharedMapping previous = g_mapping;
+    g_mapping = mapping;
+    const int segment_fd = mapping.fd;
     std::memcpy(g_segment_name, name, sizeof name);
     start_reservations(g, segment_fd);
 
-    auto* base = static_cast<std::byte*>(stored_region().get_address());
+    std::byte* base = mapping.base;
     g_segment = SegmentView{base, reinterpret_cast<Header*>(base),
                             reinterpret_cast<layout::BinCounters*>(base + g.bins_offset),
                             reinterpret_cast<layout::SiteDelta*>(base + g.site_deltas_offset),
@@ -184,10 +147,13 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
                             config.depth, config.ruby_depth};
     // The header, the bins, the site deltas and the overflow sites are written at once; later
     // slots are backed on claim.
-    if (posix_fallocate(segment_fd, 0, static_cast<off_t>(g.sites_offset)) != 0 ||
-        !reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * sizeof(layout::SiteRecord))) {
+    const bool backed =
+        os::back_segment_bytes(segment_fd, 0, g.sites_offset) &&
+        reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * sizeof(layout::SiteRecord));
+    os::release_shared_segment(previous);
+    if (!backed) {
         warn("no space in /dev/shm for a leakwrap segment; this process is not profiled");
-        bip::shared_memory_object::remove(name);
+        os::remove_shared_segment(name);
         return nullptr;
     }
     return reinterpret_cast<Header*>(base);
@@ -239,10 +205,8 @@ bool create_segment(const Config& config) {
 
 void unlink_segment() {
     if (g_segment.base == nullptr) return;
-    // shm_unlink on a stack-built name: no allocation, fine inside _exit() or a signal handler.
-    char name[sizeof g_segment_name + 1] = "/";
-    std::memcpy(name + 1, g_segment_name, sizeof g_segment_name);
-    shm_unlink(name);
+    // No allocation: fine inside _exit() or a signal handler.
+    os::remove_shared_segment(g_segment_name);
 }
 
 }  // namespace leakwrap

@@ -1,8 +1,7 @@
-// The process's shared-memory segment /dev/shm/leakwrap.<pid>: creation with
-// Boost.Interprocess (exclusive, mode 0600) and the process identity the reader checks
-// (segment.cpp); tmpfs reservation so that no write can ever raise SIGBUS, the string pool and
-// the stack table's bytes (segment_space.cpp); the hand-over to a fresh segment in a forked
-// child (fork_snapshot.cpp).
+// The process's shared-memory segment /dev/shm/leakwrap.<pid>: creation (exclusive, mode 0600,
+// through os.h) and the process identity the reader checks (segment.cpp); tmpfs reservation so
+// that no write can ever raise SIGBUS, the string pool and the stack table's bytes
+// (segment_space.cpp); the hand-over to a fresh segment in a forked child (fork_snapshot.cpp).
 #pragma once
 
 #include <cstddef>

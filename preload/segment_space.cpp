@@ -1,13 +1,12 @@
 #include "segment.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 
 #include "debug_check.h"
 #include "guard.h"
+#include "os.h"
 #include "segment_internals.h"
 
 namespace leakwrap {
@@ -57,8 +56,7 @@ bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
     if (needed_end <= mark) return true;
     uint64_t chunk_end = std::min(align_up(needed_end, kReserveChunk), table_end(table));
     if (needed_end > chunk_end ||
-        posix_fallocate(g_segment_fd, static_cast<off_t>(mark),
-                        static_cast<off_t>(chunk_end - mark)) != 0)
+        !os::back_segment_bytes(g_segment_fd, mark, chunk_end - mark))
         return false;
     while (mark < chunk_end && !reserved.compare_exchange_weak(mark, chunk_end)) {
     }

@@ -1,7 +1,5 @@
 #include "site_table.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 
@@ -10,6 +8,7 @@
 #include "diagnostics.h"
 #include "guard.h"
 #include "hash_index.h"
+#include "os.h"
 #include "ruby_backtrace.h"
 #include "stack_capture.h"
 #include "stack_table.h"
@@ -216,9 +215,8 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
 
 bool init_site_table() {
     uint32_t capacity = g_segment.site_capacity;
-    void* nodes = mmap(nullptr, sizeof(cds_lfht_node) * uint64_t{capacity}, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (nodes == MAP_FAILED) return false;
+    void* nodes = os::reserve_private(sizeof(cds_lfht_node) * uint64_t{capacity});
+    if (nodes == nullptr) return false;
     g_nodes = static_cast<cds_lfht_node*>(nodes);
     return g_index.init(kFirstBuckets) && init_stack_table(capacity);
 }

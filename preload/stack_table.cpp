@@ -1,7 +1,5 @@
 #include "stack_table.h"
 
-#include <sys/mman.h>
-
 #include <atomic>
 #include <cstring>
 
@@ -9,6 +7,7 @@
 #include "guard.h"
 #include "hash_index.h"
 #include "modules.h"
+#include "os.h"
 #include "segment.h"
 
 namespace leakwrap {
@@ -59,9 +58,8 @@ uint64_t hash_stack_key(const StackKey& key) {
 }
 
 bool init_stack_table(uint32_t max_stacks) {
-    void* nodes = mmap(nullptr, sizeof(StackNode) * uint64_t{max_stacks}, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (nodes == MAP_FAILED) return false;
+    void* nodes = os::reserve_private(sizeof(StackNode) * uint64_t{max_stacks});
+    if (nodes == nullptr) return false;
     g_nodes = static_cast<StackNode*>(nodes);
     g_node_capacity = max_stacks;
     g_nodes_used.store(0, std::memory_order_relaxed);

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config                     # toolchain
-  liburcu-dev libunwind-dev libboost-dev libdw-dev     # libleakwrap.so and leakwrap-report
+  liburcu-dev libunwind-dev libdw-dev                  # libleakwrap.so and leakwrap-report
   libcli11-dev                                         # leakwrap-report's command line
   libprotobuf-dev protobuf-compiler zlib1g-dev         # leakwrap-report --format pprof
   libcpp-httplib-dev                                   # leakwrap-report serve, and the tests' HTTP client

@@ -1,5 +1,6 @@
 #include "process_identity.h"
 
+#include <leakwrap/process_stat.h>
 #include <leakwrap/segment_layout.h>
 
 #include <signal.h>
@@ -8,7 +9,6 @@
 #include <cerrno>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 
 namespace leakwrap {
 namespace {
@@ -18,10 +18,8 @@ std::string read_small_file(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
 }
 
-std::string without_trailing_space(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0'))
-        text.pop_back();
-    return text;
+std::string without_trailing_space(const std::string& text) {
+    return std::string(proc::without_trailing_space(text));
 }
 
 }  // namespace
@@ -34,25 +32,12 @@ bool process_exists(pid_t pid) {
 
 namespace {
 
-struct ProcStat {
-    char state;
-    uint64_t start_time_ticks;
-};
-
-std::optional<ProcStat> read_proc_stat(pid_t pid) {
+// Parsed as the preload parses its own (leakwrap/process_stat.h).
+std::optional<proc::StatFields> read_proc_stat(pid_t pid) {
     const std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
-    // The command name (field 2) may itself contain ") ", so fields are counted from the last ')'.
-    const auto name_end = stat.rfind(')');
-    if (name_end == std::string::npos) return std::nullopt;
-    std::istringstream fields(stat.substr(name_end + 1));
-    ProcStat result{};
-    if (!(fields >> result.state)) return std::nullopt;
-    constexpr int kFieldsBetweenStateAndStartTime = 22 - 3 - 1;
-    std::string skipped;
-    for (int i = 0; i < kFieldsBetweenStateAndStartTime; ++i)
-        if (!(fields >> skipped)) return std::nullopt;
-    if (!(fields >> result.start_time_ticks)) return std::nullopt;
-    return result;
+    proc::StatFields fields{};
+    if (!proc::parse_stat(stat, &fields)) return std::nullopt;
+    return fields;
 }
 
 }  // namespace
@@ -63,7 +48,7 @@ std::optional<uint64_t> process_start_time_ticks(pid_t pid) {
 }
 
 std::string current_boot_id() {
-    return without_trailing_space(read_small_file("/proc/sys/kernel/random/boot_id"));
+    return without_trailing_space(read_small_file(proc::kBootIdPath));
 }
 
 OwnerState owner_state(const Snapshot& snapshot) {
@@ -99,7 +84,7 @@ std::string current_command_line(const Snapshot& snapshot, OwnerState state) {
     if (state != OwnerState::alive) return snapshot.command_line;
     std::string line = read_small_file("/proc/" + std::to_string(snapshot.pid) + "/cmdline");
     std::replace(line.begin(), line.end(), '\0', ' ');
-    line = without_trailing_space(std::move(line));
+    line = without_trailing_space(line);
     return line.empty() ? snapshot.command_line : line;
 }
 

@@ -1,5 +1,5 @@
-// libleakwrap.so's recording paths without its interposers: the driver behind recording.h, and
-// what lifecycle.cpp would otherwise define.
+// libleakwrap.so's recording paths without its interposers: the driver behind recording.h
+// (lifecycle.cpp's globals come from test/support/lifecycle_stand_in.cpp).
 #include "recording.h"
 
 #include <cstring>
@@ -17,14 +17,6 @@
 #include "site_table.h"
 #include "stack_capture.h"
 #include "thread_stacks.h"
-
-// What lifecycle.cpp defines (it is left out: its constructor would start the preload's own
-// tracking in the test process, and it interposes _exit).
-namespace leakwrap {
-constinit std::atomic<int> g_mode{kTracking};
-constinit uint64_t g_tag_secret = 0x5bd1e9955bd1e995ull;
-constinit Config g_config{};
-}  // namespace leakwrap
 
 namespace leakwrap::recording {
 namespace {

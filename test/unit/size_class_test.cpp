@@ -30,7 +30,9 @@ TEST(SizeClasses, EverySmallSizeIsInTheSmallestClassThatHoldsIt) {
         const uint32_t size_class = size_class_of(size);
         ASSERT_LT(size_class, kSizeClassCount) << size;
         ASSERT_GE(size_class_limit(size_class), size) << size;
-        if (size_class > 0) ASSERT_LT(size_class_limit(size_class - 1), size) << size;
+        if (size_class > 0) {
+            ASSERT_LT(size_class_limit(size_class - 1), size) << size;
+        }
     }
 }
 

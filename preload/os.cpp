@@ -1,0 +1,126 @@
+#include "os.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+
+namespace leakwrap::os {
+namespace {
+
+void* map_anonymous(std::size_t bytes, int extra_flags) {
+    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags, -1, 0);
+    return memory == MAP_FAILED ? nullptr : memory;
+}
+
+// The fixed part of the record getdents64 fills (glibc has no declaration of it; readdir would
+// allocate). The NUL-terminated name follows at kDirentNameOffset.
+struct LinuxDirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+};
+constexpr std::size_t kDirentNameOffset = offsetof(LinuxDirent64, d_type) + sizeof(unsigned char);
+
+}  // namespace
+
+static_assert(kCurrentDirectory == AT_FDCWD);
+
+void* map_private(std::size_t bytes) noexcept { return map_anonymous(bytes, 0); }
+
+void* reserve_private(std::size_t bytes) noexcept { return map_anonymous(bytes, MAP_NORESERVE); }
+
+void unmap(void* address, std::size_t bytes) noexcept { munmap(address, bytes); }
+
+int create_shared_segment(const char* name, uint64_t size, SharedMapping* out) noexcept {
+    const mode_t mode = S_IRUSR | S_IWUSR;
+    const int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, mode);
+    if (fd < 0) return errno;
+    // The umask may have taken bits away from the mode; fchmod gives exactly 0600.
+    void* base = MAP_FAILED;
+    if (fchmod(fd, mode) != 0 || ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+        (base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        const int error = errno;
+        close(fd);
+        return error;
+    }
+    *out = SharedMapping{static_cast<std::byte*>(base), size, fd};
+    return 0;
+}
+
+void release_shared_segment(const SharedMapping& mapping) noexcept {
+    if (mapping.base != nullptr) munmap(mapping.base, mapping.size);
+    if (mapping.fd >= 0) close(mapping.fd);
+}
+
+void remove_shared_segment(const char* name) noexcept { shm_unlink(name); }
+
+bool back_segment_bytes(int fd, uint64_t offset, uint64_t length) noexcept {
+    return posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(length)) == 0;
+}
+
+std::size_t read_small_file(const char* path, char* buffer, std::size_t size) noexcept {
+    std::size_t used = 0;
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n;
+        while (used + 1 < size && (n = read(fd, buffer + used, size - 1 - used)) > 0) used += n;
+        close(fd);
+    }
+    buffer[used] = '\0';
+    return used;
+}
+
+std::size_t read_link(const char* path, char* buffer, std::size_t size) noexcept {
+    const ssize_t length = readlink(path, buffer, size - 1);
+    const std::size_t used = length > 0 ? static_cast<std::size_t>(length) : 0;
+    buffer[used] = '\0';
+    return used;
+}
+
+bool read_head_of_own_file(int directory, const char* name, void* buffer, std::size_t size,
+                           FileIdentity* file) noexcept {
+    const int fd = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat status {};
+    const bool readable = fstat(fd, &status) == 0 && S_ISREG(status.st_mode) &&
+                          status.st_uid == geteuid() &&
+                          pread(fd, buffer, size, 0) == static_cast<ssize_t>(size);
+    close(fd);
+    if (readable && file != nullptr) *file = FileIdentity{status.st_dev, status.st_ino, status.st_mtim};
+    return readable;
+}
+
+void remove_if_same_file(int directory, const char* name, const FileIdentity& file) noexcept {
+    struct stat status {};
+    if (fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0 && status.st_dev == file.device &&
+        status.st_ino == file.inode)
+        unlinkat(directory, name, 0);
+}
+
+bool for_each_directory_entry(const char* path, DirectoryVisitor visit, void* context) noexcept {
+    const int directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (directory < 0) return false;
+    alignas(LinuxDirent64) char entries[8192];
+    for (;;) {
+        const long got = syscall(SYS_getdents64, directory, entries, sizeof entries);
+        if (got <= 0) break;
+        for (long at = 0; at < got;) {
+            const auto* entry = reinterpret_cast<const LinuxDirent64*>(entries + at);
+            at += entry->d_reclen;
+            visit(context, directory, reinterpret_cast<const char*>(entry) + kDirentNameOffset, entry->d_type);
+        }
+    }
+    close(directory);
+    return true;
+}
+
+bool process_is_gone(int pid) noexcept { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+}  // namespace leakwrap::os
