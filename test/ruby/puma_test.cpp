@@ -169,11 +169,14 @@ TEST_F(PumaCluster, AWorkerThatPumaRestartsJoinsTheWatchedTreeAsANewPid) {
     ASSERT_NE(replacement, 0) << "puma started no new worker";
     std::filesystem::remove(segment_path(workers[0]));
     // The watch finds the tree anew at every sample: wait for a line that has the new worker.
+    // The last complete line: watch writes a line in pieces, so the file may end in half of one.
     const auto last_line = [&series] {
         std::ifstream in(series);
-        std::string line, last;
-        while (std::getline(in, line)) last = line;
-        return last.empty() ? nlohmann::json() : nlohmann::json::parse(last);
+        const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        const std::string complete = text.substr(0, text.rfind('\n') + 1);  // "" without one
+        if (complete.empty()) return nlohmann::json();
+        const std::size_t start = complete.rfind('\n', complete.size() - 2);
+        return nlohmann::json::parse(complete.substr(start == std::string::npos ? 0 : start + 1));
     };
     for (int attempt = 0; attempt < 600; ++attempt) {
         const nlohmann::json line = last_line();
