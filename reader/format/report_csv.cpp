@@ -29,15 +29,14 @@ void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const Rep
         // The innermost frame, malloc's caller, stands for the row in the single-value columns.
         std::string function, location, module;
         for (std::size_t i = 0; i < row.frames.size(); ++i) {
-            const auto& frame = input.symbolizer.resolve(row.frames[i], row.module_generation);
+            const AddressFrames& frames = input.symbolizer.resolve(row.frames[i], row.module_generation);
             if (i == 0) {
-                function = function_name(frame);
-                location = source_location(frame);
-                module = frame.module.value_or("");
-            } else {
-                stack += ';';
+                function = function_name(frames.front());
+                location = source_location(frames.front());
+                module = frames.front().module.value_or("");
             }
-            stack += function_name(frame);
+            for (const ResolvedFrame& frame : frames)
+                stack += (stack.empty() ? "" : ";") + function_name(frame);
         }
         if (row.overflow) function = "[overflow site]";
         const Counters& counters = row.counters;

@@ -24,6 +24,7 @@ json frame_json(const ResolvedFrame& frame) {
     };
     if (frame.module_offset) result["module_offset"] = hex_address(*frame.module_offset);
     if (!frame.note.empty()) result["note"] = frame.note;
+    if (frame.inlined) result["inlined"] = true;
     return result;
 }
 
@@ -55,7 +56,8 @@ json size_classes_json(const std::vector<SizeClassCounters>& size_classes) {
 json row_json(const ReportRow& row, Symbolizer& symbolizer) {
     json frames = json::array();
     for (const uint64_t address : row.frames)
-        frames.push_back(frame_json(symbolizer.resolve(address, row.module_generation)));
+        for (const ResolvedFrame& frame : symbolizer.resolve(address, row.module_generation))
+            frames.push_back(frame_json(frame));
     return {
         {"id", row.id},
         {"overflow", row.overflow},

@@ -50,6 +50,7 @@ void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& fram
         out << ')';
     }
     if (!frame.note.empty()) out << " [" << printable(frame.note) << ']';
+    if (frame.inlined) out << " [inlined]";
     out << '\n';
 }
 
@@ -97,13 +98,15 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
     if (row.reduced)
         out << "    (innermost frames only: the site table was nearly full; raise LEAKWRAP_MAX_SITES)\n";
     write_size_classes(out, row);
-    for (std::size_t i = 0; i < row.frames.size(); ++i)
-        write_frame(out, i, input.symbolizer.resolve(row.frames[i], row.module_generation));
+    // Numbered as a debugger numbers them: an inlined function is a frame of its own.
+    std::size_t index = 0;
+    for (const uint64_t address : row.frames)
+        for (const ResolvedFrame& frame : input.symbolizer.resolve(address, row.module_generation))
+            write_frame(out, index++, frame);
     // The Ruby backtrace continues the native stack outwards: the VM called the native frames.
     if (input.options.by == Grouping::native)
-        for (std::size_t i = 0; i < row.ruby.size(); ++i)
-            out << "    #" << row.frames.size() + i << " ruby " << printable(ruby_location_text(row.ruby[i]))
-                << '\n';
+        for (const RubyLocation& location : row.ruby)
+            out << "    #" << index++ << " ruby " << printable(ruby_location_text(location)) << '\n';
 }
 
 void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
