@@ -1,13 +1,17 @@
 // --format pprof read by the real client, `go tool pprof`, as a user runs it (no -sample_index):
 // it opens on live bytes, the biggest leak of alloc_kinds comes first with its exact bytes, and
-// the totals are the report's.
+// the totals are the report's. Inlined functions are lines of their address's location, which
+// pprof shows as frames marked "(inline)".
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <regex>
+
 #include "go_pprof.h"
 #include "ground_truth.h"
 #include "harness.h"
+#include "inline_leak_source.h"
 #include "temporary_directory.h"
 
 namespace leakwrap::ecosystem {
@@ -42,6 +46,43 @@ TEST(Pprof, GoToolPprofRanksTheBiggestLeakFirstWithItsBytes) {
     ASSERT_FALSE(top.rows.empty()) << pprof.out;
     EXPECT_EQ(top.rows[0].function, "leak_pvalloc") << pprof.out;
     EXPECT_EQ(top.rows[0].flat_bytes, pvalloc_bytes) << pprof.out;
+}
+
+// `go tool pprof -traces -lines` prints a frame as "make_buffer /src/inline_leak.cpp:23 (inline)":
+// the name without its parameters, the file and line, and whether it was inlined.
+std::regex printed_frame(const e2e::inline_leak::ExpectedFrame& frame) {
+    const std::string name = std::regex_replace(frame.function.substr(0, frame.function.find('(')),
+                                                std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
+    return std::regex(name + R"( \S*inline_leak\.cpp:)" + std::to_string(frame.line) +
+                      (frame.inlined ? R"( \(inline\))" : ""));
+}
+
+TEST(Pprof, InlinedFunctionsAreLinesOfTheirAddressesLocation) {
+    if (!have_go()) GTEST_SKIP() << "no go in PATH (scripts/setup.sh installs golang-go)";
+    TemporaryDirectory directory;
+    const std::string profile = (directory.path() / "heap.pb.gz").string();
+    e2e::Target target({e2e::paths::program("inline_leak")}, e2e::Environment::profiled());
+    target.wait_ready();
+    const e2e::Completed written =
+        e2e::run_report({std::to_string(target.pid()), "--format", "pprof", "-o", profile});
+    EXPECT_EQ(target.release_and_wait(), 0);
+    ASSERT_EQ(written.exit_code, 0) << written.err;
+
+    const e2e::Completed pprof = go_pprof({"-traces", "-lines", "-unit=B"}, profile, directory.path());
+    if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
+    ASSERT_EQ(pprof.exit_code, 0) << pprof.err;
+    const auto traces = parse_pprof_traces(pprof.out);
+    using namespace ground_truth::inline_leak;
+    for (const auto& site : {e2e::inline_leak::direct_site(), e2e::inline_leak::nested_site()}) {
+        const std::string value = std::to_string(kRequests * site.block_size) + "B";
+        const auto trace = std::find_if(traces.begin(), traces.end(),
+                                        [&](const PprofTrace& t) { return t.value == value; });
+        ASSERT_NE(trace, traces.end()) << "no sample of " << value << " in\n" << pprof.out;
+        ASSERT_GE(trace->frames.size(), site.frames.size()) << pprof.out;
+        for (std::size_t i = 0; i < site.frames.size(); ++i)
+            EXPECT_TRUE(std::regex_match(trace->frames[i], printed_frame(site.frames[i])))
+                << "frame #" << i << " of the " << value << " sample: " << trace->frames[i];
+    }
 }
 
 }  // namespace
