@@ -88,9 +88,9 @@ int open_debug_file_beside(Dwfl_Module* module, const std::filesystem::path& mod
 }
 
 // elfutils opens its candidates for separate debug info with a blocking open(), in the module's
-// directory too. So it searches only the system's debug directory, which only root can write
-// (by build-id, then by name), and debuginfod if the user set it up; the module's directory is
-// searched above, safely.
+// directory too. So the module's directory is searched here, safely, and elfutils only searches
+// the system's debug directory, which only root can write (by build-id, then by name), and last
+// debuginfod, which it asks only when DEBUGINFOD_URLS is set.
 char g_system_debug_directory[] = "/usr/lib/debug";
 char* g_debuginfo_path = g_system_debug_directory;
 
@@ -101,14 +101,18 @@ int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name
     // lead out of the debug directories.
     const std::string link =
         debuglink == nullptr ? std::string() : std::filesystem::path(debuglink).filename().string();
-    const int fd = dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name,
-                                                debuglink == nullptr ? nullptr : link.c_str(),
-                                                debuglink_crc, debuginfo_file_name);
-    if (fd >= 0 || file_name == nullptr) return fd;
-    const std::filesystem::path module_path(file_name);
-    return open_debug_file_beside(module, module_path,
-                                  debuglink == nullptr ? module_path.filename().string() + ".debug" : link,
-                                  debuginfo_file_name);
+    // Beside the module first: a debug file there is as good as one in /usr/lib/debug (both must
+    // carry the module's build-id), and better than a download.
+    if (file_name != nullptr) {
+        const std::filesystem::path module_path(file_name);
+        const int fd = open_debug_file_beside(
+            module, module_path, debuglink == nullptr ? module_path.filename().string() + ".debug" : link,
+            debuginfo_file_name);
+        if (fd >= 0) return fd;
+    }
+    return dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name,
+                                        debuglink == nullptr ? nullptr : link.c_str(), debuglink_crc,
+                                        debuginfo_file_name);
 }
 
 const Dwfl_Callbacks kOfflineCallbacks = {
