@@ -4,9 +4,7 @@
 // server (a local stand-in) when DEBUGINFOD_URLS names one, and never otherwise.
 #include <gtest/gtest.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,6 +14,7 @@
 #include "ground_truth.h"
 #include "harness.h"
 #include "inline_leak_source.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -23,26 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ground_truth::inline_leak;
 
-class ScratchDirectory {
-public:
-    ScratchDirectory() {
-        std::string pattern = ::testing::TempDir() + "leakwrap-debuginfo-XXXXXX";
-        if (mkdtemp(pattern.data()) == nullptr)
-            throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
-        path_ = pattern;
-    }
-    ~ScratchDirectory() {
-        std::error_code ignored;  // a leftover in the temporary directory is harmless
-        fs::remove_all(path_, ignored);
-    }
-    ScratchDirectory(const ScratchDirectory&) = delete;
-    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
+using ecosystem::TemporaryDirectory;
 
 void objcopy(const std::vector<std::string>& arguments) {
     std::vector<std::string> argv{LEAKWRAP_OBJCOPY};
@@ -128,7 +108,7 @@ void expect_unsymbolized(const nlohmann::json& report, const fs::path& program) 
 
 TEST(SeparateDebugInfo, FoundThroughTheGnuDebuglinkBesideTheProgram) {
     if (std::string(LEAKWRAP_OBJCOPY).empty()) GTEST_SKIP() << "no objcopy";
-    ScratchDirectory directory;
+    TemporaryDirectory directory;
     const fs::path program = directory.path() / "inline_leak";
     // Not "inline_leak.debug", which would be tried without the link.
     const fs::path debug_file = directory.path() / "inline_leak.symbols";
@@ -164,7 +144,7 @@ private:
 
 TEST(SeparateDebugInfo, FetchedByBuildIdFromDebuginfodOnlyWhenDebuginfodUrlsIsSet) {
     if (std::string(LEAKWRAP_OBJCOPY).empty()) GTEST_SKIP() << "no objcopy";
-    ScratchDirectory directory;
+    TemporaryDirectory directory;
     const fs::path program = directory.path() / "inline_leak";
     const fs::path served = directory.path() / "served";
     fs::create_directories(served);

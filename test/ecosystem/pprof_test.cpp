@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <regex>
+#include <stdexcept>
 
 #include "go_pprof.h"
 #include "ground_truth.h"
@@ -19,18 +20,24 @@ namespace {
 
 using namespace ground_truth::alloc_kinds;
 
+// Runs a test program under the preload and writes its pprof profile to `profile`; returns its
+// JSON report, taken while the program waited like the profile.
+nlohmann::json write_profile_of(const std::string& program, const std::string& profile) {
+    e2e::Target target({e2e::paths::program(program)}, e2e::Environment::profiled());
+    target.wait_ready();
+    nlohmann::json report = e2e::report_json(target.pid());
+    const e2e::Completed written =
+        e2e::run_report({std::to_string(target.pid()), "--format", "pprof", "-o", profile});
+    EXPECT_EQ(target.release_and_wait(), 0);
+    if (written.exit_code != 0) throw std::runtime_error("--format pprof failed: " + written.err);
+    return report;
+}
+
 TEST(Pprof, GoToolPprofRanksTheBiggestLeakFirstWithItsBytes) {
     if (!have_go()) GTEST_SKIP() << "no go in PATH (scripts/setup.sh installs golang-go)";
     TemporaryDirectory directory;
     const std::string profile = (directory.path() / "heap.pb.gz").string();
-
-    e2e::Target target({e2e::paths::program("alloc_kinds")}, e2e::Environment::profiled());
-    target.wait_ready();
-    const auto totals = e2e::report_json(target.pid()).at("totals");
-    const e2e::Completed written =
-        e2e::run_report({std::to_string(target.pid()), "--format", "pprof", "-o", profile});
-    EXPECT_EQ(target.release_and_wait(), 0);
-    ASSERT_EQ(written.exit_code, 0) << written.err;
+    const auto totals = write_profile_of("alloc_kinds", profile).at("totals");
 
     const e2e::Completed pprof = go_pprof_top(profile, directory.path());
     if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
@@ -61,12 +68,7 @@ TEST(Pprof, InlinedFunctionsAreLinesOfTheirAddressesLocation) {
     if (!have_go()) GTEST_SKIP() << "no go in PATH (scripts/setup.sh installs golang-go)";
     TemporaryDirectory directory;
     const std::string profile = (directory.path() / "heap.pb.gz").string();
-    e2e::Target target({e2e::paths::program("inline_leak")}, e2e::Environment::profiled());
-    target.wait_ready();
-    const e2e::Completed written =
-        e2e::run_report({std::to_string(target.pid()), "--format", "pprof", "-o", profile});
-    EXPECT_EQ(target.release_and_wait(), 0);
-    ASSERT_EQ(written.exit_code, 0) << written.err;
+    write_profile_of("inline_leak", profile);
 
     const e2e::Completed pprof = go_pprof({"-traces", "-lines", "-unit=B"}, profile, directory.path());
     if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
