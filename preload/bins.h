@@ -40,7 +40,7 @@ inline uint32_t current_bin_shard() {
 inline void count_in_bin(uint32_t size_class, uint64_t bytes, bool allocation) {
     uint32_t shard = current_bin_shard();
     bool owned = shard != kSharedBinShard;
-    layout::BinCounters* bin = g_segment.bins + size_class * kBinShards + shard;
+    layout::BinCounters* bin = g_segment.bins + layout::bin_index(size_class, shard);
     if (allocation) {
         add_to_counter(bin->alloc_bytes, bytes, owned);
         add_to_counter(bin->allocs, 1, owned);

@@ -30,7 +30,7 @@ void rebuild_bins_from_sites(uint64_t sites) {
     for (uint64_t index = 0; index < sites; ++index) {
         const layout::SiteRecord* site = site_record(static_cast<uint32_t>(index));
         if (site->state != layout::kReady || site->size_class >= layout::kSizeClassCount) continue;
-        layout::BinCounters& bin = g_segment.bins[site->size_class * kBinShards + kSharedBinShard];
+        layout::BinCounters& bin = g_segment.bins[layout::bin_index(site->size_class, kSharedBinShard)];
         bin.allocs += site->allocs;
         bin.frees += site->frees;
         bin.alloc_bytes += site->alloc_bytes;

@@ -4,7 +4,7 @@
 // liburcu's lfht cannot resize here: resizing runs on call_rcu/workqueue threads, which do not
 // survive fork() and would run leakwrap code outside any allocation. So the index is a short
 // list of fixed-size lfht tables: once the newest holds twice as many entries as it has buckets,
-// a table eight times as large is added and takes the new entries. A lookup searches the tables
+// a table four times as large is added and takes the new entries. A lookup searches the tables
 // newest first, so chains stay short whatever the program's size, and the memory of the
 // buckets follows the number of entries (a small program pays for the first table only).
 //
@@ -24,9 +24,12 @@
 
 namespace leakwrap {
 
-// Buckets of an index's first table: 256 KiB, room for 64K entries before the next table. A
-// small program pays this much; Rails' boot (about 230K sites) searches two tables.
-inline constexpr unsigned long kFirstBuckets = 32768;
+// Buckets of an index's first table: 64 KiB (lfht buckets are 16 bytes, all written when a
+// table is made), room for 8K entries before the next table. A small program pays this much; a
+// Ruby interpreter's boot fills it (ruby -e0 makes 7K sites). Tables grow 4x, not more, so that
+// the buckets stay within 4x of what the entries need: Rails' boot (about 120K sites) has three
+// tables of 1.3 MiB in all, where 8x steps from 32K buckets made 4.5 MiB.
+inline constexpr unsigned long kFirstBuckets = 4096;
 
 class HashIndex {
 public:
@@ -42,7 +45,8 @@ public:
 
 private:
     static constexpr uint32_t kMaxTables = 8;
-    static constexpr uint32_t kGrowthLog2 = 3;        // each table has 8x the buckets
+    static constexpr uint32_t kGrowthLog2 = 2;        // each table has 4x the buckets; the
+                                                      // eighth has 64M, for kMaxSiteCapacity
     static constexpr uint64_t kEntriesPerBucket = 2;  // before the next table is added
 
     void add_table_if_full(uint32_t newest);

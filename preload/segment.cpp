@@ -223,8 +223,6 @@ bool create_segment(const Config& config) {
     h->bin_shards = kBinShards;
     h->site_delta_slots = kSiteDeltaSlots;
     h->site_deltas_offset = g.site_deltas_offset;
-    for (uint32_t entry = 0; entry < kBinShards * kSiteDeltaSlots; ++entry)
-        g_segment.site_deltas[entry].site = layout::kNoDeltaSite;
     h->sample_interval = config.sample_interval;
     set_exe_and_command_line(h);
     // The overflow sites, one per size class: empty stack, always visible.

@@ -15,6 +15,7 @@ packages=(
   librsvg2-bin                                         # rsvg-convert: the tests render plot's SVG
   python3 perl git                                     # workloads of the smoke tests
   sqlite3 util-linux                                   # compatibility and fault tests; script, setpriv
+  tmux                                                 # drives leakwrap-report top in a terminal
   clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
   time heaptrack libjemalloc2                          # test/bench/compare.sh (libjemalloc2: its jemalloc-prof variant)

@@ -27,10 +27,13 @@
 //  R7 Header.pid is the pid in the file name; boot_id is stored without its newline.
 //
 // Version policy: any change that moves or reinterprets a field bumps kLayoutVersion. The
-// reader parses the current version; for an older one it says which leakwrap-report reads it
-// (layouts differ in their tables, not only in fields, so no translation is attempted).
+// reader parses the current version and, where the difference is a translation it can make,
+// the previous one (kOldestReadableVersion); for anything older it says which leakwrap-report
+// reads it (those layouts differ in their tables, not only in fields).
 // Version history: 3 = one record per (native stack, Ruby line, size class) with its frames
-// inline; 4 = stacks stored once and shared, Ruby backtraces, compact sites.
+// inline; 4 = stacks stored once and shared, Ruby backtraces, compact sites; 5 = bins
+// shard-major (bin_index), so that a thread's counters share pages instead of touching one page
+// per size class.
 #pragma once
 
 #include <cstddef>
@@ -40,7 +43,9 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 4;
+inline constexpr uint32_t kLayoutVersion = 5;
+// Layout 4 differs from 5 only in the order of the bins (bin_index_v4), so it is still read.
+inline constexpr uint32_t kOldestReadableVersion = 4;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
 inline constexpr const char* kSegmentPrefix = "leakwrap.";
@@ -103,7 +108,7 @@ struct alignas(64) Header {
     uint64_t stacks_offset;
     uint64_t modules_offset;
     uint64_t strings_offset;
-    uint64_t bins_offset;         // kSizeClassCount x bin_shards BinCounters, class-major
+    uint64_t bins_offset;         // bin_shards x kSizeClassCount BinCounters, shard-major
     uint64_t site_deltas_offset;  // bin_shards x site_delta_slots SiteDelta, shard-major
     uint32_t site_delta_slots;    // SiteDelta entries per bin shard (a power of two, or 0)
     uint32_t reserved;            // 0
@@ -190,7 +195,9 @@ struct alignas(64) BinCounters {
 // allocating from one site never share its record's cache line. A site's counts are its
 // record's plus every entry naming it. An entry whose `site` is kNoDeltaSite holds nothing; the
 // owner sets it so while it moves the entry's counts into the record (atomic adds), so a reader
-// copying meanwhile may briefly see fewer counts, never more.
+// copying meanwhile may briefly see fewer counts, never more. An entry never used is all zero
+// (site 0 with no counts, which adds nothing): the writer leaves the table's pages untouched
+// until a thread counts there.
 struct SiteDelta {
     uint32_t site;  // site index, or kNoDeltaSite
     uint32_t unused;
@@ -230,6 +237,16 @@ inline constexpr uint32_t kFirstLargeLog2 = kLastDoublingLog2 + 2;  // 8 MiB
 inline constexpr uint32_t kLastLargeLog2 = 40;
 inline constexpr uint32_t kLargeClasses = kLastLargeLog2 - kFirstLargeLog2 + 1;
 inline constexpr uint32_t kSizeClassCount = kSmallClasses + kDoublingClasses + kLargeClasses + 1;
+
+// Position of a shard's counters of a class among the BinCounters at bins_offset. Shard-major: a
+// thread owns one shard and touches only its pages.
+constexpr uint64_t bin_index(uint32_t size_class, uint32_t shard) {
+    return uint64_t{shard} * kSizeClassCount + size_class;
+}
+// The same in layout 4, class-major.
+constexpr uint64_t bin_index_v4(uint32_t size_class, uint32_t shard, uint32_t bin_shards) {
+    return uint64_t{size_class} * bin_shards + shard;
+}
 
 // Inclusive upper bound of a class; the last class is unbounded.
 constexpr uint64_t size_class_limit(uint32_t size_class) {

@@ -1,5 +1,6 @@
 // leakwrap-report: shows where the still-live heap memory of a process started with
 // LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
+#include "focus_options.h"
 #include "option_typos.h"
 #include "printable_text.h"
 #include "process_identity.h"
@@ -9,6 +10,7 @@
 #include "segment_directory.h"
 #include "segment_file.h"
 #include "segment_listing.h"
+#include "short_names.h"
 #include "subcommands.h"
 
 #include <CLI/CLI.hpp>
@@ -20,6 +22,7 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -40,6 +43,7 @@ struct CommandLine {
     bool list = false;
     bool clean = false;
     std::string output;  // -o: the report goes to this file instead of stdout
+    FocusCommandLine focus;
 };
 
 // Scripts parse stderr line by line; a message must never span two.
@@ -191,6 +195,28 @@ int main(int argc, char** argv) {
                  "Show the exact size-class table instead of the rows: allocations, frees and "
                  "live blocks and bytes per class, each with its top 3 rows by live blocks; JSON "
                  "always has it as \"bins\" (default: off)");
+    add_focus_options(app, command.focus,
+                      "a native frame's function (demangled, in full), source file or module "
+                      "path, or a Ruby frame's file:line");
+    int64_t site = -1;
+    auto* site_option =
+        app.add_option("--site", site,
+                       "Show this site alone and in full: every frame with its full name, the Ruby "
+                       "frames, every size class, and with --children each process's share; the "
+                       "id is the one reports, watch, suspects and top print (default: none)")
+            ->type_name("ID")
+            ->check(CLI::Range(int64_t{0}, int64_t{UINT32_MAX}))
+            ->excludes("--focus")
+            ->excludes("--ignore");
+    app.add_flag("--hide-runtime", command.report.hide_runtime,
+                 "Leave out of the stacks shown the frames of the C and C++ runtimes, of the Ruby "
+                 "VM (libruby) and of the program's start (_start), in every format (default: off)");
+    app.add_flag("--full-names", command.report.full_names,
+                 "Text: show C++ names in full; by default a name longer than " +
+                     std::to_string(kShortNameLength) +
+                     " characters has its template arguments, and if need be its parameters, "
+                     "elided to ... (JSON and the tool formats always have them in full) "
+                     "(default: off)");
     app.add_flag("--children", command.children,
                  "With a pid: one report for the pid and its live descendants (puma's workers, "
                  "say), their rows merged where stacks and Ruby frames are equal; JSON gives each "
@@ -210,7 +236,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(0, 1);
     const std::vector<Subcommand> subcommands = {
         add_watch_subcommand(app, read_process), add_suspects_subcommand(app),
-        add_diff_subcommand(app), add_plot_subcommand(app), add_serve_subcommand(app)};
+        add_diff_subcommand(app), add_plot_subcommand(app), add_serve_subcommand(app),
+        add_top_subcommand(app, read_process)};
 
     try {
         app.parse(argc, argv);
@@ -245,6 +272,8 @@ int main(int argc, char** argv) {
                             "or redirect stdout",
                             kExitUsageError);
     command.report.by = *grouping_from_name(by);
+    command.report.focus = command.focus.patterns();
+    if (site_option->count() > 0) command.report.site = static_cast<uint32_t>(site);
 
     try {
         const int status = chosen != subcommands.end() ? chosen->run() : run(command);

@@ -1,3 +1,5 @@
+#include "focus_options.h"
+#include "site_focus.h"
 #include "snapshot_diff.h"
 #include "snapshot_diff_output.h"
 #include "subcommands.h"
@@ -14,6 +16,8 @@ struct DiffCommandLine {
     int64_t top = 20;
     double kept_percent = kDefaultKeptPercent;
     std::string format = "text";
+    FocusCommandLine focus;
+    bool full_names = false;
 };
 
 }  // namespace
@@ -40,14 +44,18 @@ Subcommand add_diff_subcommand(CLI::App& app) {
         ->check(CLI::Range(0.0, 100.0));
     diff->add_option("--format", line->format, "Output as text or json (default: text)")
         ->check(CLI::IsMember({"text", "json"}));
+    add_focus_options(*diff, line->focus, "the site's label and its stack as the series keeps it: the functions, source files and Ruby file:line of its frames (a module only for a frame without a function); size classes and totals stay whole");
+    diff->add_flag("--full-names", line->full_names,
+                   "Text: show the sites' C++ names in full instead of shortened (default: off)");
 
     return {diff, [line] {
                 std::vector<Sample> snapshots;
                 for (const std::string& file : line->files)
                     snapshots.push_back(read_sample_file(file));
+                keep_focused_sites(snapshots, line->focus.patterns());
                 const SnapshotDiff aligned = align_snapshots(snapshots);
                 const DiffOutputOptions options{static_cast<std::size_t>(line->top),
-                                                line->kept_percent};
+                                                line->kept_percent, line->full_names};
                 if (line->format == "json")
                     std::cout << diff_json(aligned, options).dump(2) << '\n';
                 else

@@ -28,5 +28,6 @@ Subcommand add_suspects_subcommand(CLI::App& app);
 Subcommand add_diff_subcommand(CLI::App& app);
 Subcommand add_plot_subcommand(CLI::App& app);
 Subcommand add_serve_subcommand(CLI::App& app);
+Subcommand add_top_subcommand(CLI::App& app, TreeReader read_process);
 
 }  // namespace leakwrap

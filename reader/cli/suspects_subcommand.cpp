@@ -1,4 +1,6 @@
+#include "focus_options.h"
 #include "gate.h"
+#include "site_focus.h"
 #include "subcommands.h"
 #include "suspects.h"
 #include "suspects_output.h"
@@ -18,6 +20,8 @@ struct SuspectsCommandLine {
     std::string format = "text";
     std::vector<std::string> fail_on;
     std::string max_growth = "1MiB";
+    FocusCommandLine focus;
+    bool full_names = false;
 };
 
 std::string byte_size_error(const std::string& text) {
@@ -46,6 +50,10 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
         ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
     suspects->add_option("--format", line->format, "Output as text or json (default: text)")
         ->check(CLI::IsMember({"text", "json"}));
+    add_focus_options(*suspects, line->focus,
+                      "the site's label and its stack as the series keeps it: the functions, source files and Ruby file:line of its frames (a module only for a frame without a function); the sites left out are not ranked, nor judged by --fail-on leak");
+    suspects->add_flag("--full-names", line->full_names,
+                       "Text: show the sites' C++ names in full instead of shortened (default: off)");
 
     suspects
         ->add_option("--fail-on", line->fail_on,
@@ -62,13 +70,14 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
         ->check(CLI::Validator(byte_size_error, "SIZE"));
 
     return {suspects, [line] {
-                const std::vector<Sample> series = read_series(line->series);
+                std::vector<Sample> series = read_series(line->series);
+                keep_focused_sites(series, line->focus.patterns());
                 const SuspectRanking ranked = rank_suspects(series);
                 const auto top = static_cast<std::size_t>(line->top);
                 if (line->format == "json")
                     std::cout << suspects_json(series, ranked, top).dump(2) << '\n';
                 else
-                    write_suspects_text(std::cout, series, ranked, top);
+                    write_suspects_text(std::cout, series, ranked, top, line->full_names);
                 GateOptions gate{.checks = {}, .max_growth = *parse_byte_size(line->max_growth)};
                 for (const std::string& name : line->fail_on)
                     gate.checks.push_back(static_cast<GateCheck>(

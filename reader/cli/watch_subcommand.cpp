@@ -1,6 +1,7 @@
+#include "duration_option.h"
+#include "focus_options.h"
 #include "report_openmetrics_file.h"
 #include "subcommands.h"
-#include "watch_duration.h"
 
 #include <climits>
 #include <fstream>
@@ -21,12 +22,8 @@ struct WatchCommandLine {
     uint64_t min_bytes = kDefaultWatchMinBytes;
     std::string openmetrics_dir;
     bool children = false;
+    FocusCommandLine focus;
 };
-
-// CLI11 validators return an error message, empty when the value is fine.
-std::string duration_error(const std::string& text) {
-    return parse_duration(text) ? "" : "not a duration like 500ms, 5s, 2m or 1h: " + text;
-}
 
 }  // namespace
 
@@ -60,6 +57,9 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
                       "collector (default: none)")
         ->type_name("DIR")
         ->check(CLI::ExistingDirectory);
+    add_focus_options(*watch, line->focus,
+                      "a native frame's function, source file or module path, or a Ruby frame's "
+                      "file:line; the series keeps only the sites kept, the totals stay whole");
     watch->add_flag("--children", line->children,
                     "Sample the pid and its live descendants as one process tree, found anew at "
                     "every sample, so that a worker started later joins (default: off)");
@@ -71,9 +71,12 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
                 if (count->count() > 0) options.count = line->count;
                 if (!line->duration.empty()) options.duration = parse_duration(line->duration);
                 options.min_bytes = line->min_bytes;
+                options.focus = line->focus.patterns();
                 std::optional<OpenMetricsFile> openmetrics;
                 if (!line->openmetrics_dir.empty()) {
-                    openmetrics.emplace(line->openmetrics_dir, ReportOptions{});
+                    ReportOptions metrics_options;
+                    metrics_options.focus = options.focus;
+                    openmetrics.emplace(line->openmetrics_dir, metrics_options);
                     options.on_sample = [&openmetrics](const Snapshot& snapshot) {
                         openmetrics->write(snapshot);
                     };

@@ -2,6 +2,8 @@
 
 #include "report_bins.h"
 #include "report_labels.h"
+#include "row_selection.h"
+#include "runtime_frames.h"
 
 namespace leakwrap {
 namespace {
@@ -26,11 +28,13 @@ void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const Rep
     for (std::size_t rank = 0; rank < ranked.size(); ++rank) {
         const ReportRow& row = *ranked[rank];
         std::string stack;
-        // The innermost frame, malloc's caller, stands for the row in the single-value columns.
+        // The innermost frame shown, malloc's caller unless --hide-runtime passed over it, stands
+        // for the row in the single-value columns.
         std::string function, location, module;
-        for (std::size_t i = 0; i < row.frames.size(); ++i) {
+        const auto shown = shown_frame_indexes(row, input.symbolizer, input.options.hide_runtime);
+        for (const std::size_t i : shown) {
             const AddressFrames& frames = input.symbolizer.resolve(row.frames[i], row.module_generation);
-            if (i == 0) {
+            if (i == shown.front()) {
                 function = function_name(frames.front());
                 location = source_location(frames.front());
                 module = frames.front().module.value_or("");
@@ -71,7 +75,7 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
 }  // namespace
 
 void write_csv_report(std::ostream& out, const ReportInput& input) {
-    const auto rows = report_rows(input.snapshot, input.options.by);
+    const auto rows = selected_rows(input.snapshot, input.options, input.symbolizer).rows;
     if (input.options.bins)
         write_size_class_table(out, rows, input);
     else

@@ -1,6 +1,8 @@
 #include "report_folded.h"
 
 #include "report_labels.h"
+#include "row_selection.h"
+#include "runtime_frames.h"
 
 #include <filesystem>
 
@@ -33,11 +35,11 @@ std::string ruby_frame_name(const RubyLocation& location) {
     return "ruby:" + ruby_location_text(location);
 }
 
-std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer) {
+std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer, bool hide_runtime) {
     if (row.overflow) return {{"[overflow]"}};
     std::vector<RowFrame> frames;
-    for (const uint64_t address : row.frames)
-        for (const ResolvedFrame& frame : symbolizer.resolve(address, row.module_generation))
+    for (const std::size_t i : shown_frame_indexes(row, symbolizer, hide_runtime))
+        for (const ResolvedFrame& frame : symbolizer.resolve(row.frames[i], row.module_generation))
             frames.push_back({frame_name(frame), &frame, nullptr});
     // Outside the native frames: the native stack of a Ruby thread ends where the VM called in,
     // so a flame graph roots at the app's outermost Ruby frame, not at the interpreter's loop.
@@ -53,11 +55,11 @@ void write_folded_report(std::ostream& out, const ReportInput& input) {
     every_row_by_value.top = 0;
     every_row_by_value.sort = value == ValueKind::alloc ? SortKey::bytes : SortKey::live;
 
-    const auto rows = report_rows(input.snapshot, input.options.by);
+    const auto rows = selected_rows(input.snapshot, input.options, input.symbolizer).rows;
     for (const ReportRow* row : ranked_rows(rows, every_row_by_value)) {
         const uint64_t bytes = folded_value(*row, value);
         if (bytes == 0) continue;
-        const auto frames = row_frames(*row, input.symbolizer);
+        const auto frames = row_frames(*row, input.symbolizer, input.options.hide_runtime);
         for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame)
             out << (frame == frames.rbegin() ? "" : ";") << folded_frame(frame->name);
         out << ' ' << bytes << '\n';

@@ -3,6 +3,8 @@
 #include "report_bins.h"
 #include "report_labels.h"
 #include "report_tree.h"
+#include "row_selection.h"
+#include "runtime_frames.h"
 
 #include <nlohmann/json.hpp>
 
@@ -53,12 +55,15 @@ json size_classes_json(const std::vector<SizeClassCounters>& size_classes) {
     return result;
 }
 
-json row_json(const ReportRow& row, Symbolizer& symbolizer) {
+}  // namespace
+
+json report_row_json(const ReportRow& row, Symbolizer& symbolizer, bool hide_runtime) {
     json frames = json::array();
-    for (const uint64_t address : row.frames)
-        for (const ResolvedFrame& frame : symbolizer.resolve(address, row.module_generation))
+    const auto shown = shown_frame_indexes(row, symbolizer, hide_runtime);
+    for (const std::size_t i : shown)
+        for (const ResolvedFrame& frame : symbolizer.resolve(row.frames[i], row.module_generation))
             frames.push_back(frame_json(frame));
-    return {
+    json object = {
         {"id", row.id},
         {"overflow", row.overflow},
         {"estimated", row.estimated},
@@ -75,6 +80,25 @@ json row_json(const ReportRow& row, Symbolizer& symbolizer) {
         {"size_classes", size_classes_json(row.size_classes)},
         {"records", row.records},
     };
+    if (hide_runtime) {
+        std::size_t all_frames = 0;  // inlined functions counted, as in "frames"
+        for (const uint64_t address : row.frames)
+            all_frames += symbolizer.resolve(address, row.module_generation).size();
+        object["hidden_frames"] = all_frames - object["frames"].size();
+    }
+    return object;
+}
+
+namespace {
+
+// What --focus, --ignore or --site kept of the rows; the totals stay the whole process's.
+json selection_json(const RowSelection& selection, const ReportOptions& options) {
+    return {{"focus", options.focus.description()},
+            {"site", or_null(options.site)},
+            {"rows", selection.rows.size()},
+            {"all_rows", selection.all_rows},
+            {"live_bytes", selection.counters.live_bytes()},
+            {"live_blocks", selection.counters.live_blocks()}};
 }
 
 // A process of a merged tree (--children), with what it holds: of the whole report, or of a row.
@@ -122,7 +146,8 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
                        const std::function<void(const json&)>& site) {
     const Snapshot& snapshot = input.snapshot;
     const Counters& totals = snapshot.totals;
-    const auto rows = report_rows(snapshot, input.options.by);
+    const RowSelection selection = selected_rows(snapshot, input.options, input.symbolizer);
+    const std::vector<ReportRow>& rows = selection.rows;
     json report = {
         {"pid", snapshot.pid},
         {"parent_pid", snapshot.parent_pid},
@@ -147,9 +172,10 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
         {"bins", bins_json(size_class_table(snapshot, rows))},
     };
     if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
+    if (selection.selected) report["selection"] = selection_json(selection, input.options);
     head(report);
     for (const ReportRow* row : ranked_rows(rows, input.options)) {
-        json object = row_json(*row, input.symbolizer);
+        json object = report_row_json(*row, input.symbolizer, input.options.hide_runtime);
         if (!snapshot.members.empty()) {
             json split = json::array();
             for (const ProcessShare& share : row_split_by_process(*row, snapshot))

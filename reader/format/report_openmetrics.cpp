@@ -2,6 +2,7 @@
 
 #include "report_folded.h"
 #include "report_labels.h"
+#include "row_selection.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -174,7 +175,7 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
                 process_resident.samples.push_back({with(process, {{"kind", kind}}), bytes});
             segment_resident.samples.push_back({process, memory->segment_resident});
         }
-        const auto rows = report_rows(snapshot, input.options.by);
+        const auto rows = selected_rows(snapshot, input.options, input.symbolizer).rows;
         for (const ReportRow* row : ranked_rows(rows, input.options)) {
             const Labels labels = with(process, row_labels(*row, input.symbolizer));
             site_bytes.samples.push_back({labels, row->counters.live_bytes()});

@@ -2,6 +2,7 @@
 
 #include "profile.pb.h"
 #include "report_folded.h"
+#include "row_selection.h"
 
 #include <zlib.h>
 
@@ -215,9 +216,10 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
     }
 
     const int64_t site_key = builder.string_index("site");
-    for (const ReportRow& row : report_rows(snapshot, input.options.by)) {
+    for (const ReportRow& row : selected_rows(snapshot, input.options, input.symbolizer).rows) {
         auto* sample = profile.add_sample();
-        builder.add_locations(*sample, row_frames(row, input.symbolizer));
+        builder.add_locations(*sample,
+                              row_frames(row, input.symbolizer, input.options.hide_runtime));
         for (const uint64_t value : {row.counters.live_bytes(), row.counters.live_blocks(),
                                      row.counters.alloc_bytes, row.counters.allocs})
             sample->add_value(as_value(value));

@@ -3,6 +3,10 @@
 #include "printable_text.h"
 #include "report_bins.h"
 #include "report_labels.h"
+#include "report_tree.h"
+#include "row_selection.h"
+#include "runtime_frames.h"
+#include "short_names.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -39,9 +43,13 @@ std::string padded_left(const std::string& text, std::size_t width) {
     return text + std::string(width > characters ? width - characters : 0, ' ');
 }
 
-void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& frame) {
+// Names are shortened unless asked for in full (--full-names, or the one site of --site).
+bool full_names(const ReportOptions& options) { return options.full_names || options.site; }
+
+void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& frame, bool full) {
+    const std::string function = frame.function.value_or("??");
     out << "    #" << index << ' ' << hex_address(frame.address) << ' '
-        << printable(frame.function.value_or("??"));
+        << printable(full ? function : short_function_name(function));
     if (const auto location = source_location(frame); !location.empty())
         out << " at " << printable(location);
     if (frame.module) {
@@ -85,6 +93,25 @@ void write_size_classes(std::ostream& out, const ReportRow& row) {
     out << '\n';
 }
 
+// --site: every class the row ever allocated in, and with --children what each process holds.
+void write_site_in_full(std::ostream& out, const ReportRow& row, const Snapshot& snapshot) {
+    out << "    size classes:\n";
+    out << "      " << padded_left("CLASS", 12) << std::right << std::setw(14) << "ALLOCS"
+        << std::setw(14) << "FREES" << std::setw(14) << "LIVE_BLOCKS" << std::setw(14)
+        << "LIVE_BYTES" << '\n';
+    for (const auto& [size_class, counters] : row.size_classes)
+        out << "      " << padded_left(size_class_label(size_class), 12) << std::setw(14)
+            << counters.allocs << std::setw(14) << counters.frees << std::setw(14)
+            << counters.live_blocks() << std::setw(14) << human_bytes(counters.live_bytes()) << '\n';
+    const auto shares = row_split_by_process(row, snapshot);
+    if (shares.empty()) return;
+    out << "    by process:\n";
+    for (const ProcessShare& share : shares)
+        out << "      pid " << share.pid << ": " << bytes_with_human(share.counters.live_bytes())
+            << " live in " << share.counters.live_blocks() << " blocks; " << share.counters.allocs
+            << " allocs, " << share.counters.frees << " frees\n";
+}
+
 void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
                const ReportInput& input) {
     const Counters& counters = row.counters;
@@ -97,12 +124,26 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
         out << "    ruby: " << printable(ruby_location_text(*row.innermost_ruby())) << '\n';
     if (row.reduced)
         out << "    (innermost frames only: the site table was nearly full; raise LEAKWRAP_MAX_SITES)\n";
-    write_size_classes(out, row);
-    // Numbered as a debugger numbers them: an inlined function is a frame of its own.
-    std::size_t index = 0;
-    for (const uint64_t address : row.frames)
-        for (const ResolvedFrame& frame : input.symbolizer.resolve(address, row.module_generation))
-            write_frame(out, index++, frame);
+    if (input.options.site)
+        write_site_in_full(out, row, input.snapshot);
+    else
+        write_size_classes(out, row);
+    // Numbered as a debugger numbers them, an inlined function a frame of its own; shown frames
+    // keep their number in the whole stack, so that a gap shows where frames went.
+    const auto shown = shown_frame_indexes(row, input.symbolizer, input.options.hide_runtime);
+    auto next_shown = shown.begin();
+    std::size_t index = 0, hidden = 0;
+    for (std::size_t i = 0; i < row.frames.size(); ++i) {
+        const AddressFrames& frames = input.symbolizer.resolve(row.frames[i], row.module_generation);
+        const bool is_shown = next_shown != shown.end() && *next_shown == i;
+        if (is_shown) ++next_shown;
+        else hidden += frames.size();
+        for (const ResolvedFrame& frame : frames) {
+            if (is_shown) write_frame(out, index, frame, full_names(input.options));
+            ++index;
+        }
+    }
+    if (hidden > 0) out << "    (" << hidden << " runtime frames hidden: --hide-runtime)\n";
     // The Ruby backtrace continues the native stack outwards: the VM called the native frames.
     if (input.options.by == Grouping::native)
         for (const RubyLocation& location : row.ruby)
@@ -110,6 +151,7 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
 }
 
 void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
+    if (input.options.site) return write_row(out, 1, rows.front(), input);
     const auto ranked = ranked_rows(rows, input.options);
     for (std::size_t rank = 0; rank < ranked.size(); ++rank)
         write_row(out, rank + 1, *ranked[rank], input);
@@ -131,7 +173,9 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
         for (const ReportRow* row : entry.top_rows)
             out << "      " << std::setw(10) << row->in_size_class(entry.size_class).live_blocks()
                 << " live  site " << row->id << "  "
-                << printable(row_summary(*row, input.options.by, input.symbolizer)) << '\n';
+                << printable(row_summary(*row, input.options.by, input.symbolizer,
+                                         !full_names(input.options)))
+                << '\n';
     }
 }
 
@@ -187,11 +231,17 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
             << " allocations from stacks without a record were counted in the overflow site "
                "(raise LEAKWRAP_MAX_SITES to see them separately)\n";
 
-    const auto rows = report_rows(snapshot, input.options.by);
+    const RowSelection selection = selected_rows(snapshot, input.options, input.symbolizer);
+    // The totals above are the whole process's; say what the rows below hold of it.
+    if (selection.selected && !input.options.site)
+        out << "focus (" << printable(input.options.focus.description()) << "): "
+            << selection.rows.size() << " of " << selection.all_rows << " rows, "
+            << bytes_with_human(selection.counters.live_bytes()) << " live in "
+            << selection.counters.live_blocks() << " blocks\n";
     if (input.options.bins)
-        write_size_class_table(out, rows, input);
+        write_size_class_table(out, selection.rows, input);
     else
-        write_rows(out, rows, input);
+        write_rows(out, selection.rows, input);
 }
 
 }  // namespace leakwrap

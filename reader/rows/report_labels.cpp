@@ -1,5 +1,7 @@
 #include "report_labels.h"
 
+#include "short_names.h"
+
 #include <leakwrap/segment_layout.h>
 
 #include <array>
@@ -76,7 +78,8 @@ std::string ruby_location_text(const RubyLocation& location) {
     return location.file + ":" + std::to_string(location.line);
 }
 
-std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer) {
+std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer,
+                        bool short_names) {
     if (row.overflow) return "[overflow]";
     if (grouping == Grouping::ruby)
         return row.innermost_ruby() ? "ruby: " + ruby_location_text(*row.innermost_ruby())
@@ -85,6 +88,7 @@ std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& sym
         row.frames.empty()
             ? "(no stack)"
             : symbolizer.resolve(row.frames[0], row.module_generation).front().function.value_or("??");
+    if (short_names) summary = short_function_name(summary);
     if (row.innermost_ruby()) summary += "  ruby: " + ruby_location_text(*row.innermost_ruby());
     return summary;
 }

@@ -2,6 +2,7 @@
 // that every format and time analysis apply to the rows.
 #pragma once
 
+#include "focus_patterns.h"
 #include "report_rows.h"
 
 #include <cstddef>
@@ -29,6 +30,10 @@ struct ReportOptions {
     bool bins = false;  // text and CSV: the size-class table instead of the rows
     ValueKind value = ValueKind::live;  // folded
     uint64_t min_live_bytes = 0;  // rows holding fewer live bytes are left out (watch's --min-bytes)
+    FocusPatterns focus;          // --focus, --ignore: which rows are kept (row_selection.h)
+    std::optional<uint32_t> site;  // --site: that row alone, shown in full
+    bool hide_runtime = false;     // --hide-runtime: stacks without the runtimes' frames
+    bool full_names = false;       // --full-names: text shows C++ names unshortened
 };
 
 // Descending by the sort key; ties by live blocks, then ascending id, so output is stable.

@@ -101,13 +101,15 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     if (std::memcmp(bytes.data(), layout::kMagic, sizeof(layout::kMagic)) != 0)
         fail("bad magic: not a leakwrap segment");
     const auto version = load<uint32_t>(bytes, offsetof(layout::Header, layout_version));
-    // Policy (segment_layout.h): only the current layout is parsed; say why not for others.
-    if (version < layout::kLayoutVersion)
+    // Policy (segment_layout.h): the current layout and the previous one are parsed; say why
+    // not for others.
+    if (version < layout::kOldestReadableVersion)
         fail("segment layout version " + number(version) + " was written by an older "
-             "libleakwrap.so (this reader reads version " + number(layout::kLayoutVersion) +
+             "libleakwrap.so (this reader reads versions " +
+             number(layout::kOldestReadableVersion) + " to " + number(layout::kLayoutVersion) +
              ", whose sites share stacks instead of holding their own): read it with the "
              "leakwrap-report of the libleakwrap.so that wrote it");
-    if (version != layout::kLayoutVersion)
+    if (version > layout::kLayoutVersion)
         fail("segment layout version " + number(version) + ", this reader understands " +
              number(layout::kLayoutVersion) +
              ": read it with the leakwrap-report of the libleakwrap.so that wrote it");
@@ -351,9 +353,11 @@ std::vector<Counters> parse_bins(std::span<const std::byte> bytes, const layout:
     std::vector<Counters> bins(layout::kSizeClassCount);
     for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
         for (uint32_t shard = 0; shard < header.bin_shards; ++shard) {
+            const uint64_t index = header.layout_version == 4
+                                       ? layout::bin_index_v4(size_class, shard, header.bin_shards)
+                                       : layout::bin_index(size_class, shard);
             const auto bin = load<layout::BinCounters>(
-                bytes, header.bins_offset + (uint64_t{size_class} * header.bin_shards + shard) *
-                                                sizeof(layout::BinCounters));
+                bytes, header.bins_offset + index * sizeof(layout::BinCounters));
             bins[size_class] = checked_sum(
                 bins[size_class], {bin.allocs, bin.frees, bin.alloc_bytes, bin.free_bytes});
         }

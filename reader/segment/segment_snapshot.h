@@ -47,6 +47,7 @@ struct Counters {
     // Saturates: sampled estimates from a corrupt segment may come near 2^64, and a pinned
     // maximum reads as what it is where a wrapped sum would look plausible.
     Counters& operator+=(const Counters& other);
+    bool operator==(const Counters&) const = default;
 };
 
 struct RubyLocation {

@@ -3,6 +3,7 @@
 #include "change_units.h"
 #include "plot_scale.h"
 #include "report_labels.h"
+#include "short_names.h"
 #include "series_history.h"
 
 #include <algorithm>
@@ -66,7 +67,7 @@ std::vector<ChartLine> top_growing_sites(const std::vector<Sample>& series, std:
     });
     std::vector<ChartLine> lines;
     for (std::size_t i = 0; i < std::min(top, sites.size()); ++i)
-        lines.push_back({sites[i].label, std::move(sites[i].live_bytes)});
+        lines.push_back({short_site_label(sites[i].label), std::move(sites[i].live_bytes)});
     return lines;
 }
 

@@ -2,6 +2,7 @@
 
 #include "change_units.h"
 #include "report_labels.h"
+#include "short_names.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -34,7 +35,8 @@ std::string matching_name(SiteMatching matching) {
 std::string snapshot_name(std::size_t index) { return std::string(1, static_cast<char>('A' + index)); }
 
 void write_table(std::ostream& out, const std::string& title, const std::vector<DiffRow>& rows,
-                 std::size_t snapshots, std::size_t top) {
+                 std::size_t snapshots, const DiffOutputOptions& options) {
+    const std::size_t top = options.top;
     out << '\n' << title << '\n';
     if (rows.empty()) {
         out << "  (none)\n";
@@ -49,7 +51,7 @@ void write_table(std::ostream& out, const std::string& title, const std::vector<
             << std::setw(10) << signed_count(row.live_blocks_change(kFirst, snapshots - 1));
         for (const SampleCounters& counters : row.counters)
             out << std::setw(12) << human_bytes(counters.live_bytes);
-        out << row.label << '\n';
+        out << (options.full_names ? row.label : short_site_label(row.label)) << '\n';
     }
     if (top != 0 && rows.size() > top)
         out << "… " << rows.size() - top << " more (--top 0 shows all)\n";
@@ -92,9 +94,9 @@ void write_diff_text(std::ostream& out, const SnapshotDiff& diff, const DiffOutp
         << '\n';
     if (!is_retained_view(diff)) {
         write_table(out, "SITES, most growth of live bytes first (B - A)",
-                    changed_rows(diff.sites, kFirst, last), diff.totals.size(), options.top);
+                    changed_rows(diff.sites, kFirst, last), diff.totals.size(), options);
         write_table(out, "SIZE CLASSES, most growth first (B - A)",
-                    changed_rows(diff.bins, kFirst, last), diff.totals.size(), options.top);
+                    changed_rows(diff.bins, kFirst, last), diff.totals.size(), options);
         return;
     }
     char kept[32];
@@ -102,9 +104,9 @@ void write_diff_text(std::ostream& out, const SnapshotDiff& diff, const DiffOutp
     const std::string rule = "grew from A to B and kept at least " + std::string(kept) +
                              " of that growth at C; CHANGE is C - A";
     write_table(out, "RETAINED SITES: " + rule, retained_rows(diff.sites, options.kept_percent),
-                diff.totals.size(), options.top);
+                diff.totals.size(), options);
     write_table(out, "RETAINED SIZE CLASSES: " + rule,
-                retained_rows(diff.bins, options.kept_percent), diff.totals.size(), options.top);
+                retained_rows(diff.bins, options.kept_percent), diff.totals.size(), options);
 }
 
 nlohmann::json diff_json(const SnapshotDiff& diff, const DiffOutputOptions& options) {

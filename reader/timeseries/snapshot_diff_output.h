@@ -14,6 +14,7 @@ namespace leakwrap {
 struct DiffOutputOptions {
     std::size_t top = 20;  // rows per table; 0 = all
     double kept_percent = kDefaultKeptPercent;
+    bool full_names = false;  // text: labels as they are, not shortened (short_site_label)
 };
 
 void write_diff_text(std::ostream& out, const SnapshotDiff& diff, const DiffOutputOptions& options);

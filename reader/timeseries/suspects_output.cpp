@@ -3,6 +3,7 @@
 #include "change_units.h"
 #include "memory_growth.h"
 #include "report_labels.h"
+#include "short_names.h"
 
 #include <algorithm>
 #include <cmath>
@@ -51,7 +52,8 @@ nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
 
 }  // namespace
 
-std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& suspect) {
+std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& suspect,
+                                                              bool full_names) {
     return {
         std::string(trend_name(suspect.trend)),
         signed_human_bytes(suspect.growth_per_million_allocs),
@@ -62,7 +64,8 @@ std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& sus
             : "-",
         human_bytes(whole_bytes(suspect.first_live_bytes)),
         human_bytes(whole_bytes(suspect.last_live_bytes)),
-        suspect.label + "  [id " + std::to_string(suspect.id) + "]",
+        (full_names ? suspect.label : short_site_label(suspect.label)) + "  [id " +
+            std::to_string(suspect.id) + "]",
     };
 }
 
@@ -100,7 +103,7 @@ std::string memory_note(const std::vector<Sample>& series) {
 }
 
 void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
-                         const SuspectRanking& ranking, std::size_t top) {
+                         const SuspectRanking& ranking, std::size_t top, bool full_names) {
     const std::vector<Suspect>& suspects = ranking.suspects;
     out << series_summary(series, ranking) << "; " << suspects.size()
         << " sites, leaks first\n\n";
@@ -109,7 +112,7 @@ void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
         out << std::left << std::setw(kWidths[column]) << kSuspectColumns[column];
     out << kSuspectColumns.back() << '\n';
     for (std::size_t i = 0; i < shown(suspects, top); ++i) {
-        const auto cells = suspect_cells(suspects[i]);
+        const auto cells = suspect_cells(suspects[i], full_names);
         for (std::size_t column = 0; column < kWidths.size(); ++column)
             out << std::setw(kWidths[column]) << cells[column];
         out << cells.back() << '\n';

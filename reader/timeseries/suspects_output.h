@@ -15,10 +15,12 @@
 
 namespace leakwrap {
 
-// The columns of the table, and one suspect's cells, formatted for people; the site comes last.
+// The columns of the table, and one suspect's cells, formatted for people; the site comes last,
+// its C++ name shortened (short_site_label) unless full_names.
 inline constexpr std::array<const char*, 8> kSuspectColumns = {
     "CLASS", "GROWTH/M", "PER HOUR", "R2", "RETAINED", "FIRST", "LAST", "SITE"};
-std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& suspect);
+std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& suspect,
+                                                              bool full_names = false);
 
 // "12 samples of pid 42 over 0:02.4; the process made 1.2 M allocations"
 std::string series_summary(const std::vector<Sample>& series, const SuspectRanking& ranking);
@@ -29,7 +31,7 @@ std::string memory_note(const std::vector<Sample>& series);
 
 // The first `top` suspects (0: all) with their evidence, and what the classes mean.
 void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
-                         const SuspectRanking& ranking, std::size_t top);
+                         const SuspectRanking& ranking, std::size_t top, bool full_names = false);
 
 // {"pid", "samples", "seconds", "process_allocs", "memory": {"rss_growth_bytes",
 // "rss_anon_growth_bytes", "segment_growth_bytes", "tracked_live_growth_bytes", "untracked",

@@ -5,6 +5,7 @@
 #include "report_json.h"
 #include "report_labels.h"
 #include "series.h"
+#include "short_names.h"
 #include "symbolizer.h"
 
 #include <pthread.h>
@@ -87,7 +88,8 @@ bool same_modules(const std::vector<Module>& a, const std::vector<Module>& b) {
 // frames it resolved) from one sample to the next while the module list stays the same.
 class SampleTaker {
 public:
-    explicit SampleTaker(uint64_t min_bytes) : min_bytes_(min_bytes) {}
+    SampleTaker(uint64_t min_bytes, FocusPatterns focus)
+        : min_bytes_(min_bytes), focus_(std::move(focus)) {}
 
     Sample take(const Snapshot& snapshot) {
         if (!symbolizer_ || !same_modules(modules_, snapshot.modules)) {
@@ -100,6 +102,7 @@ public:
         // Only the rows the series keeps are rendered: a Ruby process has ~70,000 sites, and
         // rendering and parsing back all of them took ~19 s a sample.
         report_options.min_live_bytes = min_bytes_;
+        report_options.focus = focus_;
         // Taken in row by row: a document of every row of a Rails process took gigabytes.
         Sample sample;
         visit_json_report(
@@ -111,9 +114,12 @@ public:
 
 private:
     uint64_t min_bytes_;
+    FocusPatterns focus_;
     std::vector<Module> modules_;
     std::unique_ptr<Symbolizer> symbolizer_;
 };
+
+}  // namespace
 
 std::string gone_reason(pid_t pid, OwnerState state) {
     const std::string process = "process " + std::to_string(pid);
@@ -129,6 +135,8 @@ std::string gone_reason(pid_t pid, OwnerState state) {
     }
     return process + " is running";
 }
+
+namespace {
 
 // "15:40:12 sample 3: live 1.2 MiB, +340.0 KiB since start; RSS 9.1 MiB (anon 4.0 MiB,
 // leakwrap's segment 196.0 KiB); top grower: f (a.c:3) +300.0 KiB"
@@ -163,7 +171,7 @@ public:
                  << human_bytes(sample.memory->segment_resident) << "); ";
         out_ << "top grower: ";
         if (top)
-            out_ << top->label << ' ' << signed_human_bytes(top_growth);
+            out_ << short_site_label(top->label) << ' ' << signed_human_bytes(top_growth);
         else
             out_ << "none";
         out_ << std::endl;
@@ -180,7 +188,7 @@ private:
 WatchResult watch_process(const WatchOptions& options, const ProcessReader& read_process,
                           std::ostream& series, std::ostream& summary) {
     StopSignals stop_signals;
-    SampleTaker taker(options.min_bytes);
+    SampleTaker taker(options.min_bytes, options.focus);
     SummaryWriter summary_writer(summary);
     WatchResult result;
     Snapshot previous;  // the last snapshot sampled, to tell what became of its process

@@ -2,6 +2,8 @@
 // writes one series line per sample (series.h) plus a one-line summary for people.
 #pragma once
 
+#include "focus_patterns.h"
+#include "process_identity.h"
 #include "segment_snapshot.h"
 
 #include <sys/types.h>
@@ -26,6 +28,8 @@ struct WatchOptions {
     // Sites holding less are left out of the series lines: a real program has thousands of sites
     // with a few bytes each, and they would make the series many times larger for nothing.
     uint64_t min_bytes = kDefaultWatchMinBytes;
+    // --focus, --ignore: the series keeps only the sites they keep (the totals stay whole).
+    FocusPatterns focus;
     // Called with the snapshot of every sample once its line is written (--openmetrics-dir).
     std::function<void(const Snapshot&)> on_sample;
 };
@@ -37,6 +41,10 @@ struct WatchResult {
     std::size_t samples = 0;
     std::string stop_reason;  // "--count reached", "process 42 exited", "interrupted"
 };
+
+// Why a process can no longer be sampled: "process 42 exited", "process 42 died", "pid 42 now
+// belongs to another process".
+std::string gone_reason(pid_t pid, OwnerState state);
 
 // Samples until the count or duration is reached, the process is gone, or SIGINT/SIGTERM
 // arrives; every line is flushed as soon as it is written, so whatever was sampled is kept. The

@@ -34,16 +34,10 @@ TEST(ThreadsCrossFree, FreesByOtherThreadsAreChargedToTheAllocatingSite) {
     EXPECT_EQ(target.release_and_wait(), 0);
 }
 
-pid_t child_pid_from(const std::vector<std::string>& lines) {
-    for (const auto& line : lines)
-        if (line.starts_with("CHILD ")) return static_cast<pid_t>(std::stoi(line.substr(6)));
-    throw std::runtime_error("no CHILD line before READY");
-}
-
 TEST(ForkLeak, ParentAndChildEachReportTheirOwnBlocks) {
     using namespace ground_truth::fork_leak;
     Target parent({paths::program("fork_leak")}, Environment::profiled());
-    const pid_t child = child_pid_from(parent.wait_ready());
+    const pid_t child = fork_leak_child_pid(parent.wait_ready());
     ASSERT_NE(child, parent.pid());
     const nlohmann::json parent_report = report_json(parent.pid());
     const nlohmann::json child_report = report_json(child);
@@ -72,7 +66,7 @@ TEST(ForkLeak, ParentAndChildEachReportTheirOwnBlocks) {
 TEST(ForkLeak, ChildrenMergesParentAndChildWithTheSplitPerProcess) {
     using namespace ground_truth::fork_leak;
     Target parent({paths::program("fork_leak")}, Environment::profiled());
-    const pid_t child = child_pid_from(parent.wait_ready());
+    const pid_t child = fork_leak_child_pid(parent.wait_ready());
     const nlohmann::json alone = report_json(parent.pid());
     const nlohmann::json child_alone = report_json(child);
     const nlohmann::json tree = report_json(parent.pid(), {"--children"});

@@ -281,6 +281,12 @@ int Target::wait_for_exit(Clock::time_point deadline) {
     }
 }
 
+pid_t fork_leak_child_pid(const std::vector<std::string>& lines_before_ready) {
+    for (const auto& line : lines_before_ready)
+        if (line.starts_with("CHILD ")) return static_cast<pid_t>(std::stoi(line.substr(6)));
+    throw std::runtime_error("no CHILD line before READY");
+}
+
 std::string segment_path(pid_t pid) {
     return "/dev/shm/leakwrap." + std::to_string(pid);
 }

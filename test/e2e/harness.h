@@ -90,6 +90,9 @@ private:
     std::string unread_output_;
 };
 
+// The child's pid that fork_leak says ("CHILD <pid>") in the lines before its READY.
+pid_t fork_leak_child_pid(const std::vector<std::string>& lines_before_ready);
+
 std::string segment_path(pid_t pid);
 bool segment_exists(pid_t pid);
 // A pid that no process has and no segment is named after.

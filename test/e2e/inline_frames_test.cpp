@@ -128,5 +128,20 @@ TEST_F(InlineFrames, FoldedStacksAndMetricsNameTheInlinedFunction) {
     }
 }
 
+TEST_F(InlineFrames, FocusMatchesInlinedFunctionsAndHideRuntimeCountsThem) {
+    const nlohmann::json focused = report_json(target_->pid(), {"--focus", "^requests::prepare"});
+    ASSERT_EQ(focused.at("sites").size(), 1u) << focused.dump(1);
+    EXPECT_EQ(focused.at("sites")[0].at("live_bytes"), kRequests * kNestedSize);
+
+    // An address's inlined functions are hidden or shown with it, and counted as frames.
+    const nlohmann::json all = report_json(target_->pid());
+    const nlohmann::json hidden = report_json(target_->pid(), {"--hide-runtime"});
+    const auto& shown = site_of(hidden, kNestedSize);
+    expect_frames(shown, inline_leak::nested_site());
+    EXPECT_EQ(shown.at("frames").size(), inline_leak::nested_site().frames.size()) << shown.dump(1);
+    EXPECT_EQ(shown.at("frames").size() + shown.at("hidden_frames").get<std::size_t>(),
+              site_of(all, kNestedSize).at("frames").size());
+}
+
 }  // namespace
 }  // namespace leakwrap::e2e

@@ -87,8 +87,8 @@ std::vector<char> compact(const std::vector<char>& segment) {
         layout::BinCounters sum{};
         for (uint32_t shard = 0; shard < header.bin_shards; ++shard) {
             const auto bin = load<layout::BinCounters>(
-                segment, header.bins_offset + (uint64_t{size_class} * header.bin_shards + shard) *
-                                                  sizeof(layout::BinCounters));
+                segment, header.bins_offset +
+                             layout::bin_index(size_class, shard) * sizeof(layout::BinCounters));
             sum.allocs += bin.allocs;
             sum.frees += bin.frees;
             sum.alloc_bytes += bin.alloc_bytes;

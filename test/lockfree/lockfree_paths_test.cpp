@@ -534,7 +534,7 @@ TEST_F(LockFreePaths, ThreadsBeyondTheOwnedShardsShareOneAtomically) {
         reinterpret_cast<const std::byte*>(&h) + h.bins_offset);
     uint64_t shared_shard_allocs = 0;
     for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
-        shared_shard_allocs += bins[size_class * h.bin_shards + (h.bin_shards - 1)].allocs;
+        shared_shard_allocs += bins[layout::bin_index(size_class, h.bin_shards - 1)].allocs;
     EXPECT_GE(shared_shard_allocs, static_cast<uint64_t>(kManyThreads - (h.bin_shards - 1)));
 }
 

@@ -87,3 +87,14 @@ inline constexpr std::size_t kBlocks = 60000, kBlockSize = 1000, kFreed = 30000;
 inline constexpr std::size_t kSampleInterval = 16384;
 inline constexpr double kTolerance = 0.10;
 }  // namespace ground_truth::sampling
+
+namespace ground_truth::focus_targets {
+// Three leaks whose stacks differ in what --focus, --ignore, --hide-runtime and the short C++
+// names act on: a plain function that calls malloc, one whose blocks come from libc's strdup, and
+// a member of a class template with long arguments whose blocks come from libstdc++'s operator
+// new (through new[]). Sizes in different size classes, counts distinct, so each row is told by
+// its numbers.
+inline constexpr std::size_t kPlainCount = 7, kPlainSize = 1000;
+inline constexpr std::size_t kStrdupCount = 5, kStrdupLength = 99;  // + its terminating NUL
+inline constexpr std::size_t kRegistryCount = 3, kRegistrySize = 3000;
+}  // namespace ground_truth::focus_targets

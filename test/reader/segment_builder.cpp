@@ -206,7 +206,7 @@ std::vector<std::byte> SegmentBuilder::build() const {
     for (const BuiltBin& bin : bins.value_or(bins_of_sites(slots, deltas, bin_shards))) {
         const uint64_t at =
             header.bins_offset +
-            (uint64_t{bin.size_class} * bin_shards + bin.shard) * sizeof(layout::BinCounters);
+            layout::bin_index(bin.size_class, bin.shard) * sizeof(layout::BinCounters);
         layout::BinCounters counters;
         std::memcpy(&counters, segment.data() + at, sizeof(counters));
         counters.allocs += bin.allocs;
@@ -257,8 +257,7 @@ uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot) {
 
 uint64_t bin_offset(const std::vector<std::byte>& segment, uint32_t size_class, uint32_t shard) {
     const auto header = header_of(segment);
-    return header.bins_offset +
-           (uint64_t{size_class} * header.bin_shards + shard) * sizeof(layout::BinCounters);
+    return header.bins_offset + layout::bin_index(size_class, shard) * sizeof(layout::BinCounters);
 }
 
 uint64_t site_delta_offset(const std::vector<std::byte>& segment, uint32_t shard, uint32_t slot) {

@@ -287,7 +287,7 @@ TEST(ParseSegment, RejectsOtherLayoutVersions) {
     auto bytes = typical_builder().build();
     patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
     EXPECT_EQ(parse_error(bytes),
-              std::string("segment layout version 7, this reader understands 4") + kAdvice);
+              std::string("segment layout version 7, this reader understands 5") + kAdvice);
 }
 
 // Older writers' segments: a v1 header is 64 bytes shorter and lays the fields out differently,
@@ -301,7 +301,7 @@ TEST(ParseSegment, RejectsOlderLayoutVersionSegments) {
                     sizeof(version));
         EXPECT_PRED2(contains, parse_error(bytes),
                      "segment layout version " + std::to_string(version) +
-                         " was written by an older libleakwrap.so (this reader reads version 4");
+                         " was written by an older libleakwrap.so (this reader reads versions 4 to 5");
     }
 }
 
@@ -698,8 +698,31 @@ TEST(ParseSegment, ReadsARubyBacktraceInnermostFirstAndTheReducedFlag) {
 
 TEST(ParseSegment, SaysWhyAnOlderLayoutIsNotRead) {
     auto bytes = typical_builder().build();
-    patch_header(bytes, [](layout::Header& h) { h.layout_version = layout::kLayoutVersion - 1; });
+    patch_header(bytes, [](layout::Header& h) { h.layout_version = layout::kOldestReadableVersion - 1; });
     EXPECT_PRED2(contains, parse_error(bytes), "was written by an older libleakwrap.so");
+}
+
+// Layout 4 kept the bins class-major; the same counters laid out so must read the same.
+TEST(ParseSegment, ReadsThePreviousLayoutWithItsClassMajorBins) {
+    const auto current = typical_builder().build();
+    auto previous = current;
+    layout::Header header;
+    std::memcpy(&header, current.data(), sizeof(header));
+    for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
+        for (uint32_t shard = 0; shard < header.bin_shards; ++shard)
+            std::memcpy(previous.data() + header.bins_offset +
+                            layout::bin_index_v4(size_class, shard, header.bin_shards) *
+                                sizeof(layout::BinCounters),
+                        current.data() + testing::bin_offset(current, size_class, shard),
+                        sizeof(layout::BinCounters));
+    patch_header(previous, [](layout::Header& h) { h.layout_version = 4; });
+    const Snapshot expected = parse_segment(current);
+    const Snapshot read = parse_segment(previous);
+    ASSERT_EQ(read.bins.size(), expected.bins.size());
+    for (uint32_t size_class = 0; size_class < read.bins.size(); ++size_class)
+        EXPECT_EQ(read.bins[size_class], expected.bins[size_class]) << "class " << size_class;
+    EXPECT_EQ(read.totals, expected.totals);
+    EXPECT_GT(read.totals.allocs, 0u) << "the builder's segment counts something";
 }
 
 TEST(ParseSegment, IgnoresTheFieldsOfSlotsThatAreNotReady) {

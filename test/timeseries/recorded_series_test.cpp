@@ -3,7 +3,10 @@
 // garbage that Ruby's GC collects in bursts, a filled cache or an idle end for one.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+
+#include <stdlib.h>
 
 #include "harness.h"
 
@@ -80,6 +83,63 @@ TEST(RecordedSeries, SteadyLeakWithAFillingCache) {
     EXPECT_TRUE(labelled(suspects[1], "fill_bounded_cache")) << suspects.dump(2);
     EXPECT_EQ(suspects[1].at("class"), "plateau");
     EXPECT_EQ(suspects[2].at("class"), "flat");
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e
+
+namespace leakwrap::e2e {
+namespace {
+
+std::vector<std::string> labels_of(const json& rows) {
+    std::vector<std::string> labels;
+    for (const json& row : rows) labels.push_back(row.at("label"));
+    return labels;
+}
+
+// --focus and --ignore in time analysis match a site's label and stack: native functions in a
+// series of a C++ program, Ruby file:line in a puma one. The sites kept keep their ranking.
+TEST(RecordedSeries, FocusAndIgnoreKeepTheSitesTheyMatch) {
+    const std::string steady = recorded("steady-leak.jsonl");
+    const Completed focused =
+        run_report({"suspects", steady, "--format", "json", "--top", "0", "--focus", "^leak_steadily"});
+    ASSERT_EQ(focused.exit_code, 0) << focused.err;
+    const json leak = json::parse(focused.out).at("suspects");
+    ASSERT_EQ(leak.size(), 1u) << leak.dump(2);
+    EXPECT_EQ(leak[0].at("label"), "leak_steadily() (steady_leak.cpp:29)");
+    EXPECT_EQ(leak[0].at("class"), "leak");
+
+    const Completed ignored =
+        run_report({"suspects", steady, "--format", "json", "--top", "0", "--ignore", "^main$|^main "});
+    ASSERT_EQ(ignored.exit_code, 0) << ignored.err;
+    EXPECT_EQ(labels_of(json::parse(ignored.out).at("suspects")),
+              (std::vector<std::string>{"leak_steadily() (steady_leak.cpp:29)",
+                                        "fill_bounded_cache() (steady_leak.cpp:38)"}));
+
+    const Completed ruby = run_report({"suspects", recorded("puma-bursts-then-idle.jsonl"), "--format",
+                                       "json", "--top", "0", "--focus", R"(examples/puma/config\.ru:12$)"});
+    ASSERT_EQ(ruby.exit_code, 0) << ruby.err;
+    const json puma = json::parse(ruby.out).at("suspects");
+    expect_puma_leak_first(puma);
+    for (const json& suspect : puma) EXPECT_TRUE(labelled(suspect, "examples/puma/config.ru:12")) << suspect.dump(2);
+}
+
+TEST(RecordedSeries, DiffFocusesItsSitesAndKeepsTheClassesWhole) {
+    const std::vector<json> lines = lines_of(recorded("steady-leak.jsonl"));
+    char directory[] = "/tmp/leakwrap-diff-focus.XXXXXX";
+    ASSERT_NE(mkdtemp(directory), nullptr);
+    const std::string a = std::string(directory) + "/a.json", b = std::string(directory) + "/b.json";
+    std::ofstream(a) << lines.front().dump();
+    std::ofstream(b) << lines.back().dump();
+    const Completed all = run_report({"diff", a, b, "--format", "json", "--top", "0"});
+    const Completed focused =
+        run_report({"diff", a, b, "--format", "json", "--top", "0", "--focus", "fill_bounded"});
+    std::filesystem::remove_all(directory);
+    ASSERT_EQ(focused.exit_code, 0) << focused.err;
+    const json diff = json::parse(focused.out);
+    EXPECT_EQ(labels_of(diff.at("sites")), std::vector<std::string>{"fill_bounded_cache() (steady_leak.cpp:38)"});
+    EXPECT_EQ(diff.at("bins"), json::parse(all.out).at("bins"));
+    EXPECT_EQ(diff.at("totals"), json::parse(all.out).at("totals"));
 }
 
 }  // namespace

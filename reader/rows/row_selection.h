@@ -1,0 +1,48 @@
+// Which rows a report is about, before any ranking: every row, the rows that --focus and
+// --ignore keep, or the one row --site names. Totals stay the whole process's; the selection
+// says how much of it the rows kept hold.
+#pragma once
+
+#include "focus_patterns.h"
+#include "report_options.h"
+#include "report_rows.h"
+#include "symbolizer.h"
+
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
+namespace leakwrap {
+
+// Whether a row has a frame the patterns match: a native frame's function (demangled, in full),
+// source file (as DWARF gives it) or module path, or a Ruby frame's "file:line". Verdicts are
+// kept per resolved frame, which many rows share.
+class RowMatcher {
+public:
+    RowMatcher(const FocusPatterns& patterns, Symbolizer& symbolizer)
+        : patterns_(patterns), symbolizer_(symbolizer) {}
+
+    bool keeps(const ReportRow& row);
+
+private:
+    FocusVerdict native_verdict(const ResolvedFrame& frame);
+
+    const FocusPatterns& patterns_;
+    Symbolizer& symbolizer_;
+    std::unordered_map<const ResolvedFrame*, FocusVerdict> native_;
+    std::unordered_map<std::string, FocusVerdict> ruby_;
+};
+
+struct RowSelection {
+    std::vector<ReportRow> rows;  // ordered by id, as report_rows gives them
+    std::size_t all_rows = 0;     // before --focus, --ignore or --site
+    bool selected = false;        // whether any of them was given
+    Counters counters;            // summed over the rows kept
+};
+
+// report_rows, then --site (throws std::runtime_error when no row has that id) or --focus and
+// --ignore. Those symbolize every row's frames; without them nothing is resolved here.
+RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
+                           Symbolizer& symbolizer);
+
+}  // namespace leakwrap

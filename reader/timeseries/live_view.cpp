@@ -1,0 +1,168 @@
+#include "live_view.h"
+
+#include "change_units.h"
+#include "printable_text.h"
+#include "report_json.h"
+#include "report_labels.h"
+#include "short_names.h"
+#include "site_label.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+namespace leakwrap {
+namespace {
+
+// Labels kept at most: rows come and go from the screen over a long session.
+constexpr std::size_t kMaxKeptLabels = 10000;
+
+// The first `width` characters (code points) of a line: the screen must not wrap.
+std::string fitted(const std::string& line, std::size_t width) {
+    std::size_t characters = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        if ((static_cast<unsigned char>(line[i]) & 0xc0) == 0x80) continue;
+        if (characters++ == width) return line.substr(0, i);
+    }
+    return line;
+}
+
+std::string table_row(const std::string& id, const std::string& live, const std::string& blocks,
+                      const std::string& growth, const std::string& site) {
+    char cells[96];
+    std::snprintf(cells, sizeof(cells), "%10s %12s %10s %12s  ", id.c_str(), live.c_str(),
+                  blocks.c_str(), growth.c_str());
+    return cells + site;
+}
+
+}  // namespace
+
+std::optional<LiveOrder> live_order_from_name(std::string_view name) {
+    if (name == "live") return LiveOrder::live;
+    if (name == "growth") return LiveOrder::growth;
+    return std::nullopt;
+}
+
+LiveView::LiveView(LiveViewOptions options) : options_(std::move(options)) {}
+
+void LiveView::update(Snapshot snapshot, double seconds_since_start) {
+    snapshot_ = std::move(snapshot);
+    rows_ = report_rows(snapshot_, Grouping::native);
+    seconds_ = seconds_since_start;
+    if (samples_++ == 0) {
+        first_live_bytes_ = snapshot_.totals.live_bytes();
+        for (const ReportRow& row : rows_) first_live_.emplace(row.id, row.counters.live_bytes());
+    }
+    Symbolizer& symbolizer = symbolizers_.of(snapshot_);
+    if (&symbolizer != symbolizer_ || labels_.size() > kMaxKeptLabels) {
+        // Modules were loaded: what was resolved with the old list may now read differently.
+        symbolizer_ = &symbolizer;
+        labels_.clear();
+        kept_.clear();
+        matcher_ = std::make_unique<RowMatcher>(options_.focus, symbolizer);
+    }
+}
+
+void LiveView::mark_gone(std::string reason) { gone_ = std::move(reason); }
+
+int64_t LiveView::growth_of(const ReportRow& row) const {
+    const auto first = first_live_.find(row.id);
+    const uint64_t before = first == first_live_.end() ? 0 : first->second;
+    return static_cast<int64_t>(row.counters.live_bytes()) - static_cast<int64_t>(before);
+}
+
+bool LiveView::kept(const ReportRow& row) {
+    if (options_.focus.empty()) return true;
+    const auto [entry, is_new] = kept_.try_emplace(row.id, false);
+    if (is_new) entry->second = matcher_->keeps(row);
+    return entry->second;
+}
+
+const std::string& LiveView::label_of(const ReportRow& row) {
+    const auto [entry, is_new] = labels_.try_emplace(row.id);
+    if (is_new) {
+        const std::string label = site_label(report_row_json(row, *symbolizer_));
+        entry->second = options_.full_names ? label : short_site_label(label);
+    }
+    return entry->second;
+}
+
+std::vector<LiveView::ShownRow> LiveView::ranked(std::size_t count) {
+    std::vector<ShownRow> candidates;
+    for (const ReportRow& row : rows_)
+        if (kept(row)) candidates.push_back({&row, growth_of(row)});
+    const auto key = [&](const ShownRow& shown) {
+        const auto live = static_cast<int64_t>(shown.row->counters.live_bytes());
+        return options_.order == LiveOrder::growth ? std::make_tuple(shown.growth, live)
+                                                   : std::make_tuple(live, shown.growth);
+    };
+    const auto before = [&](const ShownRow& a, const ShownRow& b) {
+        return std::make_tuple(key(a), b.row->id) > std::make_tuple(key(b), a.row->id);
+    };
+    const std::size_t shown = std::min(count, candidates.size());
+    std::partial_sort(candidates.begin(), candidates.begin() + shown, candidates.end(), before);
+    candidates.resize(shown);
+    return candidates;
+}
+
+std::vector<std::string> LiveView::header() {
+    const Counters& totals = snapshot_.totals;
+    std::vector<std::string> lines;
+    lines.push_back("leakwrap-report top  pid " + std::to_string(snapshot_.pid) + "  " +
+                    printable(snapshot_.command_line) + "  (sample " + std::to_string(samples_) +
+                    ", " + elapsed_clock(seconds_, false) + ")");
+    lines.push_back("live " + human_bytes(totals.live_bytes()) + " in " +
+                    std::to_string(totals.live_blocks()) + " blocks, " +
+                    signed_human_bytes(static_cast<double>(totals.live_bytes()) -
+                                       static_cast<double>(first_live_bytes_)) +
+                    " since the view started; " + std::to_string(totals.allocs) + " allocs, " +
+                    std::to_string(totals.frees) + " frees; " +
+                    std::to_string(snapshot_.sites_in_use()) + " sites");
+    if (const auto& memory = snapshot_.memory)
+        lines.push_back("RSS " + human_bytes(memory->rss()) + ": anon " +
+                        human_bytes(memory->rss_anon) + ", file " + human_bytes(memory->rss_file) +
+                        ", shared " + human_bytes(memory->rss_shmem) + " (leakwrap's segment " +
+                        human_bytes(memory->segment_resident) + ")");
+    if (!snapshot_.members.empty()) {
+        std::string processes = "processes: " + std::to_string(snapshot_.members.size()) + " merged:";
+        for (const TreeMember& member : snapshot_.members)
+            processes += " " + std::to_string(member.pid) + " " + human_bytes(member.totals.live_bytes()) + ";";
+        processes.pop_back();
+        lines.push_back(processes);
+    }
+    if (!gone_.empty()) lines.push_back(printable(gone_) + ": its last sample stays on screen");
+    lines.push_back(std::string("sorted by ") +
+                    (options_.order == LiveOrder::live ? "live bytes" : "growth since the view started") +
+                    "  (keys: l live bytes, g growth, q quit)");
+    return lines;
+}
+
+std::vector<std::string> LiveView::render(std::size_t width, std::size_t height) {
+    std::vector<std::string> lines = header();
+    if (!options_.focus.empty()) {
+        std::size_t kept_rows = 0;
+        Counters kept_counters;
+        for (const ReportRow& row : rows_)
+            if (kept(row)) {
+                ++kept_rows;
+                kept_counters += row.counters;
+            }
+        lines.push_back("focus (" + printable(options_.focus.description()) + "): " +
+                        std::to_string(kept_rows) + " of " + std::to_string(rows_.size()) +
+                        " sites, " + human_bytes(kept_counters.live_bytes()) + " live");
+    }
+    lines.push_back(table_row("ID", "LIVE", "BLOCKS", "GROWTH", "SITE"));
+    const std::size_t room = height > lines.size() ? height - lines.size() : 0;
+    for (const ShownRow& shown : ranked(room)) {
+        const ReportRow& row = *shown.row;
+        lines.push_back(table_row(std::to_string(row.id), human_bytes(row.counters.live_bytes()),
+                                  std::to_string(row.counters.live_blocks()),
+                                  signed_human_bytes(static_cast<double>(shown.growth)),
+                                  label_of(row)));
+    }
+    if (lines.size() > height) lines.resize(height);
+    for (std::string& line : lines) line = fitted(line, width);
+    return lines;
+}
+
+}  // namespace leakwrap
