@@ -33,15 +33,14 @@ void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const Rep
         std::string function, location, module;
         const auto shown = shown_frame_indexes(row, input.symbolizer, input.options.hide_runtime);
         for (const std::size_t i : shown) {
-            const auto& frame = input.symbolizer.resolve(row.frames[i], row.module_generation);
+            const AddressFrames& frames = input.symbolizer.resolve(row.frames[i], row.module_generation);
             if (i == shown.front()) {
-                function = function_name(frame);
-                location = source_location(frame);
-                module = frame.module.value_or("");
-            } else {
-                stack += ';';
+                function = function_name(frames.front());
+                location = source_location(frames.front());
+                module = frames.front().module.value_or("");
             }
-            stack += function_name(frame);
+            for (const ResolvedFrame& frame : frames)
+                stack += (stack.empty() ? "" : ";") + function_name(frame);
         }
         if (row.overflow) function = "[overflow site]";
         const Counters& counters = row.counters;

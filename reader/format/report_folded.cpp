@@ -38,10 +38,9 @@ std::string ruby_frame_name(const RubyLocation& location) {
 std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer, bool hide_runtime) {
     if (row.overflow) return {{"[overflow]"}};
     std::vector<RowFrame> frames;
-    for (const std::size_t i : shown_frame_indexes(row, symbolizer, hide_runtime)) {
-        const ResolvedFrame& frame = symbolizer.resolve(row.frames[i], row.module_generation);
-        frames.push_back({frame_name(frame), &frame, nullptr});
-    }
+    for (const std::size_t i : shown_frame_indexes(row, symbolizer, hide_runtime))
+        for (const ResolvedFrame& frame : symbolizer.resolve(row.frames[i], row.module_generation))
+            frames.push_back({frame_name(frame), &frame, nullptr});
     // Outside the native frames: the native stack of a Ruby thread ends where the VM called in,
     // so a flame graph roots at the app's outermost Ruby frame, not at the interpreter's loop.
     for (const RubyLocation& location : row.ruby)

@@ -28,9 +28,10 @@ struct RowFrame {
 };
 
 // A row's frames, innermost first: the native frames (those outside the runtimes with
-// hide_runtime, see shown_frame_indexes), then the Ruby backtrace (if any); one frame named
-// "[overflow]" for the overflow row and "[no stack]" for a row without any frame, so that the
-// list is never empty. Pointers into the row and the symbolizer's cache.
+// hide_runtime, see shown_frame_indexes; an address with inlined functions gives a frame for
+// each, see AddressFrames), then the Ruby backtrace (if any); one frame named "[overflow]" for
+// the overflow row and "[no stack]" for a row without any frame, so that the list is never
+// empty. Pointers into the row and the symbolizer's cache.
 std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer,
                                  bool hide_runtime = false);
 

@@ -26,6 +26,7 @@ json frame_json(const ResolvedFrame& frame) {
     };
     if (frame.module_offset) result["module_offset"] = hex_address(*frame.module_offset);
     if (!frame.note.empty()) result["note"] = frame.note;
+    if (frame.inlined) result["inlined"] = true;
     return result;
 }
 
@@ -60,7 +61,8 @@ json report_row_json(const ReportRow& row, Symbolizer& symbolizer, bool hide_run
     json frames = json::array();
     const auto shown = shown_frame_indexes(row, symbolizer, hide_runtime);
     for (const std::size_t i : shown)
-        frames.push_back(frame_json(symbolizer.resolve(row.frames[i], row.module_generation)));
+        for (const ResolvedFrame& frame : symbolizer.resolve(row.frames[i], row.module_generation))
+            frames.push_back(frame_json(frame));
     json object = {
         {"id", row.id},
         {"overflow", row.overflow},
@@ -78,7 +80,12 @@ json report_row_json(const ReportRow& row, Symbolizer& symbolizer, bool hide_run
         {"size_classes", size_classes_json(row.size_classes)},
         {"records", row.records},
     };
-    if (hide_runtime) object["hidden_frames"] = row.frames.size() - shown.size();
+    if (hide_runtime) {
+        std::size_t all_frames = 0;  // inlined functions counted, as in "frames"
+        for (const uint64_t address : row.frames)
+            all_frames += symbolizer.resolve(address, row.module_generation).size();
+        object["hidden_frames"] = all_frames - object["frames"].size();
+    }
     return object;
 }
 

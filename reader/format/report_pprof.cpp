@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -47,43 +48,63 @@ public:
         value_type->set_unit(string_index(unit));
     }
 
-    uint64_t location_id(const RowFrame& frame) {
-        if (frame.native) return native_location_id(*frame.native, frame.name);
-        // The Ruby location and the pseudo frames ([overflow]) have no address and no module.
-        const std::string file = frame.ruby ? frame.ruby->file.str() : "";
-        const int64_t line = frame.ruby ? frame.ruby->line : 0;
-        const auto key = std::make_tuple(frame.name, file, line);
-        if (const auto found = synthetic_locations_.find(key); found != synthetic_locations_.end())
-            return found->second;
-        const uint64_t id = add_location(0, 0, function_id(frame.name, file), line);
-        synthetic_locations_.emplace(key, id);
-        return id;
+    // The sample's locations, innermost first. The frames of one address (its inlined functions,
+    // then the function holding them) are one location with a line for each, innermost first:
+    // pprof's own form of inlining, which keeps the address one location.
+    void add_locations(pprof::Sample& sample, const std::vector<RowFrame>& frames) {
+        for (std::size_t first = 0; first < frames.size();) {
+            std::size_t last = first;
+            while (frames[last].native && frames[last].native->inlined && last + 1 < frames.size())
+                ++last;
+            sample.add_location_id(location_id(std::span(frames).subspan(first, last - first + 1)));
+            first = last + 1;
+        }
     }
 
     pprof::Profile& profile() { return profile_; }
 
 private:
-    uint64_t native_location_id(const ResolvedFrame& frame, const std::string& name) {
+    using Line = std::pair<uint64_t, int64_t>;  // function id, line
+
+    uint64_t location_id(std::span<const RowFrame> frames) {
+        if (frames.front().native) return native_location_id(frames);
+        // The Ruby location and the pseudo frames ([overflow]) have no address and no module.
+        const RowFrame& frame = frames.front();
+        const std::string file = frame.ruby ? frame.ruby->file.str() : "";
+        const int64_t line = frame.ruby ? frame.ruby->line : 0;
+        const auto key = std::make_tuple(frame.name, file, line);
+        if (const auto found = synthetic_locations_.find(key); found != synthetic_locations_.end())
+            return found->second;
+        const uint64_t id = add_location(0, 0, {{function_id(frame.name, file), line}});
+        synthetic_locations_.emplace(key, id);
+        return id;
+    }
+
+    uint64_t native_location_id(std::span<const RowFrame> frames) {
         // The symbolizer resolves each (address, module generation) once and keeps the result,
-        // so its address identifies a location.
-        const ResolvedFrame* key = &frame;
+        // so where its first frame is identifies a location.
+        const ResolvedFrame* key = frames.front().native;
         if (const auto found = native_locations_.find(key); found != native_locations_.end())
             return found->second;
-        const uint64_t id =
-            add_location(mapping_id(frame), frame.address, function_id(name, frame.file.value_or("")),
-                         frame.line.value_or(0));
+        std::vector<Line> lines;
+        for (const RowFrame& frame : frames)
+            lines.emplace_back(function_id(frame.name, frame.native->file.value_or("")),
+                               frame.native->line.value_or(0));
+        const uint64_t id = add_location(mapping_id(*key), key->address, lines);
         native_locations_.emplace(key, id);
         return id;
     }
 
-    uint64_t add_location(uint64_t mapping, uint64_t address, uint64_t function, int64_t line) {
+    uint64_t add_location(uint64_t mapping, uint64_t address, const std::vector<Line>& lines) {
         auto* location = profile_.add_location();
         location->set_id(profile_.location_size());
         location->set_mapping_id(mapping);
         location->set_address(address);
-        auto* entry = location->add_line();
-        entry->set_function_id(function);
-        entry->set_line(line);
+        for (const auto& [function, line] : lines) {
+            auto* entry = location->add_line();
+            entry->set_function_id(function);
+            entry->set_line(line);
+        }
         return location->id();
     }
 
@@ -197,8 +218,8 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
     const int64_t site_key = builder.string_index("site");
     for (const ReportRow& row : selected_rows(snapshot, input.options, input.symbolizer).rows) {
         auto* sample = profile.add_sample();
-        for (const RowFrame& frame : row_frames(row, input.symbolizer, input.options.hide_runtime))
-            sample->add_location_id(builder.location_id(frame));
+        builder.add_locations(*sample,
+                              row_frames(row, input.symbolizer, input.options.hide_runtime));
         for (const uint64_t value : {row.counters.live_bytes(), row.counters.live_blocks(),
                                      row.counters.alloc_bytes, row.counters.allocs})
             sample->add_value(as_value(value));

@@ -58,6 +58,7 @@ void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& fram
         out << ')';
     }
     if (!frame.note.empty()) out << " [" << printable(frame.note) << ']';
+    if (frame.inlined) out << " [inlined]";
     out << '\n';
 }
 
@@ -127,19 +128,26 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
         write_site_in_full(out, row, input.snapshot);
     else
         write_size_classes(out, row);
-    // Shown frames keep their number in the whole stack, so that a gap shows where frames went.
+    // Numbered as a debugger numbers them, an inlined function a frame of its own; shown frames
+    // keep their number in the whole stack, so that a gap shows where frames went.
     const auto shown = shown_frame_indexes(row, input.symbolizer, input.options.hide_runtime);
-    for (const std::size_t i : shown)
-        write_frame(out, i, input.symbolizer.resolve(row.frames[i], row.module_generation),
-                    full_names(input.options));
-    if (shown.size() < row.frames.size())
-        out << "    (" << row.frames.size() - shown.size()
-            << " runtime frames hidden: --hide-runtime)\n";
+    auto next_shown = shown.begin();
+    std::size_t index = 0, hidden = 0;
+    for (std::size_t i = 0; i < row.frames.size(); ++i) {
+        const AddressFrames& frames = input.symbolizer.resolve(row.frames[i], row.module_generation);
+        const bool is_shown = next_shown != shown.end() && *next_shown == i;
+        if (is_shown) ++next_shown;
+        else hidden += frames.size();
+        for (const ResolvedFrame& frame : frames) {
+            if (is_shown) write_frame(out, index, frame, full_names(input.options));
+            ++index;
+        }
+    }
+    if (hidden > 0) out << "    (" << hidden << " runtime frames hidden: --hide-runtime)\n";
     // The Ruby backtrace continues the native stack outwards: the VM called the native frames.
     if (input.options.by == Grouping::native)
-        for (std::size_t i = 0; i < row.ruby.size(); ++i)
-            out << "    #" << row.frames.size() + i << " ruby " << printable(ruby_location_text(row.ruby[i]))
-                << '\n';
+        for (const RubyLocation& location : row.ruby)
+            out << "    #" << index++ << " ruby " << printable(ruby_location_text(location)) << '\n';
 }
 
 void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {

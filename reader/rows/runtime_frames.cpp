@@ -20,7 +20,8 @@ std::vector<std::size_t> shown_frame_indexes(const ReportRow& row, Symbolizer& s
         return shown;
     }
     for (std::size_t i = 0; i < row.frames.size(); ++i)
-        if (!is_runtime_frame(symbolizer.resolve(row.frames[i], row.module_generation)))
+        // The function holding the code: the frames of one address share its module.
+        if (!is_runtime_frame(symbolizer.resolve(row.frames[i], row.module_generation).back()))
             shown.push_back(i);
     if (shown.empty() && !row.frames.empty() && row.ruby.empty()) shown.push_back(0);
     return shown;

@@ -3,6 +3,8 @@
 #include <leakwrap/segment_layout.h>
 
 #include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 namespace leakwrap {
 namespace {
@@ -85,9 +88,9 @@ int open_debug_file_beside(Dwfl_Module* module, const std::filesystem::path& mod
 }
 
 // elfutils opens its candidates for separate debug info with a blocking open(), in the module's
-// directory too. So it searches only the system's debug directory, which only root can write
-// (by build-id, then by name), and debuginfod if the user set it up; the module's directory is
-// searched above, safely.
+// directory too. So the module's directory is searched here, safely, and elfutils only searches
+// the system's debug directory, which only root can write (by build-id, then by name), and last
+// debuginfod, which it asks only when DEBUGINFOD_URLS is set.
 char g_system_debug_directory[] = "/usr/lib/debug";
 char* g_debuginfo_path = g_system_debug_directory;
 
@@ -98,14 +101,18 @@ int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name
     // lead out of the debug directories.
     const std::string link =
         debuglink == nullptr ? std::string() : std::filesystem::path(debuglink).filename().string();
-    const int fd = dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name,
-                                                debuglink == nullptr ? nullptr : link.c_str(),
-                                                debuglink_crc, debuginfo_file_name);
-    if (fd >= 0 || file_name == nullptr) return fd;
-    const std::filesystem::path module_path(file_name);
-    return open_debug_file_beside(module, module_path,
-                                  debuglink == nullptr ? module_path.filename().string() + ".debug" : link,
-                                  debuginfo_file_name);
+    // Beside the module first: a debug file there is as good as one in /usr/lib/debug (both must
+    // carry the module's build-id), and better than a download.
+    if (file_name != nullptr) {
+        const std::filesystem::path module_path(file_name);
+        const int fd = open_debug_file_beside(
+            module, module_path, debuglink == nullptr ? module_path.filename().string() + ".debug" : link,
+            debuginfo_file_name);
+        if (fd >= 0) return fd;
+    }
+    return dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name,
+                                        debuglink == nullptr ? nullptr : link.c_str(), debuglink_crc,
+                                        debuginfo_file_name);
 }
 
 const Dwfl_Callbacks kOfflineCallbacks = {
@@ -120,6 +127,91 @@ bool same_build_id(const std::vector<uint8_t>& recorded, const unsigned char* bi
     if (length <= 0) return false;
     const auto kept = std::min<std::size_t>(static_cast<std::size_t>(length), layout::kBuildIdMax);
     return recorded.size() == kept && std::memcmp(recorded.data(), bits, kept) == 0;
+}
+
+// A function DIE's name, from an inlined instance through its abstract origin and from a
+// definition through its declaration. A C++ linkage name demangled, as the symbol table would
+// name the function (with its namespace and parameters); else the name in the source: C's
+// linkage names are only asm labels (glibc's "__GI_" aliases).
+std::optional<std::string> dwarf_function_name(Dwarf_Die* function) {
+    const auto attribute_text = [function](int name) -> const char* {
+        Dwarf_Attribute attribute;
+        return dwarf_formstring(dwarf_attr_integrate(function, name, &attribute));
+    };
+    const char* linkage = attribute_text(DW_AT_linkage_name);
+    if (linkage == nullptr) linkage = attribute_text(DW_AT_MIPS_linkage_name);
+    if (linkage != nullptr && std::string_view(linkage).starts_with("_Z"))
+        return readable_function_name(linkage);
+    if (const char* name = attribute_text(DW_AT_name)) return std::string(name);
+    if (linkage != nullptr) return std::string(linkage);
+    return std::nullopt;
+}
+
+std::optional<uint32_t> call_line(Dwarf_Die* inlined) {
+    Dwarf_Attribute attribute;
+    Dwarf_Word line = 0;
+    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attribute), &line) != 0 || line == 0 ||
+        line > UINT32_MAX)
+        return std::nullopt;
+    return static_cast<uint32_t>(line);
+}
+
+// DW_AT_call_file is an index into the file table of the unit's line program.
+std::optional<std::string> call_file(Dwarf_Die* inlined) {
+    Dwarf_Attribute attribute;
+    Dwarf_Word index = 0;
+    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attribute), &index) != 0)
+        return std::nullopt;
+    Dwarf_Die unit;
+    Dwarf_Files* files = nullptr;
+    std::size_t count = 0;
+    if (dwarf_diecu(inlined, &unit, nullptr, nullptr) == nullptr ||
+        dwarf_getsrcfiles(&unit, &files, &count) != 0 || index >= count)
+        return std::nullopt;
+    const char* name = dwarf_filesrc(files, index, nullptr, nullptr);
+    return name == nullptr ? std::nullopt : std::optional<std::string>(name);
+}
+
+// A function the compiler inlined where an address lies, and where it was called from: a line
+// of the function it was inlined into.
+struct InlinedCall {
+    std::optional<std::string> function;
+    std::optional<std::string> call_file;
+    std::optional<uint32_t> call_line;
+};
+
+struct DwarfScopes {
+    Dwarf_Die* dies = nullptr;
+    int count = 0;
+    ~DwarfScopes() { std::free(dies); }
+};
+
+// The functions inlined at `address` (as the Dwfl maps it), innermost first; none when the
+// module has no DWARF for it.
+std::vector<InlinedCall> inlined_calls(Dwfl_Module* module, uint64_t address) {
+    Dwarf_Addr bias = 0;
+    Dwarf_Die* unit = dwfl_module_addrdie(module, address, &bias);
+    if (unit == nullptr) return {};
+    DwarfScopes lexical;
+    lexical.count = dwarf_getscopes(unit, address - bias, &lexical.dies);
+    const auto is_inlined = [](Dwarf_Die& die) { return dwarf_tag(&die) == DW_TAG_inlined_subroutine; };
+    if (lexical.count <= 0 || std::none_of(lexical.dies, lexical.dies + lexical.count, is_inlined))
+        return {};
+    // Past an inlined instance, dwarf_getscopes goes on with the scopes around the inlined
+    // function's own definition (for looking up names). The DIEs the innermost scope is nested
+    // in lead to the callers instead: each inlined instance sits in the function it was inlined
+    // into, up to the real function.
+    DwarfScopes nested;
+    nested.count = dwarf_getscopes_die(&lexical.dies[0], &nested.dies);
+    std::vector<InlinedCall> calls;
+    for (int i = 0; i < nested.count; ++i) {
+        Dwarf_Die* scope = &nested.dies[i];
+        const int tag = dwarf_tag(scope);
+        if (tag == DW_TAG_subprogram) break;
+        if (tag == DW_TAG_inlined_subroutine)
+            calls.push_back({dwarf_function_name(scope), call_file(scope), call_line(scope)});
+    }
+    return calls;
 }
 
 }  // namespace
@@ -273,18 +365,18 @@ const char* Symbolizer::function_at(DebugInfo& info, uint64_t address) {
                                 nullptr);
 }
 
-ResolvedFrame Symbolizer::symbolize(uint64_t address, std::size_t module_index) {
+AddressFrames Symbolizer::symbolize(uint64_t address, std::size_t module_index) {
     const Module& module = modules_[module_index];
     ResolvedFrame frame;
     frame.address = address;
     frame.module = display_name(module);
     frame.module_offset = address - module.load_bias;
-    if (!has_file(module)) return frame;
+    if (!has_file(module)) return {frame};
 
     DebugInfo& info = debug_info(module_index);
     if (info.module == nullptr) {
         frame.note = info.problem;
-        return frame;
+        return {frame};
     }
     // A return address points after the call; one byte back is inside the call instruction,
     // which is what belongs to the calling line (and function, for a call at a function's end).
@@ -299,23 +391,38 @@ ResolvedFrame Symbolizer::symbolize(uint64_t address, std::size_t module_index) 
             if (line_number > 0) frame.line = static_cast<uint32_t>(line_number);
         }
     }
-    return frame;
+    // The line table's line is the innermost inlined function's; each function further out is
+    // at the line that called the one inside it.
+    AddressFrames frames;
+    for (InlinedCall& call : inlined_calls(info.module, call_address)) {
+        ResolvedFrame inlined = frame;
+        inlined.function = std::move(call.function);
+        inlined.inlined = true;
+        frames.push_back(std::move(inlined));
+        frame.file = std::move(call.call_file);
+        frame.line = call.call_line;
+    }
+    frames.push_back(std::move(frame));
+    return frames;
 }
 
-const ResolvedFrame& Symbolizer::resolve(uint64_t address, uint32_t module_generation) {
+const AddressFrames& Symbolizer::resolve(uint64_t address, uint32_t module_generation) {
     const auto key = std::make_pair(address, module_generation);
     if (const auto cached = cache_.find(key); cached != cache_.end()) return cached->second;
 
-    ResolvedFrame frame;
-    frame.address = address;
+    AddressFrames frames;
     // address - 1 for the same reason as in symbolize(): a call ending a module still belongs to
     // it.
     if (const auto module_index =
-            address == 0 ? std::nullopt : module_at(address - 1, module_generation))
-        frame = symbolize(address, *module_index);
-    else
+            address == 0 ? std::nullopt : module_at(address - 1, module_generation)) {
+        frames = symbolize(address, *module_index);
+    } else {
+        ResolvedFrame frame;
+        frame.address = address;
         frame.note = "no recorded module maps this address";
-    return cache_.emplace(key, std::move(frame)).first->second;
+        frames.push_back(std::move(frame));
+    }
+    return cache_.emplace(key, std::move(frames)).first->second;
 }
 
 Symbolizer& ProcessSymbolizer::of(const Snapshot& snapshot) {

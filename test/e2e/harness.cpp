@@ -131,7 +131,10 @@ Environment Environment::bare() {
         const auto equals = text.find('=');
         if (equals == std::string_view::npos) continue;
         const std::string name(text.substr(0, equals));
-        if (name == "LD_PRELOAD" || name.starts_with("LEAKWRAP_")) continue;
+        // DEBUGINFOD_URLS would have every report ask a server for the debug info of every
+        // module without it: slow, and the answers depend on the network.
+        if (name == "LD_PRELOAD" || name.starts_with("LEAKWRAP_") || name == "DEBUGINFOD_URLS")
+            continue;
         environment.variables_[name] = std::string(text.substr(equals + 1));
     }
     return environment;

@@ -30,8 +30,8 @@ std::string program(std::string_view name);  // a target program from test/progr
 std::string example(std::string_view name);  // an example program from examples/
 }  // namespace paths
 
-// The environment a child runs with: ours without LD_PRELOAD and LEAKWRAP_* (so the caller's
-// shell cannot change a test's outcome), plus what the test sets.
+// The environment a child runs with: ours without LD_PRELOAD, LEAKWRAP_* and DEBUGINFOD_URLS (so
+// the caller's shell cannot change a test's outcome), plus what the test sets.
 class Environment {
 public:
     static Environment bare();

@@ -4,6 +4,8 @@
 // reported as one merged row). The totals stay exactly what they would have been with room.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "ground_truth.h"
 #include "harness.h"
 
@@ -88,7 +90,11 @@ TEST(ManySites, ALateLeakIsFoundByItsInnermostFramesInANearlyFullTable) {
     for (const auto& site : report.at("sites")) {
         if (!site.at("reduced").get<bool>()) continue;
         const auto& frames = site.at("frames");
-        ASSERT_EQ(frames.size(), 3u) << site.dump();
+        // Three recorded addresses; a libc one may stand for more frames, its inlined functions.
+        const auto addresses = std::count_if(frames.begin(), frames.end(), [](const auto& frame) {
+            return !frame.value("inlined", false);
+        });
+        ASSERT_EQ(addresses, 3) << site.dump();
         if (frames[0].at("function") != "leak_leaf()") continue;
         EXPECT_EQ(frames[1].at("function"), "handle()");
         EXPECT_EQ(frames[2].at("function"), "route()");

@@ -9,14 +9,21 @@ bool have_go() { return !std::string(LEAKWRAP_GO).empty(); }
 
 e2e::Completed go_pprof_top(const std::string& source, const std::filesystem::path& scratch,
                             const std::vector<std::string>& more_options) {
+    std::vector<std::string> options = {"-top", "-unit=B"};
+    options.insert(options.end(), more_options.begin(), more_options.end());
+    return go_pprof(options, source, scratch);
+}
+
+e2e::Completed go_pprof(const std::vector<std::string>& options, const std::string& source,
+                        const std::filesystem::path& scratch) {
     const auto environment = e2e::Environment::bare()
                                  .set("HOME", scratch.string())
                                  .set("GOCACHE", (scratch / "cache").string())
                                  .set("GOPATH", (scratch / "path").string())
                                  .set("GOFLAGS", "-mod=mod")
                                  .set("GOPROXY", "off");
-    std::vector<std::string> argv = {LEAKWRAP_GO, "tool", "pprof", "-top", "-unit=B"};
-    argv.insert(argv.end(), more_options.begin(), more_options.end());
+    std::vector<std::string> argv = {LEAKWRAP_GO, "tool", "pprof"};
+    argv.insert(argv.end(), options.begin(), options.end());
     argv.push_back(source);
     return e2e::run(argv, environment);
 }
@@ -45,6 +52,37 @@ PprofTop parse_pprof_top(const std::string& output) {
             top.rows.push_back({std::stoull(match[1]), std::stoull(match[2]), match[3]});
     }
     return top;
+}
+
+std::vector<PprofTrace> parse_pprof_traces(const std::string& output) {
+    // After the header, samples separated by "-----------+------…":
+    //       site:  89                                        (a label)
+    //       336B   make_buffer /src/inline_leak.cpp:23 (inline)
+    //              handle /src/inline_leak.cpp:42
+    static const std::regex separator(R"(^-+\+-+$)");
+    static const std::regex label(R"(^\s+\S+:\s.*$)");
+    static const std::regex first_frame(R"(^\s+(\S+)   (\S.*)$)");
+    static const std::regex frame(R"(^\s+(\S.*)$)");
+    std::vector<PprofTrace> traces;
+    bool in_sample = false;
+    std::istringstream in(output);
+    for (std::string line; std::getline(in, line);) {
+        std::smatch match;
+        if (std::regex_match(line, separator)) {
+            traces.emplace_back();
+            in_sample = true;
+        } else if (!in_sample || std::regex_match(line, label)) {
+            continue;
+        } else if (traces.back().value.empty() && std::regex_match(line, match, first_frame)) {
+            traces.back().value = match[1];
+            traces.back().frames.push_back(match[2]);
+        } else if (std::regex_match(line, match, frame)) {
+            traces.back().frames.push_back(match[1]);
+        }
+    }
+    // The last separator closes the last sample.
+    if (!traces.empty() && traces.back().frames.empty()) traces.pop_back();
+    return traces;
 }
 
 }  // namespace leakwrap::ecosystem

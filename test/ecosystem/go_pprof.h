@@ -30,6 +30,19 @@ bool have_go();
 e2e::Completed go_pprof_top(const std::string& source, const std::filesystem::path& scratch,
                             const std::vector<std::string>& more_options = {});
 
+// `go tool pprof OPTIONS SOURCE` run the same way, for another report than -top.
+e2e::Completed go_pprof(const std::vector<std::string>& options, const std::string& source,
+                        const std::filesystem::path& scratch);
+
+// One sample of `go tool pprof -traces`: its value as printed ("336B") and its frames,
+// innermost first, each as printed ("make_buffer /src/inl.c:5 (inline)" with -lines).
+struct PprofTrace {
+    std::string value;
+    std::vector<std::string> frames;
+};
+
+std::vector<PprofTrace> parse_pprof_traces(const std::string& output);
+
 // True when go failed for want of the network, which this environment may not have.
 bool wants_network(const e2e::Completed& pprof);
 

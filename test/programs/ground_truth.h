@@ -72,6 +72,19 @@ namespace plugin_leak {
 inline constexpr unsigned kTexts = 8;  // each a 64-byte block from torture_plugin's plugin_describe
 }  // namespace plugin_leak
 
+namespace inline_leak {
+// Each request leaks one block allocated directly through the inlined make_buffer and one through
+// make_buffer inlined into the inlined requests::prepare.
+inline constexpr unsigned kRequests = 6;
+inline constexpr std::size_t kDirectSize = 40, kNestedSize = 56;
+// Comments in inline_leak.cpp that mark the lines a report names.
+inline constexpr const char* kMallocLine = "inline_leak: make_buffer mallocs";
+inline constexpr const char* kPrepareCallsMakeBuffer = "inline_leak: prepare calls make_buffer";
+inline constexpr const char* kHandleCallsMakeBuffer = "inline_leak: handle calls make_buffer";
+inline constexpr const char* kHandleCallsPrepare = "inline_leak: handle calls prepare";
+inline constexpr const char* kMainCallsHandle = "inline_leak: main calls handle";
+}  // namespace inline_leak
+
 }  // namespace ground_truth
 
 namespace ground_truth::sampling {
