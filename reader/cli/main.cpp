@@ -111,15 +111,7 @@ Snapshot read_by_pid(pid_t pid) {
 Snapshot read_process(pid_t pid, bool children) {
     Snapshot root = read_by_pid(pid);
     if (!children) return root;
-    std::vector<Snapshot> others;
-    for (const pid_t descendant : descendants(pid)) {
-        try {
-            Snapshot snapshot = read_by_pid(descendant);
-            if (owner_state(snapshot) == OwnerState::alive) others.push_back(std::move(snapshot));
-        } catch (const std::exception&) {
-        }
-    }
-    return merge_process_tree(std::move(root), std::move(others));
+    return merge_process_tree(std::move(root), read_live_descendants(pid, read_by_pid));
 }
 
 int run(const CommandLine& command) {

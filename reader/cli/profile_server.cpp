@@ -70,19 +70,6 @@ Process read_process_entry(const SegmentEntry& entry) {
     return {std::move(snapshot), state};
 }
 
-// The live descendants of a process that have a segment, for a merged process tree; one that
-// exits or is not profiled is passed over.
-std::vector<Snapshot> live_descendants(pid_t root) {
-    std::vector<Snapshot> snapshots;
-    for (const pid_t pid : descendants(root)) {
-        try {
-            Process process = read_process_entry({pid, segment_path(pid)});
-            if (process.state == OwnerState::alive) snapshots.push_back(std::move(process.snapshot));
-        } catch (const std::exception&) {
-        }
-    }
-    return snapshots;
-}
 
 // Symbolizing is most of a request's work, and scrapers ask for the same processes again and
 // again: each process keeps its symbolizer, which caches what it resolved. A symbolizer is not
@@ -220,8 +207,11 @@ bool children_parameter(const httplib::Request& request) {
 void serve_heap(const httplib::Request& request, httplib::Response& response) {
     Process process = live_process(pid_parameter(request));
     if (children_parameter(request))
-        process.snapshot = merge_process_tree(std::move(process.snapshot),
-                                              live_descendants(process.snapshot.pid));
+        process.snapshot = merge_process_tree(
+            std::move(process.snapshot),
+            read_live_descendants(process.snapshot.pid, [](pid_t pid) {
+                return read_process_entry({pid, segment_path(pid)}).snapshot;
+            }));
     std::ostringstream body;
     {
         const auto lock = symbolizers.lock();

@@ -1,5 +1,7 @@
 #include "process_tree.h"
 
+#include "process_identity.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +50,18 @@ std::vector<pid_t> descendants(pid_t root) {
         }
     }
     return found;
+}
+
+std::vector<Snapshot> read_live_descendants(pid_t root, const std::function<Snapshot(pid_t)>& read) {
+    std::vector<Snapshot> snapshots;
+    for (const pid_t descendant : descendants(root)) {
+        try {
+            Snapshot snapshot = read(descendant);
+            if (owner_state(snapshot) == OwnerState::alive) snapshots.push_back(std::move(snapshot));
+        } catch (const std::exception&) {
+        }
+    }
+    return snapshots;
 }
 
 Snapshot merge_process_tree(Snapshot root, std::vector<Snapshot> others) {

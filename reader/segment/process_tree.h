@@ -17,6 +17,10 @@ namespace leakwrap {
 // their children; empty when it has none or is gone.
 std::vector<pid_t> descendants(pid_t root);
 
+// The snapshots of those live descendants, each read by `read`; one that exits meanwhile, has no
+// segment or cannot be read (`read` throws) is passed over, as is one whose segment is not alive.
+std::vector<Snapshot> read_live_descendants(pid_t root, const std::function<Snapshot(pid_t)>& read);
+
 // One snapshot of the tree: the root's identity and modules (and any module only a descendant
 // mapped), every process's site records with their ids moved past the previous processes' so
 // that none collide (the root's keep theirs), summed totals, bins and RSS, and `members` saying
