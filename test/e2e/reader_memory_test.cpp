@@ -102,8 +102,8 @@ TEST_F(ReaderMemory, IsBoundedByTwiceTheSegmentInEveryCommand) {
                         reader_peak_kib({pid(), "--format", "json", "--top", "0"}));
     expect_within_bound("one watch sample",
                         reader_peak_kib({"watch", pid(), "--count", "1", "--out", file("w.jsonl")}));
-    // Not bounded yet: a sample of every site keeps every site's stack key until its line is
-    // written (116 MiB for these 32,768 sites of 17 frames; README, "What it records").
+    // Not bounded yet: a sample of every site takes 116 MiB for these 32,768 sites of 17 frames,
+    // and not for keeping their stack keys (README, "Performance").
     reader_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", file("a.jsonl")});
     reader_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", file("b.jsonl")});
     expect_within_bound("diff of two series lines of every site",
