@@ -41,23 +41,6 @@ struct KnownSite {
     uint32_t unused;
 };
 
-// Callers in the Ruby VM whose next frames are the VM's too (see look_up_vm_caller): the
-// return addresses of those frames and their slots, checked as an Entry's are.
-constexpr uint32_t kVmCallers = 1024;  // per thread, direct-mapped; 48 KiB, touched as used
-constexpr uint32_t kVmCallerFrames = 2;
-// The VM's callers repeat less in a row than a program's call sites (an interpreter loop
-// alternates between a few), but their slow unwind is short.
-constexpr uint32_t kVmCallerRepeatsBeforeFilling = 8;
-
-struct VmCaller {
-    uintptr_t return_address;
-    uintptr_t stack_pointer;
-    uint64_t frames[kVmCallerFrames];
-    uint32_t slot_offsets[kVmCallerFrames];
-    uint32_t repeats;  // kSeen: times in a row the caller was found with VM frames behind it
-    uint32_t state;
-};
-
 }  // namespace
 
 // Declared in thread_state.h, which holds a pointer to it.
@@ -66,7 +49,6 @@ struct ThreadCache {
     uintptr_t stack_high;
     std::size_t mapping_size;
     KnownSite known[kKnownSites];
-    VmCaller vm_callers[kVmCallers];
     // followed by kEntries entries
 };
 
@@ -130,12 +112,6 @@ uint32_t slot_index(const CallerContext& caller, uint32_t size_class, uint64_t r
     uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7) ^ size_class ^ ruby_hash) *
                      0x9E3779B97F4A7C15ull;
     return static_cast<uint32_t>(mixed >> 58) % kEntries;
-}
-
-VmCaller& vm_caller_entry(ThreadCache* cache, const CallerContext& caller) {
-    uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7)) * 0x9E3779B97F4A7C15ull;
-    static_assert(kVmCallers == 1024);
-    return cache->vm_callers[mixed >> 54];
 }
 
 bool same_key(const Entry* entry, const CallerContext& caller, uint32_t size_class,
@@ -223,50 +199,6 @@ void remember_site(const CallerContext& caller, uint32_t size_class, uint64_t ru
         offsets[i] = static_cast<uint32_t>(stack.slots[i] - base);
     }
     entry->state = kFilled;
-}
-
-VmCallerLookup look_up_vm_caller(const CallerContext& caller) {
-    ThreadCache* cache = usable_cache(caller.stack_pointer);
-    if (cache == nullptr) return {false, false};
-    const VmCaller& entry = vm_caller_entry(cache, caller);
-    if (entry.state == kEmpty || entry.return_address != caller.return_address ||
-        entry.stack_pointer != caller.stack_pointer)
-        return {false, false};
-    if (entry.state == kSeen) return {false, entry.repeats >= kVmCallerRepeatsBeforeFilling};
-    uintptr_t base = slot_base(caller);
-    for (uint32_t i = 0; i < kVmCallerFrames; ++i)
-        if (*reinterpret_cast<const uint64_t*>(base + entry.slot_offsets[i]) != entry.frames[i])
-            return {false, false};
-    return {true, false};
-}
-
-void remember_vm_caller(const CallerContext& caller, const CapturedStack& stack, bool vm_behind) {
-    ThreadCache* cache = usable_cache(caller.stack_pointer);
-    if (cache == nullptr) return;
-    VmCaller& entry = vm_caller_entry(cache, caller);
-    bool same_caller = entry.state != kEmpty && entry.return_address == caller.return_address &&
-                       entry.stack_pointer == caller.stack_pointer;
-    if (!vm_behind) {
-        if (same_caller) entry.state = kEmpty;
-        return;
-    }
-    if (!stack.slots_known || stack.depth <= kVmCallerFrames) {
-        entry.repeats = same_caller && entry.state == kSeen ? entry.repeats + 1 : 1;
-        entry.return_address = caller.return_address;
-        entry.stack_pointer = caller.stack_pointer;
-        entry.state = kSeen;
-        return;
-    }
-    uintptr_t base = slot_base(caller);
-    for (uint32_t i = 0; i < kVmCallerFrames; ++i) {
-        uintptr_t slot = stack.slots[i + 1];
-        if (slot < base || slot + sizeof(uint64_t) > cache->stack_high || slot - base > UINT32_MAX) return;
-        entry.frames[i] = stack.frames[i + 1];
-        entry.slot_offsets[i] = static_cast<uint32_t>(slot - base);
-    }
-    entry.return_address = caller.return_address;
-    entry.stack_pointer = caller.stack_pointer;
-    entry.state = kFilled;
 }
 
 }  // namespace leakwrap

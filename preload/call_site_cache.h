@@ -43,20 +43,4 @@ void remember_site(const CallerContext& caller, uint32_t size_class, uint64_t ru
 uint32_t known_site(uint64_t key_hash);
 void remember_known_site(uint64_t key_hash, uint32_t site);
 
-// A caller in the Ruby VM's code whose next frames are the VM's too called the allocator for the
-// VM's own use (a string, an array) rather than for an extension's: its stack needs no unwind
-// beyond the caller (site_table.cpp). A caller seen so a few times in a row is worth the slow
-// unwind that gives the slots of those frames; after that, finding the same return addresses in
-// the same slots is enough.
-struct VmCallerLookup {
-    bool vm_behind;  // known: the caller's next frames are the VM's
-    bool fill;       // not known, but worth the slow unwind that lets it be known
-};
-
-VmCallerLookup look_up_vm_caller(const CallerContext& caller);
-
-// What an unwind of at least the caller's next frames found (with their slots, if it was the
-// slow one): whether they are the VM's.
-void remember_vm_caller(const CallerContext& caller, const CapturedStack& stack, bool vm_behind);
-
 }  // namespace leakwrap

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "debug_check.h"
+#include "frame_sizes.h"
 #include "guard.h"
 #include "proc_self.h"
 #include "segment.h"
@@ -132,6 +133,7 @@ void rescan(const LoaderCounters& counters) {
             g_mapped[kept++] = g_mapped[i];
             continue;
         }
+        forget_frame_sizes();  // its addresses may hold other code from now on
         std::atomic_ref<uint32_t>(module_record(g_mapped[i])->unload_generation)
             .store(context.generation, std::memory_order_release);
     }

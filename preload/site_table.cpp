@@ -175,10 +175,13 @@ bool cut_below_ruby_vm(uint32_t depth, bool ruby_backtrace, CapturedStack* stack
     return true;
 }
 
+// The slow unwind only where its slots are wanted or a frame on the way is new: every frame it
+// crosses is then known to the walk (frame_sizes.h), so it comes once per new return address.
 void capture(const CallerContext& caller, bool with_slots, uint32_t max_depth, CapturedStack* stack) {
-    if (with_slots)
+    StackWalk walk = with_slots ? StackWalk::kNeedsLearning : walk_stack_by_frame_sizes(caller, max_depth, stack);
+    if (walk == StackWalk::kNeedsLearning)
         capture_stack_with_slots(caller, max_depth, stack);
-    else
+    else if (walk == StackWalk::kNotWalkable)
         capture_stack(max_depth, stack);
 }
 
@@ -193,19 +196,8 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
     bool ruby_process = ruby_vm_loaded();
     if (ruby_process && max_depth > kFirstTryBelowRubyVm) {
         bool vm_caller = is_ruby_vm_code(caller.return_address);
-        // A VM caller with VM frames behind it needs no unwind once known (look_up_vm_caller).
-        VmCallerLookup known = vm_caller && ruby_backtrace ? look_up_vm_caller(caller) : VmCallerLookup{};
-        if (known.vm_behind) {
-            stack->frames[0] = caller.return_address;
-            stack->depth = 1;
-            stack->slots_known = false;
-            return;
-        }
-        capture(caller, with_slots || known.fill, vm_caller ? kVmAllocationFrames : kFirstTryBelowRubyVm, stack);
-        uint32_t depth = depth_below_ruby_vm(*stack);
-        if (vm_caller && ruby_backtrace)
-            remember_vm_caller(caller, *stack, stack->depth == kVmAllocationFrames && depth == 1);
-        if (cut_below_ruby_vm(depth, ruby_backtrace, stack)) return;
+        capture(caller, with_slots, vm_caller ? kVmAllocationFrames : kFirstTryBelowRubyVm, stack);
+        if (cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack)) return;
     }
     capture(caller, with_slots, max_depth, stack);
     if (ruby_process) cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack);

@@ -7,7 +7,9 @@
 
 #include "code_range.h"
 #include "debug_check.h"
+#include "frame_sizes.h"
 #include "guard.h"
+#include "thread_state.h"
 
 namespace leakwrap {
 namespace {
@@ -27,12 +29,97 @@ uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
     return value;
 }
 
+// The frame sizes a slow unwind saw, frame by frame (see frame_sizes.h).
+class FrameSizeLearner {
+public:
+    // `frame` has been reached; `after_signal`: the frame inside it was a signal frame, so its
+    // address is where the signal struck, not a return address.
+    void at(unw_cursor_t* cursor, uintptr_t ip, bool after_signal) {
+        ip_ = after_signal ? 0 : ip;
+        stack_pointer_ = register_value(cursor, UNW_REG_SP);
+        frame_pointer_ = register_value(cursor, UNW_X86_64_RBP);
+        signal_ = unw_is_signal_frame(cursor) > 0;
+    }
+    bool signal() const { return signal_; }
+    // The unwind stepped from the frame at() saw; `stepped` is unw_step's result.
+    void stepped(unw_cursor_t* cursor, int stepped) {
+        if (ip_ == 0) return;
+        if (stepped < 0 || signal_) return learn_frame_size(ip_, kUnwalkableFrame);
+        if (stepped == 0) return learn_frame_size(ip_, kOutermostFrame);
+        uintptr_t caller_stack_pointer = register_value(cursor, UNW_REG_SP);
+        bool frame_pointer_based = frame_pointer_ + 16 == caller_stack_pointer;
+        if (frame_pointer_based || caller_stack_pointer <= stack_pointer_)
+            return learn_frame_size(ip_, kUnwalkableFrame);
+        uint64_t size = caller_stack_pointer - stack_pointer_;
+        learn_frame_size(ip_, size > kMaxFrameSize ? kUnwalkableFrame : static_cast<uint32_t>(size));
+    }
+    // The unwind stopped at the frame at() saw without stepping from it.
+    void stopped() const {
+        if (ip_ != 0) learn_frame_size(ip_, kSeenFrame);
+    }
+
+private:
+    uintptr_t ip_ = 0;
+    uintptr_t stack_pointer_ = 0;
+    uintptr_t frame_pointer_ = 0;
+    bool signal_ = false;
+};
+
+#if defined(LEAKWRAP_DEBUG) && LEAKWRAP_DEBUG
+// A walk by frame sizes finds what libunwind finds from the caller's frame on.
+bool same_as_libunwind(const CapturedStack& walked) {
+    void* addresses[layout::kMaxDepth + kMaxOwnFrames];
+    int found = unw_backtrace(addresses, static_cast<int>(layout::kMaxDepth + kMaxOwnFrames));
+    int next = 0;
+    while (next < found && reinterpret_cast<uintptr_t>(addresses[next]) != walked.frames[0]) ++next;
+    for (uint32_t depth = 0; depth < walked.depth; ++next) {
+        if (next >= found) return false;
+        auto ip = reinterpret_cast<uintptr_t>(addresses[next]);
+        if (!is_own_frame(ip) && ip != walked.frames[depth++]) return false;
+    }
+    return true;
+}
+#endif
+
 }  // namespace
+
+StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
+    LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
+    const StackBounds bounds = t_thread.stack_bounds;
+    uintptr_t stack_pointer = caller.stack_pointer;
+    if (bounds.high == 0 || stack_pointer < bounds.low || stack_pointer >= bounds.high)
+        return StackWalk::kNotWalkable;
+    uintptr_t ip = caller.return_address;
+    uint32_t depth = 0;
+    for (;;) {
+        uint32_t size = frame_size(ip);
+        if (size == kUnknownFrame)
+            return can_learn_frame_sizes() ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
+        // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks.
+        if (!is_own_frame(ip)) {
+            out->frames[depth++] = ip;
+            if (depth == max_depth) break;
+        }
+        if (size == kOutermostFrame) break;
+        if (size == kSeenFrame) return StackWalk::kNeedsLearning;
+        if (size == kUnwalkableFrame) return StackWalk::kNotWalkable;
+        stack_pointer += size;
+        if (stack_pointer > bounds.high) return StackWalk::kNotWalkable;
+        ip = *reinterpret_cast<const uint64_t*>(stack_pointer - sizeof(uint64_t));
+    }
+    out->depth = depth;
+    out->slots_known = false;
+#if defined(LEAKWRAP_DEBUG) && LEAKWRAP_DEBUG
+    LEAKWRAP_CHECK(same_as_libunwind(*out));
+#endif
+    return StackWalk::kWalked;
+}
 
 bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
 
 void init_stack_capture() {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    init_frame_sizes();
     g_own_code = code_range_of(reinterpret_cast<const void*>(&capture_stack));
 }
 
@@ -91,15 +178,24 @@ void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, C
     bool slots_known = register_value(&cursor, UNW_REG_IP) == caller.return_address &&
                        register_value(&cursor, UNW_REG_SP) == caller.stack_pointer;
     uint32_t depth = 0;
-    for (;;) {
+    FrameSizeLearner learner;
+    for (bool after_signal = false;;) {
         uintptr_t ip = register_value(&cursor, UNW_REG_IP);
+        learner.at(&cursor, ip, after_signal);
         if (!is_own_frame(ip)) {
             out->frames[depth] = ip;
             out->slots[depth] = register_value(&cursor, UNW_REG_SP) - sizeof(uint64_t);
             ++depth;
         }
-        if (unw_is_signal_frame(&cursor) > 0) slots_known = false;
-        if (depth == max_depth || unw_step(&cursor) <= 0) break;
+        if (learner.signal()) slots_known = false;
+        if (depth == max_depth) {
+            learner.stopped();
+            break;
+        }
+        int stepped = unw_step(&cursor);
+        learner.stepped(&cursor, stepped);
+        if (stepped <= 0) break;
+        after_signal = learner.signal();
     }
     out->depth = depth;
     out->slots_known = slots_known;

@@ -24,12 +24,20 @@ struct CapturedStack {
     bool slots_known;  // false when the unwind went through a signal frame or lost the caller
 };
 
+// Walks from the caller of the interposed function by the frame sizes learned so far
+// (frame_sizes.h), up to max_depth frames: a table lookup and a load a frame. The slots stay
+// unknown. Not kWalked when a frame on the way is unknown (the slow unwind learns it) or not
+// walkable by size, or when the caller is not on the thread's own stack.
+enum class StackWalk { kWalked, kNeedsLearning, kNotWalkable };
+StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
+
 // Unwinds from the caller of the interposed function, up to max_depth frames, fast; the slots
 // stay unknown.
 void capture_stack(uint32_t max_depth, CapturedStack* out);
 
 // The same frames and their slots (unless the caller was lost or a signal frame crossed), at
-// about a hundred times the cost: for the stacks the call-site cache will remember.
+// about a hundred times the cost: for the stacks the call-site cache will remember, and to learn
+// the sizes of the frames it crosses.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
 }  // namespace leakwrap
