@@ -175,14 +175,11 @@ bool cut_below_ruby_vm(uint32_t depth, bool ruby_backtrace, CapturedStack* stack
     return true;
 }
 
-// The slow unwind only where its slots are wanted or a frame on the way is new: every frame it
-// crosses is then known to the walk (frame_sizes.h), so it comes once per new return address.
 void capture(const CallerContext& caller, bool with_slots, uint32_t max_depth, CapturedStack* stack) {
-    StackWalk walk = with_slots ? StackWalk::kNeedsLearning : walk_stack_by_frame_sizes(caller, max_depth, stack);
-    if (walk == StackWalk::kNeedsLearning)
+    if (with_slots)
         capture_stack_with_slots(caller, max_depth, stack);
-    else if (walk == StackWalk::kNotWalkable)
-        capture_stack(max_depth, stack);
+    else
+        capture_stack_quickly(caller, max_depth, stack);
 }
 
 // Native frames tried first in a Ruby process when the caller is not the VM: most extensions

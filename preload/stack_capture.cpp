@@ -115,6 +115,38 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     return StackWalk::kWalked;
 }
 
+namespace {
+
+// A thread's first slow unwinds to learn frame sizes are free; after that each needs this many
+// stacks walked since (a slow unwind of 16 frames costs about as much as 300 walks), and its
+// stacks must mostly be walkable: a program whose stacks keep crossing frames that only
+// libunwind can unwind (GCC's own, which use alloca) gains nothing from learning more.
+constexpr uint64_t kFreeLearningUnwinds = 256;
+constexpr uint64_t kWalksPerLearningUnwind = 32;
+constexpr uint64_t kWalksPerUnwalkableStack = 4;
+
+bool learning_pays(const StackWalkCounts& counts) {
+    if (counts.learned < kFreeLearningUnwinds) return true;
+    return counts.learned * kWalksPerLearningUnwind < counts.walked &&
+           counts.unwalkable * kWalksPerUnwalkableStack < counts.walked;
+}
+
+}  // namespace
+
+void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
+    StackWalkCounts& counts = t_thread.stack_walks;
+    StackWalk walk = walk_stack_by_frame_sizes(caller, max_depth, out);
+    if (walk == StackWalk::kWalked) {
+        ++counts.walked;
+    } else if (walk == StackWalk::kNeedsLearning && learning_pays(counts)) {
+        ++counts.learned;
+        capture_stack_with_slots(caller, max_depth, out);
+    } else {
+        if (walk == StackWalk::kNotWalkable) ++counts.unwalkable;
+        capture_stack(max_depth, out);
+    }
+}
+
 bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
 
 void init_stack_capture() {

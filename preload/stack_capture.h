@@ -31,6 +31,12 @@ struct CapturedStack {
 enum class StackWalk { kWalked, kNeedsLearning, kNotWalkable };
 StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
+// The stack from the caller, up to max_depth frames, the cheapest way: walked by frame sizes,
+// else learned by the slow unwind while learning pays (the thread's walks far outnumber its
+// slow unwinds: a program whose stacks cross frames that cannot be walked by size stops
+// learning), else unwound by libunwind. The slots may be unknown.
+void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
+
 // Unwinds from the caller of the interposed function, up to max_depth frames, fast; the slots
 // stay unknown.
 void capture_stack(uint32_t max_depth, CapturedStack* out);

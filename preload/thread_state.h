@@ -20,6 +20,14 @@ struct StackBounds {
     uintptr_t high;  // 0: unknown
 };
 
+// stack_capture.cpp: how this thread's stacks were found lately, which decides whether a walk
+// that meets an unknown frame is worth a slow unwind to learn it.
+struct StackWalkCounts {
+    uint64_t walked;     // stacks walked by frame sizes
+    uint64_t learned;    // slow unwinds made to learn frame sizes
+    uint64_t unwalkable; // stacks with a frame that cannot be walked by size
+};
+
 struct ThreadCache;       // call_site_cache.cpp
 struct ExecutionContext;  // ruby_vm_frames.cpp
 
@@ -30,6 +38,7 @@ struct ThreadState {
     uint32_t bin_shard;
     SamplerState sampler;
     StackBounds stack_bounds;
+    StackWalkCounts stack_walks;
     // call_site_cache.cpp: the thread's caches; null until its first tracked allocation.
     ThreadCache* call_site_cache;
     // ruby_vm_frames.cpp: where libruby keeps this thread's execution context; null until asked.
