@@ -1,5 +1,5 @@
 // An insert-only, lock-free hash index that grows without ever resizing a table: the stack
-// table and the site table are each one.
+// table's (sites are found from their stack, site_table.cpp).
 //
 // liburcu's lfht cannot resize here: resizing runs on call_rcu/workqueue threads, which do not
 // survive fork() and would run leakwrap code outside any allocation. So the index is a short
@@ -26,9 +26,8 @@ namespace leakwrap {
 
 // Buckets of an index's first table: 64 KiB (lfht buckets are 16 bytes, all written when a
 // table is made), room for 8K entries before the next table. A small program pays this much; a
-// Ruby interpreter's boot fills it (ruby -e0 makes 7K sites). Tables grow 4x, not more, so that
-// the buckets stay within 4x of what the entries need: Rails' boot (about 120K sites) has three
-// tables of 1.3 MiB in all, where 8x steps from 32K buckets made 4.5 MiB.
+// Ruby interpreter's boot fills it (ruby -e0 makes 3K stacks). Tables grow 4x, not more, so
+// that the buckets stay within 4x of what the entries need.
 inline constexpr unsigned long kFirstBuckets = 4096;
 
 class HashIndex {

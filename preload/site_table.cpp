@@ -1,5 +1,7 @@
 #include "site_table.h"
 
+#include <urcu-bp.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -7,7 +9,6 @@
 #include "debug_check.h"
 #include "diagnostics.h"
 #include "guard.h"
-#include "hash_index.h"
 #include "os.h"
 #include "ruby_backtrace.h"
 #include "stack_capture.h"
@@ -18,10 +19,13 @@ namespace {
 
 using layout::SiteRecord;
 
-// Hash-index nodes are process-private (they hold pointers) and parallel to the site slots:
-// node i belongs to slot i, so adding never allocates and a node needs no field of its own.
-constinit HashIndex g_index;
-constinit cds_lfht_node* g_nodes = nullptr;
+// The sites of one stack (one per size class it allocated) form a chain: the stack's node holds
+// the first (FoundStack::first_site), and this process-private array, parallel to the site
+// slots, the next of each. Sites are only ever added, at the head, so a chain once read stays
+// valid. 0 ends a chain: site 0 is an overflow site, which is never chained.
+constinit uint32_t* g_next_site = nullptr;
+constexpr uint32_t kEndOfChain = 0;
+static_assert(layout::is_overflow_site(kEndOfChain));
 constinit std::atomic<bool> g_reduced_reported{false};
 constinit std::atomic<bool> g_table_full_reported{false};
 constinit std::atomic<bool> g_shm_full_reported{false};
@@ -37,26 +41,11 @@ constexpr uint32_t kNoSite = UINT32_MAX;
 // its innermost frame.
 constexpr uint32_t kVmAllocationFrames = 3;
 
-struct SiteKey {
-    uint32_t stack;
-    uint32_t size_class;
-};
-
-uint64_t hash_site(const SiteKey& key) {
-    uint64_t h = ((uint64_t{key.stack} << 8) | key.size_class) * 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 31);
-}
-
-uint32_t index_of(cds_lfht_node* node) { return static_cast<uint32_t>(node - g_nodes); }
-
-// The state is loaded with acquire: the record's key was written before its release store of
-// kReady, which precedes adding its node, so whoever finds the node sees the key (leakwrap's
-// own hand-off, visible to ThreadSanitizer, not only implied by liburcu's publication).
-int matches_key(cds_lfht_node* node, const void* key_pointer) {
-    const auto* key = static_cast<const SiteKey*>(key_pointer);
-    SiteRecord* record = site_record(index_of(node));
-    std::atomic_ref<uint16_t>(record->state).load(std::memory_order_acquire);
-    return record->stack == key->stack && record->size_class == key->size_class;
+// The site of `size_class` in the chain from `first` down to (not including) `stop`.
+uint32_t find_in_chain(uint32_t first, uint32_t stop, uint32_t size_class) {
+    for (uint32_t site = first; site != stop; site = g_next_site[site])
+        if (site_record(site)->size_class == size_class) return site;
+    return kNoSite;
 }
 
 bool site_table_nearly_full() {
@@ -64,12 +53,16 @@ bool site_table_nearly_full() {
     return in_reduced_reserve(claimed, g_segment.site_capacity);
 }
 
-// Called inside an RCU read-side critical section. A new stack has no site to find.
-uint32_t find_or_add_site(const SiteKey& key, bool may_add, bool new_stack) {
-    LEAKWRAP_CHECK(urcu_bp_read_ongoing());
-    uint64_t hash = hash_site(key);
-    if (!new_stack)
-        if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return index_of(found);
+// A new stack has no site to find. The head is loaded with acquire and replaced with acq_rel:
+// a site's record and its next link are written before the compare-and-swap that publishes it,
+// so whoever reaches a site through the chain sees both.
+uint32_t find_or_add_site(const FoundStack& stack, uint32_t size_class, bool may_add) {
+    std::atomic_ref<uint32_t> head(*stack.first_site);
+    uint32_t first = head.load(std::memory_order_acquire);
+    if (!stack.added) {
+        uint32_t site = find_in_chain(first, kEndOfChain, size_class);
+        if (site != kNoSite) return site;
+    }
     if (!may_add) return kNoSite;
     layout::Header* h = g_segment.header;
     std::atomic_ref<uint32_t> claimed(h->sites_claimed);
@@ -81,23 +74,30 @@ uint32_t find_or_add_site(const SiteKey& key, bool may_add, bool new_stack) {
         return kNoSite;
 
     SiteRecord* record = site_record(slot);
-    record->stack = key.stack;
-    record->size_class = static_cast<uint16_t>(key.size_class);
+    record->stack = stack.reference;
+    record->size_class = static_cast<uint16_t>(size_class);
     // Ready before it can be found; a record that loses the race below is marked abandoned.
     // Its counters stay zero, and the reader leaves out sites that never counted anything.
     std::atomic_ref<uint16_t> state(record->state);
     state.store(layout::kReady, std::memory_order_release);
-    cds_lfht_node* holder = g_index.add(hash, matches_key, &key, &g_nodes[slot]);
-    if (holder == &g_nodes[slot]) return slot;
-    state.store(layout::kAbandoned, std::memory_order_release);
-    return index_of(holder);
+    for (uint32_t known = first;;) {
+        g_next_site[slot] = first;
+        if (head.compare_exchange_weak(first, slot, std::memory_order_acq_rel, std::memory_order_acquire))
+            return slot;
+        // Sites added meanwhile: one of them may be this size class's.
+        uint32_t site = find_in_chain(first, known, size_class);
+        if (site != kNoSite) {
+            state.store(layout::kAbandoned, std::memory_order_release);
+            return site;
+        }
+        known = first;
+    }
 }
 
 uint32_t find_or_add(const StackKey& stack_key, uint64_t stack_hash, uint32_t size_class, bool may_add) {
-    bool new_stack;
-    uint32_t stack = find_or_add_stack(stack_key, stack_hash, may_add, &new_stack);
-    if (stack == layout::kNoStack) return kNoSite;
-    return find_or_add_site({stack, size_class}, may_add, new_stack);
+    FoundStack stack = find_or_add_stack(stack_key, stack_hash, may_add);
+    if (stack.reference == layout::kNoStack) return kNoSite;
+    return find_or_add_site(stack, size_class, may_add);
 }
 
 // Counts an allocation whose stack found no room even reduced, in the overflow site of its size
@@ -204,10 +204,10 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
 
 bool init_site_table() {
     uint32_t capacity = g_segment.site_capacity;
-    void* nodes = os::reserve_private(sizeof(cds_lfht_node) * uint64_t{capacity});
-    if (nodes == nullptr) return false;
-    g_nodes = static_cast<cds_lfht_node*>(nodes);
-    return g_index.init(kFirstBuckets) && init_stack_table(capacity);
+    void* next_sites = os::reserve_private(sizeof(uint32_t) * uint64_t{capacity});
+    if (next_sites == nullptr) return false;
+    g_next_site = static_cast<uint32_t*>(next_sites);
+    return init_stack_table(capacity);
 }
 
 uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {

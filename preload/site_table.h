@@ -1,6 +1,6 @@
 // Call sites: a stack (stack_table.h) and the size class of its blocks. A site record in the
-// shared segment holds the counters (site_counters.h) and its stack's reference; a HashIndex of
-// process-private nodes finds it.
+// shared segment holds the counters (site_counters.h) and its stack's reference; it is found
+// from its stack, whose sites form a process-private chain.
 #pragma once
 
 #include <cstdint>

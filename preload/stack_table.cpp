@@ -16,7 +16,9 @@ namespace {
 struct StackNode {
     cds_lfht_node node;
     uint32_t reference;
+    uint32_t first_site;  // see FoundStack; in what would be the node's padding
 };
+static_assert(sizeof(StackNode) == 24);
 
 constinit HashIndex g_index;
 constinit StackNode* g_nodes = nullptr;
@@ -25,10 +27,17 @@ constinit std::atomic<uint32_t> g_nodes_used{0};
 
 // The reference is stored with release once the record is written, so whoever finds the node
 // through the index also sees the record (see site_table.cpp's index_of).
+StackNode* stack_node_of(cds_lfht_node* node) { return caa_container_of(node, StackNode, node); }
+
 uint32_t reference_of(cds_lfht_node* node) {
-    return std::atomic_ref<uint32_t>(caa_container_of(node, StackNode, node)->reference)
-        .load(std::memory_order_acquire);
+    return std::atomic_ref<uint32_t>(stack_node_of(node)->reference).load(std::memory_order_acquire);
 }
+
+FoundStack found(cds_lfht_node* node, bool added) {
+    return FoundStack{reference_of(node), &stack_node_of(node)->first_site, added};
+}
+
+constexpr FoundStack kNotFound{layout::kNoStack, nullptr, false};
 
 int matches_key(cds_lfht_node* node, const void* key_pointer) {
     const auto* key = static_cast<const StackKey*>(key_pointer);
@@ -72,17 +81,16 @@ bool stack_table_nearly_full() {
            in_reduced_reserve(g_nodes_used.load(std::memory_order_relaxed), g_node_capacity);
 }
 
-uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add, bool* added) {
+FoundStack find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add) {
     LEAKWRAP_CHECK(inside_leakwrap() && urcu_bp_read_ongoing());
     LEAKWRAP_CHECK(key.native_depth <= g_segment.max_depth && key.ruby_depth <= g_segment.max_ruby_depth);
-    *added = false;
-    if (cds_lfht_node* found = g_index.find(hash, matches_key, &key)) return reference_of(found);
-    if (!may_add) return layout::kNoStack;
+    if (cds_lfht_node* node = g_index.find(hash, matches_key, &key)) return found(node, false);
+    if (!may_add) return kNotFound;
 
     uint32_t ordinal = g_nodes_used.fetch_add(1, std::memory_order_relaxed);
-    if (ordinal >= g_node_capacity) return layout::kNoStack;
+    if (ordinal >= g_node_capacity) return kNotFound;
     uint64_t offset = claim_stack_bytes(layout::stack_record_size(key.native_depth, key.ruby_depth));
-    if (offset == UINT64_MAX) return layout::kNoStack;
+    if (offset == UINT64_MAX) return kNotFound;
     const auto reference = static_cast<uint32_t>(offset / layout::kStackAlignment);
 
     layout::StackRecord* record = stack_record(reference);
@@ -104,11 +112,10 @@ uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add, boo
     if (holder == &node->node) {
         if (key.flags & layout::kStackReduced)
             std::atomic_ref<uint64_t>(g_segment.header->reduced_stacks).fetch_add(1, std::memory_order_relaxed);
-        *added = true;
-        return reference;
+        return found(holder, true);
     }
     state.store(layout::kAbandoned, std::memory_order_release);
-    return reference_of(holder);
+    return found(holder, false);
 }
 
 }  // namespace leakwrap

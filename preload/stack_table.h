@@ -22,11 +22,19 @@ uint64_t hash_stack_key(const StackKey& key);
 // For the current segment; `max_stacks` bounds the private nodes.
 bool init_stack_table(uint32_t max_stacks);
 
-// The reference of the key's record, added if new and `may_add`; layout::kNoStack when it is
-// not there or the table is full. Called inside an urcu-bp read-side critical section, with the
-// guard held.
-// *added says whether this call added it (a new stack has no site yet).
-uint32_t find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add, bool* added);
+// A stack found or added: its record's reference (layout::kNoStack when it is not there or the
+// table is full), the head of the chain of its sites (site_table.cpp: the first site's index,
+// 0 for none, since site 0 is an overflow site, which no stack has), and whether this call
+// added it (a new stack has no site yet).
+struct FoundStack {
+    uint32_t reference;
+    uint32_t* first_site;  // process-private; null with kNoStack
+    bool added;
+};
+
+// The key's stack, added if new and `may_add`. Called inside an urcu-bp read-side critical
+// section, with the guard held.
+FoundStack find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add);
 
 // Past this, new stacks are recorded reduced (see site_table.cpp): the last sixteenth of the
 // table is kept for them.

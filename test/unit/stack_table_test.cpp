@@ -54,11 +54,11 @@ struct Found {
 Found find_or_add(const Stack& stack, bool may_add = true) {
     GuardScope guard;
     urcu_bp_read_lock();
-    bool added = true;  // find_or_add_stack must say false itself when it adds nothing
     const StackKey key = stack.key();
-    const uint32_t reference = find_or_add_stack(key, hash_stack_key(key), may_add, &added);
+    const FoundStack found = find_or_add_stack(key, hash_stack_key(key), may_add);
     urcu_bp_read_unlock();
-    return Found{reference, added};
+    EXPECT_EQ(found.first_site == nullptr, found.reference == layout::kNoStack);
+    return Found{found.reference, found.added};
 }
 
 uint64_t stacks_used() { return g_segment.header->stacks_used; }
