@@ -26,7 +26,7 @@ namespace leakwrap {
 
 // Buckets of an index's first table: 64 KiB (lfht buckets are 16 bytes, all written when a
 // table is made), room for 8K entries before the next table. A small program pays this much; a
-// Ruby interpreter's boot fills it (ruby -e0 makes 3K stacks). Tables grow 4x, not more, so
+// Ruby interpreter's boot outgrows it. Tables grow 4x, not more, so
 // that the buckets stay within 4x of what the entries need.
 inline constexpr unsigned long kFirstBuckets = 4096;
 
