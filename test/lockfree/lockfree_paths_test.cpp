@@ -90,7 +90,9 @@ struct SiteSpec {
     SiteFunction function;
     uint64_t size;
 };
-constexpr int kSharedSites = 3;
+// The last shared site allocates from the first one's function, in another size class: one
+// stack with two sites, which all threads race to add to its chain.
+constexpr int kSharedSites = 4;
 constexpr int kPrivateSitesPerThread = 2;
 constexpr int kLogicalSites = kSharedSites + kThreads * kPrivateSitesPerThread;
 
@@ -102,7 +104,8 @@ constexpr auto kSiteFunctions = site_functions(std::make_index_sequence<kLogical
 
 // Logical site 0..kSharedSites-1: shared; then kPrivateSitesPerThread per thread.
 SiteSpec site_spec(int logical) {
-    static constexpr uint64_t kSharedSizes[kSharedSites] = {24, 200, 3000};
+    static constexpr uint64_t kSharedSizes[kSharedSites] = {24, 200, 3000, 500};
+    if (logical == kSharedSites - 1) return {kSiteFunctions[0], kSharedSizes[logical]};
     if (logical < kSharedSites) return {kSiteFunctions[logical], kSharedSizes[logical]};
     int thread = (logical - kSharedSites) / kPrivateSitesPerThread;
     int which = (logical - kSharedSites) % kPrivateSitesPerThread;
