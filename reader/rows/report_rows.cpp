@@ -69,7 +69,6 @@ ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
     }
     row.ruby = ruby_key(site, grouping);
     row.reduced = site.reduced();
-    row.stack = site.stack;
     return row;
 }
 

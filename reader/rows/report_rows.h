@@ -34,15 +34,14 @@ struct ReportRow {
     bool overflow = false;
     bool estimated = false;  // sampling mode: the counters are estimates, not counts
     Counters counters;       // summed over the records
-    // The stack of the row's first record; empty for the overflow row and under --by ruby.
+    // The stack of the row's first record, a view into the snapshot's stacks, which must outlive
+    // the row; empty for the overflow row and under --by ruby.
     std::span<const uint64_t> frames;
     uint32_t module_generation = 0;  // of the record the frames come from
     // The Ruby backtrace of the row's first record, innermost first; under --by ruby only the
     // innermost frame, which is the row's key.
     std::span<const RubyLocation> ruby;
     bool reduced = false;  // the writer kept only the innermost frames (tables nearly full)
-    // What frames and ruby view: the first record's stack, shared with the snapshot's sites.
-    std::shared_ptr<const SiteStack> stack;
     std::vector<uint32_t> records;                // ids of the merged records, ascending
     std::vector<SizeClassCounters> size_classes;  // ascending by class, summed likewise
 

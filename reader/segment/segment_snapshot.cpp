@@ -6,8 +6,10 @@
 #include <cstring>
 #include <iterator>
 #include <optional>
+#include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace leakwrap {
 namespace {
@@ -212,7 +214,8 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
     return modules;
 }
 
-// The stacks named by sites, each parsed once (many sites share one).
+// The stacks named by sites, each checked once (many sites share one) as the sites name them,
+// then copied into a StackStore sized to hold them all (store()).
 class StackTable {
 public:
     StackTable(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings)
@@ -221,22 +224,58 @@ public:
           // past the stacks_used read first.
           size_(header.stacks_capacity) {}
 
-    // The stack a site names; nullptr if it is not ready (a live writer's benign race: the site
-    // is then left out like an unready slot).
-    const std::shared_ptr<const SiteStack>* get(uint32_t reference, const std::string& owner) {
-        const auto [entry, is_new] = parsed_.try_emplace(reference);
-        if (is_new) entry->second = parse(reference, owner);
-        return entry->second ? &entry->second : nullptr;
+    static constexpr uint32_t kNotReady = UINT32_MAX;
+
+    // The index in the store of the stack a site names; kNotReady if it is not ready (a live
+    // writer's benign race: the site is then left out like an unready slot).
+    uint32_t index(uint32_t reference, const std::string& owner) {
+        const auto [entry, is_new] = index_of_.try_emplace(reference, kNotReady);
+        if (is_new) entry->second = check(reference, owner);
+        return entry->second;
+    }
+
+    // Every stack checked so far, copied out of the segment.
+    std::shared_ptr<const StackStore> store() const {
+        auto store = std::make_shared<StackStore>();
+        store->frames.reserve(native_frames_);
+        store->ruby.reserve(ruby_frames_);
+        store->stacks.reserve(places_.size());
+        for (const Place& place : places_) {
+            uint64_t field = place.fields;
+            const std::size_t first_frame = store->frames.size();
+            for (uint32_t i = 0; i < place.native_depth; ++i, field += sizeof(uint64_t))
+                store->frames.push_back(load<uint64_t>(bytes_, field));
+            const std::size_t first_ruby = store->ruby.size();
+            for (uint32_t i = 0; i < place.ruby_depth; ++i, field += sizeof(layout::RubyFrame)) {
+                const auto frame = load<layout::RubyFrame>(bytes_, field);
+                store->ruby.push_back({ruby_files_.at(frame.file), frame.line});
+            }
+            // The tables were reserved whole, so these views stay where they point.
+            store->stacks.push_back(
+                {std::span<const uint64_t>(store->frames).subspan(first_frame, place.native_depth),
+                 std::span<const RubyLocation>(store->ruby).subspan(first_ruby, place.ruby_depth),
+                 place.module_generation, place.reduced});
+        }
+        return store;
     }
 
 private:
-    std::shared_ptr<const SiteStack> parse(uint32_t reference, const std::string& owner) {
+    // Where a checked stack's frames are in the segment, and what they are.
+    struct Place {
+        uint64_t fields;  // offset of its first frame
+        uint32_t module_generation;
+        uint8_t native_depth;
+        uint8_t ruby_depth;
+        bool reduced;
+    };
+
+    uint32_t check(uint32_t reference, const std::string& owner) {
         const uint64_t at = uint64_t{reference} * layout::kStackAlignment;
         const std::string name = owner + "'s stack at " + number(at);
         if (at > size_ || sizeof(layout::StackRecord) > size_ - at)
             fail(name + " lies outside the " + number(size_) + "-byte stack table");
         const auto record = load<layout::StackRecord>(bytes_, header_.stacks_offset + at);
-        if (record.state != layout::kReady) return nullptr;
+        if (record.state != layout::kReady) return kNotReady;
         if (record.native_depth > header_.max_depth)
             fail(name + " has " + number(record.native_depth) + " native frames, more than max_depth " +
                  number(header_.max_depth));
@@ -247,41 +286,46 @@ private:
         const uint64_t record_size = layout::stack_record_size(record.native_depth, record.ruby_depth);
         if (record_size > size_ - at)
             fail(name + " runs past the end of the " + number(size_) + "-byte stack table");
-        SiteStack stack;
-        stack.module_generation = record.module_generation;
-        stack.reduced = (record.flags & layout::kStackReduced) != 0;
-        uint64_t field = header_.stacks_offset + at + sizeof(layout::StackRecord);
-        stack.frames.reserve(record.native_depth);
-        for (uint32_t i = 0; i < record.native_depth; ++i, field += sizeof(uint64_t))
-            stack.frames.push_back(load<uint64_t>(bytes_, field));
-        stack.ruby.reserve(record.ruby_depth);
-        for (uint32_t i = 0; i < record.ruby_depth; ++i, field += sizeof(layout::RubyFrame)) {
-            const auto frame = load<layout::RubyFrame>(bytes_, field);
-            stack.ruby.push_back({ruby_file(frame.file, name), frame.line});
-        }
-        return std::make_shared<const SiteStack>(std::move(stack));
+        const uint64_t fields = header_.stacks_offset + at + sizeof(layout::StackRecord);
+        uint64_t field = fields + uint64_t{record.native_depth} * sizeof(uint64_t);
+        for (uint32_t i = 0; i < record.ruby_depth; ++i, field += sizeof(layout::RubyFrame))
+            check_ruby_file(load<layout::RubyFrame>(bytes_, field).file, name);
+        places_.push_back({fields, record.module_generation,
+                           static_cast<uint8_t>(record.native_depth),
+                           static_cast<uint8_t>(record.ruby_depth),
+                           (record.flags & layout::kStackReduced) != 0});
+        native_frames_ += record.native_depth;
+        ruby_frames_ += record.ruby_depth;
+        return static_cast<uint32_t>(places_.size() - 1);
     }
 
     // Each file once, by its place in the string pool (the writer stores each name once).
-    const SharedText& ruby_file(uint32_t offset, const std::string& stack_name) {
+    void check_ruby_file(uint32_t offset, const std::string& stack_name) {
         const auto [entry, is_new] = ruby_files_.try_emplace(offset);
         if (is_new) entry->second = strings_.get_terminated(offset, stack_name + " Ruby file");
-        return entry->second;
     }
 
     std::span<const std::byte> bytes_;
     const layout::Header& header_;
     const StringPool& strings_;
     uint64_t size_;
-    std::unordered_map<uint32_t, std::shared_ptr<const SiteStack>> parsed_;
+    std::unordered_map<uint32_t, uint32_t> index_of_;  // reference -> index in places_
+    std::vector<Place> places_;
+    std::size_t native_frames_ = 0;
+    std::size_t ruby_frames_ = 0;
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
-                              const StringPool& strings) {
+                              const StringPool& strings,
+                              std::vector<std::shared_ptr<const StackStore>>& stores) {
     std::vector<Site> sites;
     StackTable stacks(bytes, header, strings);
     const uint32_t count = std::min(header.sites_claimed, header.site_capacity);
+    // The header's site range lies inside the bytes (parse_header), so this is bounded by them.
+    sites.reserve(count);
+    std::vector<uint32_t> stack_of_site;  // by position in `sites`: the index in the store
+    stack_of_site.reserve(count);
     for (uint32_t slot = 0; slot < count; ++slot) {
         const uint64_t at = header.sites_offset + uint64_t{slot} * header.site_record_size;
         const auto record = load<layout::SiteRecord>(bytes, at);
@@ -295,19 +339,25 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
             fail("overflow " + owner + " must have no stack and size class " + number(slot) +
                  ", has stack " + number(record.stack) + " and size class " +
                  number(record.size_class));
+        uint32_t stack = StackTable::kNotReady;
+        if (!overflow) {
+            if (record.stack == layout::kNoStack) fail(owner + " has no stack");
+            stack = stacks.index(record.stack, owner);
+            if (stack == StackTable::kNotReady) continue;
+        }
         Site site;
         site.id = slot;
         site.overflow = overflow;
         site.size_class = record.size_class;
         site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
-        if (!overflow) {
-            if (record.stack == layout::kNoStack) fail(owner + " has no stack");
-            const auto* stack = stacks.get(record.stack, owner);
-            if (stack == nullptr) continue;
-            site.stack = *stack;
-        }
-        sites.push_back(std::move(site));
+        sites.push_back(site);
+        stack_of_site.push_back(stack);
     }
+    const std::shared_ptr<const StackStore> store = stacks.store();
+    for (std::size_t position = 0; position < sites.size(); ++position)
+        if (stack_of_site[position] != StackTable::kNotReady)
+            sites[position].stack = &store->stacks[stack_of_site[position]];
+    stores.push_back(store);
     return sites;
 }
 
@@ -406,7 +456,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes) {
     snapshot.process_state = header.process_state;
     snapshot.sample_interval = header.sample_interval;
     snapshot.modules = parse_modules(bytes, header, strings);
-    snapshot.sites = parse_sites(bytes, header, strings);
+    snapshot.sites = parse_sites(bytes, header, strings, snapshot.stack_stores);
     add_site_deltas(bytes, header, snapshot.sites);
     flag_impossible_sites(snapshot);
     snapshot.bins = parse_bins(bytes, header);
@@ -428,6 +478,21 @@ std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot) {
         line += ", and " + number(snapshot.impossible_sites - 1) + " more site(s) do";
     return line + ": shown with 0 live; the segment is corrupt, or this copy of a live one caught "
                   "a site in the middle of an update (read it again)";
+}
+
+const std::string& SharedText::intern(std::string_view text) {
+    // Node-based, so that an interned string never moves; locked for serve's threads.
+    static std::mutex mutex;
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view text) const {
+            return std::hash<std::string_view>{}(text);
+        }
+    };
+    static std::unordered_set<std::string, Hash, std::equal_to<>> texts;
+    const std::lock_guard lock(mutex);
+    if (const auto found = texts.find(text); found != texts.end()) return *found;
+    return *texts.emplace(text).first;
 }
 
 Counters& Counters::operator+=(const Counters& other) {

@@ -54,18 +54,21 @@ struct Counters {
     bool operator==(const Counters&) const = default;
 };
 
-// A text shared by its copies, compared by its characters: a Ruby file name, which a Rails
-// process's stacks name some 400,000 times over about a thousand files. A copy of each in every
-// frame took 80 MB of the reader's memory.
+// A text stored once for the whole run however many copies name it: a Ruby file name, which a
+// Rails process's stacks name some 400,000 times over about a thousand files. A copy of each in
+// every frame took 80 MB of the reader's memory, a shared pointer 16 bytes a frame. Texts are
+// interned and never freed: a reader sees a few thousand distinct file names in all.
 class SharedText {
 public:
     SharedText() = default;
-    SharedText(std::string text) : text_(std::make_shared<const std::string>(std::move(text))) {}
-    SharedText(const char* text) : SharedText(std::string(text)) {}
+    SharedText(std::string_view text) : text_(&intern(text)) {}
+    SharedText(const std::string& text) : SharedText(std::string_view(text)) {}
+    SharedText(const char* text) : SharedText(std::string_view(text)) {}
 
     const std::string& str() const { return text_ ? *text_ : empty(); }
     operator std::string_view() const { return str(); }
 
+    // Equal texts are one interned string (or none and the empty one).
     bool operator==(const SharedText& other) const {
         return text_ == other.text_ || str() == other.str();
     }
@@ -80,11 +83,12 @@ public:
     }
 
 private:
+    static const std::string& intern(std::string_view text);
     static const std::string& empty() {
         static const std::string nothing;
         return nothing;
     }
-    std::shared_ptr<const std::string> text_;
+    const std::string* text_ = nullptr;
 };
 
 struct RubyLocation {
@@ -93,13 +97,23 @@ struct RubyLocation {
     auto operator<=>(const RubyLocation&) const = default;
 };
 
-// A stack as the writer keeps it, once for all its sites: native frames and a Ruby backtrace.
+// A stack as the writer keeps it, once for all its sites: native frames and a Ruby backtrace,
+// views into the StackStore of its segment.
 struct SiteStack {
-    std::vector<uint64_t> frames;    // return addresses, innermost first
-    std::vector<RubyLocation> ruby;  // the Ruby backtrace, innermost first; empty without one
+    std::span<const uint64_t> frames;    // return addresses, innermost first
+    std::span<const RubyLocation> ruby;  // the Ruby backtrace, innermost first; empty without one
     uint32_t module_generation = 0;
     // The writer kept only the innermost frames, its tables being nearly full.
     bool reduced = false;
+};
+
+// Every stack of one segment that a site names, in three flat tables, each sized once: a
+// shared pointer and two vectors of its own for each of a Rails process's 50,000 stacks took
+// 12 MiB.
+struct StackStore {
+    std::vector<uint64_t> frames;
+    std::vector<RubyLocation> ruby;
+    std::vector<SiteStack> stacks;  // views into frames and ruby
 };
 
 // One record of the site table with its stack, as the writer keeps them: the key is (stack,
@@ -109,17 +123,17 @@ struct SiteStack {
 struct Site {
     uint32_t id = 0;  // slot index in the site table
     uint32_t size_class = 0;
-    bool overflow = false;
     Counters counters;
     // Shared by every site of the stack (a Rails process has 2.5 sites a stack, each copying its
-    // stack took 30 MB); none for an overflow site.
-    std::shared_ptr<const SiteStack> stack;
+    // stack took 30 MB), in a StackStore of the snapshot's; none for an overflow site.
+    const SiteStack* stack = nullptr;
+    bool overflow = false;
 
     std::span<const uint64_t> frames() const {
-        return stack ? std::span<const uint64_t>(stack->frames) : std::span<const uint64_t>();
+        return stack ? stack->frames : std::span<const uint64_t>();
     }
     std::span<const RubyLocation> ruby() const {
-        return stack ? std::span<const RubyLocation>(stack->ruby) : std::span<const RubyLocation>();
+        return stack ? stack->ruby : std::span<const RubyLocation>();
     }
     uint32_t module_generation() const { return stack ? stack->module_generation : 0; }
     bool reduced() const { return stack && stack->reduced; }
@@ -156,6 +170,9 @@ struct Snapshot {
     uint64_t sample_interval = 0;  // 0: exact mode
     std::vector<Module> modules;
     std::vector<Site> sites;     // the ready records, in slot order
+    // What the sites' stacks are kept in: one store for a segment, one per process of a merged
+    // tree. Shared, so that a copy of the snapshot (or of its sites) keeps them.
+    std::vector<std::shared_ptr<const StackStore>> stack_stores;
     std::vector<Counters> bins;  // per size class (index = class), summed over the shards; exact
     Counters totals;             // the sum over the bins, so exact in both modes
     // Sites whose counters (record and deltas) show more frees than allocations, or more bytes

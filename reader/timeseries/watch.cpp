@@ -272,6 +272,7 @@ WatchResult watch_process(const WatchOptions& options, const ProcessReader& read
         ++result.samples;
         if (options.on_sample) options.on_sample(snapshot);
         snapshot.sites = {};
+        snapshot.stack_stores = {};
         snapshot.modules = {};
         snapshot.members = {};
         previous = std::move(snapshot);

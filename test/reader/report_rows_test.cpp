@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 
 namespace leakwrap {
 namespace {
@@ -16,8 +17,11 @@ using testing::SegmentBuilder;
 constexpr uint32_t kClass32 = layout::size_class_of(32);
 constexpr uint32_t kClass1000 = layout::size_class_of(1000);
 
+// Rows view the stacks of their snapshot, which must outlive them: these are kept for the whole
+// test program.
 std::vector<ReportRow> rows_of(const SegmentBuilder& builder, Grouping grouping) {
-    return report_rows(parse_segment(builder.build()), grouping);
+    static std::deque<Snapshot> snapshots;
+    return report_rows(snapshots.emplace_back(parse_segment(builder.build())), grouping);
 }
 
 const ReportRow& row_with_id(const std::vector<ReportRow>& rows, uint32_t id) {
