@@ -80,7 +80,9 @@ private:
     std::ostream& out_;
     bool stacks_;
     const char* separator_ = "";
-    std::string labels_;  // the "labels" object's members, as written
+    // The "labels" object's members as they will be written, in chunks of a fixed size: one
+    // string grown by doubling took twice the labels' size and a copy of it at each step.
+    std::vector<std::string> labels_;
 };
 
 // A series line, or a full report (told apart by the "t" that only series lines have).
