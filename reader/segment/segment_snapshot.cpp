@@ -20,6 +20,8 @@ namespace layout = leakwrap::layout;
 constexpr uint32_t kMaxBinShards = 256;
 // Bounds the site delta table with it (at most 1M entries, 40 MiB); the writer keeps far fewer.
 constexpr uint32_t kMaxSiteDeltaSlots = 4096;
+// Site::size_class keeps a class in 16 bits.
+static_assert(layout::kSizeClassCount <= UINT16_MAX + 1);
 
 [[noreturn]] void fail(const std::string& message) { throw SegmentError(message); }
 
@@ -250,11 +252,10 @@ public:
                 const auto frame = load<layout::RubyFrame>(bytes_, field);
                 store->ruby.push_back({ruby_files_.at(frame.file), frame.line});
             }
-            // The tables were reserved whole, so these views stay where they point.
-            store->stacks.push_back(
-                {std::span<const uint64_t>(store->frames).subspan(first_frame, place.native_depth),
-                 std::span<const RubyLocation>(store->ruby).subspan(first_ruby, place.ruby_depth),
-                 place.module_generation, place.reduced});
+            // The tables were reserved whole, so these pointers stay where they point.
+            store->stacks.push_back({store->frames.data() + first_frame,
+                                     store->ruby.data() + first_ruby, place.module_generation,
+                                     place.native_depth, place.ruby_depth, place.reduced});
         }
         return store;
     }
@@ -348,7 +349,7 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         Site site;
         site.id = slot;
         site.overflow = overflow;
-        site.size_class = record.size_class;
+        site.size_class = static_cast<uint16_t>(record.size_class);  // checked above
         site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
         sites.push_back(site);
         stack_of_site.push_back(stack);

@@ -98,13 +98,20 @@ struct RubyLocation {
 };
 
 // A stack as the writer keeps it, once for all its sites: native frames and a Ruby backtrace,
-// views into the StackStore of its segment.
+// in the StackStore of its segment.
 struct SiteStack {
-    std::span<const uint64_t> frames;    // return addresses, innermost first
-    std::span<const RubyLocation> ruby;  // the Ruby backtrace, innermost first; empty without one
+    const uint64_t* first_frame = nullptr;
+    const RubyLocation* first_ruby = nullptr;
     uint32_t module_generation = 0;
+    uint8_t native_depth = 0;  // at most 64 (layout::kMaxDepth)
+    uint8_t ruby_depth = 0;    // at most 64 (layout::kMaxRubyDepth)
     // The writer kept only the innermost frames, its tables being nearly full.
     bool reduced = false;
+
+    // Return addresses, innermost first.
+    std::span<const uint64_t> frames() const { return {first_frame, native_depth}; }
+    // The Ruby backtrace, innermost first; empty without one.
+    std::span<const RubyLocation> ruby() const { return {first_ruby, ruby_depth}; }
 };
 
 // Every stack of one segment that a site names, in three flat tables, each sized once: a
@@ -121,19 +128,19 @@ struct StackStore {
 // count sampled blocks only. The counters are the record's plus those of every site delta entry
 // naming it.
 struct Site {
-    uint32_t id = 0;  // slot index in the site table
-    uint32_t size_class = 0;
     Counters counters;
     // Shared by every site of the stack (a Rails process has 2.5 sites a stack, each copying its
     // stack took 30 MB), in a StackStore of the snapshot's; none for an overflow site.
     const SiteStack* stack = nullptr;
+    uint32_t id = 0;  // slot index in the site table
+    uint16_t size_class = 0;  // below layout::kSizeClassCount; 48 bytes a site in all
     bool overflow = false;
 
     std::span<const uint64_t> frames() const {
-        return stack ? stack->frames : std::span<const uint64_t>();
+        return stack ? stack->frames() : std::span<const uint64_t>();
     }
     std::span<const RubyLocation> ruby() const {
-        return stack ? stack->ruby : std::span<const RubyLocation>();
+        return stack ? stack->ruby() : std::span<const RubyLocation>();
     }
     uint32_t module_generation() const { return stack ? stack->module_generation : 0; }
     bool reduced() const { return stack && stack->reduced; }
