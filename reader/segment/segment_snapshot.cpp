@@ -3,13 +3,14 @@
 #include <leakwrap/segment_layout.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <iterator>
-#include <optional>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace leakwrap {
 namespace {
@@ -481,20 +482,53 @@ std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot) {
                   "a site in the middle of an update (read it again)";
 }
 
-const std::string& SharedText::intern(std::string_view text) {
-    // Node-based, so that an interned string never moves; locked for serve's threads.
-    static std::mutex mutex;
-    struct Hash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view text) const {
-            return std::hash<std::string_view>{}(text);
-        }
-    };
-    static std::unordered_set<std::string, Hash, std::equal_to<>> texts;
-    const std::lock_guard lock(mutex);
-    if (const auto found = texts.find(text); found != texts.end()) return *found;
-    return *texts.emplace(text).first;
+namespace {
+
+// Every text SharedText holds, by number, in chunks that never move: a number is handed out
+// (under the lock) after its text is stored, so its holders read the text without the lock
+// (serve's threads).
+class InternedTexts {
+public:
+    uint32_t intern(std::string_view text) {
+        const std::lock_guard lock(mutex_);
+        if (const auto found = numbers_.find(text); found != numbers_.end()) return found->second;
+        const uint32_t number = count_ + 1;
+        const std::size_t chunk = number >> kChunkBits;
+        if (chunk >= kChunks) throw std::length_error("more than 4 million distinct Ruby file names");
+        if (chunks_[chunk].load(std::memory_order_relaxed) == nullptr)
+            chunks_[chunk].store(new std::string[kChunkSize], std::memory_order_release);
+        std::string& stored = chunks_[chunk].load(std::memory_order_relaxed)[number & (kChunkSize - 1)];
+        stored = text;
+        numbers_.emplace(stored, number);
+        count_ = number;
+        return number;
+    }
+
+    const std::string& text(uint32_t number) const {
+        return chunks_[number >> kChunkBits].load(std::memory_order_acquire)[number & (kChunkSize - 1)];
+    }
+
+private:
+    static constexpr uint32_t kChunkBits = 12;
+    static constexpr std::size_t kChunkSize = std::size_t{1} << kChunkBits;
+    static constexpr std::size_t kChunks = std::size_t{1} << 10;
+
+    std::mutex mutex_;
+    std::unordered_map<std::string_view, uint32_t> numbers_;  // views of the stored texts
+    uint32_t count_ = 0;
+    std::atomic<std::string*> chunks_[kChunks] = {};
+};
+
+InternedTexts& interned_texts() {
+    static InternedTexts* texts = new InternedTexts;  // never destroyed: texts live for the run
+    return *texts;
 }
+
+}  // namespace
+
+uint32_t SharedText::intern(std::string_view text) { return interned_texts().intern(text); }
+
+const std::string& SharedText::text(uint32_t number) { return interned_texts().text(number); }
 
 Counters& Counters::operator+=(const Counters& other) {
     const auto saturating_add = [](uint64_t& sum, uint64_t more) {

@@ -56,21 +56,22 @@ struct Counters {
 
 // A text stored once for the whole run however many copies name it: a Ruby file name, which a
 // Rails process's stacks name some 400,000 times over about a thousand files. A copy of each in
-// every frame took 80 MB of the reader's memory, a shared pointer 16 bytes a frame. Texts are
-// interned and never freed: a reader sees a few thousand distinct file names in all.
+// every frame took 80 MB of the reader's memory, a shared pointer 16 bytes a frame; this is the
+// text's number, 4 bytes. Texts are interned and never freed: a reader sees a few thousand
+// distinct file names in all.
 class SharedText {
 public:
     SharedText() = default;
-    SharedText(std::string_view text) : text_(&intern(text)) {}
+    SharedText(std::string_view text) : number_(intern(text)) {}
     SharedText(const std::string& text) : SharedText(std::string_view(text)) {}
     SharedText(const char* text) : SharedText(std::string_view(text)) {}
 
-    const std::string& str() const { return text_ ? *text_ : empty(); }
+    const std::string& str() const { return number_ == 0 ? empty() : text(number_); }
     operator std::string_view() const { return str(); }
 
-    // Equal texts are one interned string (or none and the empty one).
+    // Equal texts have one number (or none and the empty one's).
     bool operator==(const SharedText& other) const {
-        return text_ == other.text_ || str() == other.str();
+        return number_ == other.number_ || str() == other.str();
     }
     bool operator==(const char* other) const { return str() == other; }
     bool operator==(const std::string& other) const { return str() == other; }
@@ -83,12 +84,13 @@ public:
     }
 
 private:
-    static const std::string& intern(std::string_view text);
+    static uint32_t intern(std::string_view text);  // from 1
+    static const std::string& text(uint32_t number);
     static const std::string& empty() {
         static const std::string nothing;
         return nothing;
     }
-    const std::string* text_ = nullptr;
+    uint32_t number_ = 0;  // 0: no text
 };
 
 struct RubyLocation {
