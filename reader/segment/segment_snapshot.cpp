@@ -324,10 +324,16 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
     std::vector<Site> sites;
     StackTable stacks(bytes, header, strings);
     const uint32_t count = std::min(header.sites_claimed, header.site_capacity);
-    // The header's site range lies inside the bytes (parse_header), so this is bounded by them.
-    sites.reserve(count);
+    // Sized once for the ready records (at most), not grown by doubling, and not for every
+    // claimed slot: a corrupt header may claim millions of slots of a sparse file.
+    using SiteState = decltype(layout::SiteRecord::state);
+    std::size_t ready = 0;
+    for (uint32_t slot = 0; slot < count; ++slot)
+        ready += load<SiteState>(bytes, header.sites_offset + uint64_t{slot} * header.site_record_size +
+                                            offsetof(layout::SiteRecord, state)) == layout::kReady;
+    sites.reserve(ready);
     std::vector<uint32_t> stack_of_site;  // by position in `sites`: the index in the store
-    stack_of_site.reserve(count);
+    stack_of_site.reserve(ready);
     for (uint32_t slot = 0; slot < count; ++slot) {
         const uint64_t at = header.sites_offset + uint64_t{slot} * header.site_record_size;
         const auto record = load<layout::SiteRecord>(bytes, at);
