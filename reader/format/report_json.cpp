@@ -77,8 +77,8 @@ json report_row_json(const ReportRow& row, Symbolizer& symbolizer, bool hide_run
         {"ruby_frames", ruby_frames_json(row.ruby)},
         {"reduced", row.reduced},
         {"frames", std::move(frames)},
-        {"size_classes", size_classes_json(row.size_classes)},
-        {"records", row.records},
+        {"size_classes", size_classes_json(row.size_classes())},
+        {"records", row.records()},
     };
     if (hide_runtime) {
         std::size_t all_frames = 0;  // inlined functions counted, as in "frames"

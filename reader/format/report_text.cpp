@@ -76,7 +76,7 @@ std::string row_title(const ReportRow& row, Grouping grouping) {
 void write_size_classes(std::ostream& out, const ReportRow& row) {
     constexpr std::size_t kClassesShown = 4;
     std::vector<SizeClassCounters> live;
-    for (const auto& entry : row.size_classes)
+    for (const auto& entry : row.size_classes())
         if (entry.counters.live_blocks() > 0) live.push_back(entry);
     if (live.size() < 2) return;
     std::stable_sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
@@ -99,7 +99,7 @@ void write_site_in_full(std::ostream& out, const ReportRow& row, const Snapshot&
     out << "      " << padded_left("CLASS", 12) << std::right << std::setw(14) << "ALLOCS"
         << std::setw(14) << "FREES" << std::setw(14) << "LIVE_BLOCKS" << std::setw(14)
         << "LIVE_BYTES" << '\n';
-    for (const auto& [size_class, counters] : row.size_classes)
+    for (const auto& [size_class, counters] : row.size_classes())
         out << "      " << padded_left(size_class_label(size_class), 12) << std::setw(14)
             << counters.allocs << std::setw(14) << counters.frees << std::setw(14)
             << counters.live_blocks() << std::setw(14) << human_bytes(counters.live_bytes()) << '\n';

@@ -48,16 +48,6 @@ RowKey row_key(const Site& site, Grouping grouping) {
             ruby_key(site, grouping)};
 }
 
-void add_to_size_class(std::vector<SizeClassCounters>& size_classes, uint32_t size_class,
-                       const Counters& counters) {
-    auto at = std::lower_bound(
-        size_classes.begin(), size_classes.end(), size_class,
-        [](const SizeClassCounters& entry, uint32_t wanted) { return entry.size_class < wanted; });
-    if (at == size_classes.end() || at->size_class != size_class)
-        at = size_classes.insert(at, {size_class, {}});
-    at->counters += counters;
-}
-
 ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
     ReportRow row;
     row.id = site.id;
@@ -69,16 +59,37 @@ ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
     }
     row.ruby = ruby_key(site, grouping);
     row.reduced = site.reduced();
-    row.stack = site.stack;
     return row;
 }
 
 }  // namespace
 
+std::vector<uint32_t> ReportRow::records() const {
+    std::vector<uint32_t> ids;
+    ids.reserve(record_sites.size());
+    for (const Site* site : record_sites) ids.push_back(site->id);
+    return ids;
+}
+
+std::vector<SizeClassCounters> ReportRow::size_classes() const {
+    std::vector<SizeClassCounters> size_classes;
+    for (const Site* site : record_sites) {
+        auto at = std::lower_bound(
+            size_classes.begin(), size_classes.end(), site->size_class,
+            [](const SizeClassCounters& entry, uint32_t wanted) { return entry.size_class < wanted; });
+        if (at == size_classes.end() || at->size_class != site->size_class)
+            at = size_classes.insert(at, {site->size_class, {}});
+        at->counters += estimated_counters(site->counters, record_table->sample_interval);
+    }
+    return size_classes;
+}
+
 Counters ReportRow::in_size_class(uint32_t size_class) const {
-    for (const auto& entry : size_classes)
-        if (entry.size_class == size_class) return entry.counters;
-    return {};
+    Counters sum;
+    for (const Site* site : record_sites)
+        if (site->size_class == size_class)
+            sum += estimated_counters(site->counters, record_table->sample_interval);
+    return sum;
 }
 
 std::optional<Grouping> grouping_from_name(std::string_view name) {
@@ -91,23 +102,54 @@ std::string_view grouping_name(Grouping grouping) {
     return grouping == Grouping::ruby ? "ruby" : "native";
 }
 
+// In two passes, so that the rows and their records are allocated once, at their size: grown
+// as they came, the rows of a Rails process took 9.5 MiB for 7.
 std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping) {
+    constexpr uint32_t kNoRow = UINT32_MAX;
+    // Which row each site joins, in slot order, so that a row's first record has its smallest id.
+    std::vector<uint32_t> row_of_site(snapshot.sites.size(), kNoRow);
+    std::vector<uint32_t> records_of_row;
+    {
+        std::unordered_map<RowKey, uint32_t, RowKeyHash> row_of_key;
+        row_of_key.reserve(snapshot.sites.size());
+        for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
+            const Site& site = snapshot.sites[position];
+            // The writer creates every overflow site up front; only those that counted belong in use.
+            if (site.overflow && site.counters.allocs == 0) continue;
+            // A record that lost an insertion race counted nothing, nor has a new one yet.
+            if (site.counters.allocs == 0 && site.counters.frees == 0) continue;
+            const auto [entry, is_new] = row_of_key.try_emplace(
+                row_key(site, grouping), static_cast<uint32_t>(records_of_row.size()));
+            if (is_new) records_of_row.push_back(0);
+            row_of_site[position] = entry->second;
+            ++records_of_row[entry->second];
+        }
+    }
+    // Each row's records after those of the rows before it.
+    std::vector<uint32_t> next_record(records_of_row.size());
+    uint32_t records = 0;
+    for (std::size_t row = 0; row < records_of_row.size(); ++row) {
+        next_record[row] = records;
+        records += records_of_row[row];
+    }
+    auto table = std::make_shared<RowRecords>();
+    table->sample_interval = snapshot.sample_interval;
+    table->sites.resize(records);
     std::vector<ReportRow> rows;
-    std::unordered_map<RowKey, std::size_t, RowKeyHash> row_of_key;
-    row_of_key.reserve(snapshot.sites.size());
-    // Sites come in slot order, so a row's first record has its smallest id.
-    for (const Site& site : snapshot.sites) {
-        // The writer creates every overflow site up front; only those that counted belong in use.
-        if (site.overflow && site.counters.allocs == 0) continue;
-        // A record that lost an insertion race counted nothing, nor has a new one yet.
-        if (site.counters.allocs == 0 && site.counters.frees == 0) continue;
-        const auto [entry, is_new] = row_of_key.try_emplace(row_key(site, grouping), rows.size());
-        if (is_new) rows.push_back(first_row_of(site, grouping, snapshot.sampled()));
-        ReportRow& row = rows[entry->second];
-        const Counters counters = estimated_counters(site.counters, snapshot.sample_interval);
-        row.counters += counters;
-        row.records.push_back(site.id);
-        add_to_size_class(row.size_classes, site.size_class, counters);
+    rows.reserve(records_of_row.size());
+    for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
+        const uint32_t row_index = row_of_site[position];
+        if (row_index == kNoRow) continue;
+        const Site& site = snapshot.sites[position];
+        if (row_index == rows.size()) {
+            ReportRow& row = rows.emplace_back(first_row_of(site, grouping, snapshot.sampled()));
+            row.record_sites =
+                std::span<const Site* const>(table->sites).subspan(next_record[row_index],
+                                                                   records_of_row[row_index]);
+            row.record_table = table;
+        }
+        rows[row_index].counters += estimated_counters(site.counters, snapshot.sample_interval);
+        table->sites[next_record[row_index]++] = &site;
     }
     return rows;
 }

@@ -12,10 +12,8 @@ std::vector<ProcessShare> row_split_by_process(const ReportRow& row, const Snaps
     if (shares.empty()) return shares;
     // A merged snapshot's records are in ascending id order: the root's slots, then each
     // descendant's past the previous ones.
-    for (const uint32_t id : row.records) {
-        const auto site = std::lower_bound(snapshot.sites.begin(), snapshot.sites.end(), id,
-                                           [](const Site& s, uint32_t wanted) { return s.id < wanted; });
-        if (site == snapshot.sites.end() || site->id != id) continue;
+    for (const Site* site : row.record_sites) {
+        const uint32_t id = site->id;
         const auto member = std::find_if(snapshot.members.begin(), snapshot.members.end(),
                                          [id](const TreeMember& m) { return id < m.end_site_id; });
         if (member == snapshot.members.end()) continue;

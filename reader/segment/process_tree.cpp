@@ -76,6 +76,8 @@ Snapshot merge_process_tree(Snapshot root, std::vector<Snapshot> others) {
             site.id = static_cast<uint32_t>(first + site.id);
             root.sites.push_back(std::move(site));
         }
+        root.stack_stores.insert(root.stack_stores.end(), other.stack_stores.begin(),
+                                 other.stack_stores.end());
         next_id = first + end_of_ids(other);
         root.members.push_back(member_of(other, first, next_id));
         for (const Module& module : other.modules)

@@ -3,9 +3,12 @@
 #include <leakwrap/segment_layout.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <iterator>
+#include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 
@@ -18,6 +21,8 @@ namespace layout = leakwrap::layout;
 constexpr uint32_t kMaxBinShards = 256;
 // Bounds the site delta table with it (at most 1M entries, 40 MiB); the writer keeps far fewer.
 constexpr uint32_t kMaxSiteDeltaSlots = 4096;
+// Site::size_class keeps a class in 16 bits.
+static_assert(layout::kSizeClassCount <= UINT16_MAX + 1);
 
 [[noreturn]] void fail(const std::string& message) { throw SegmentError(message); }
 
@@ -212,7 +217,8 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
     return modules;
 }
 
-// The stacks named by sites, each parsed once (many sites share one).
+// The stacks named by sites, each checked once (many sites share one) as the sites name them,
+// then copied into a StackStore sized to hold them all (store()).
 class StackTable {
 public:
     StackTable(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings)
@@ -221,22 +227,57 @@ public:
           // past the stacks_used read first.
           size_(header.stacks_capacity) {}
 
-    // The stack a site names; nullptr if it is not ready (a live writer's benign race: the site
-    // is then left out like an unready slot).
-    const std::shared_ptr<const SiteStack>* get(uint32_t reference, const std::string& owner) {
-        const auto [entry, is_new] = parsed_.try_emplace(reference);
-        if (is_new) entry->second = parse(reference, owner);
-        return entry->second ? &entry->second : nullptr;
+    static constexpr uint32_t kNotReady = UINT32_MAX;
+
+    // The index in the store of the stack a site names; kNotReady if it is not ready (a live
+    // writer's benign race: the site is then left out like an unready slot).
+    uint32_t index(uint32_t reference, const std::string& owner) {
+        const auto [entry, is_new] = index_of_.try_emplace(reference, kNotReady);
+        if (is_new) entry->second = check(reference, owner);
+        return entry->second;
+    }
+
+    // Every stack checked so far, copied out of the segment.
+    std::shared_ptr<const StackStore> store() const {
+        auto store = std::make_shared<StackStore>();
+        store->frames.reserve(native_frames_);
+        store->ruby.reserve(ruby_frames_);
+        store->stacks.reserve(places_.size());
+        for (const Place& place : places_) {
+            uint64_t field = place.fields;
+            const std::size_t first_frame = store->frames.size();
+            for (uint32_t i = 0; i < place.native_depth; ++i, field += sizeof(uint64_t))
+                store->frames.push_back(load<uint64_t>(bytes_, field));
+            const std::size_t first_ruby = store->ruby.size();
+            for (uint32_t i = 0; i < place.ruby_depth; ++i, field += sizeof(layout::RubyFrame)) {
+                const auto frame = load<layout::RubyFrame>(bytes_, field);
+                store->ruby.push_back({ruby_files_.at(frame.file), frame.line});
+            }
+            // The tables were reserved whole, so these pointers stay where they point.
+            store->stacks.push_back({store->frames.data() + first_frame,
+                                     store->ruby.data() + first_ruby, place.module_generation,
+                                     place.native_depth, place.ruby_depth, place.reduced});
+        }
+        return store;
     }
 
 private:
-    std::shared_ptr<const SiteStack> parse(uint32_t reference, const std::string& owner) {
+    // Where a checked stack's frames are in the segment, and what they are.
+    struct Place {
+        uint64_t fields;  // offset of its first frame
+        uint32_t module_generation;
+        uint8_t native_depth;
+        uint8_t ruby_depth;
+        bool reduced;
+    };
+
+    uint32_t check(uint32_t reference, const std::string& owner) {
         const uint64_t at = uint64_t{reference} * layout::kStackAlignment;
         const std::string name = owner + "'s stack at " + number(at);
         if (at > size_ || sizeof(layout::StackRecord) > size_ - at)
             fail(name + " lies outside the " + number(size_) + "-byte stack table");
         const auto record = load<layout::StackRecord>(bytes_, header_.stacks_offset + at);
-        if (record.state != layout::kReady) return nullptr;
+        if (record.state != layout::kReady) return kNotReady;
         if (record.native_depth > header_.max_depth)
             fail(name + " has " + number(record.native_depth) + " native frames, more than max_depth " +
                  number(header_.max_depth));
@@ -247,41 +288,52 @@ private:
         const uint64_t record_size = layout::stack_record_size(record.native_depth, record.ruby_depth);
         if (record_size > size_ - at)
             fail(name + " runs past the end of the " + number(size_) + "-byte stack table");
-        SiteStack stack;
-        stack.module_generation = record.module_generation;
-        stack.reduced = (record.flags & layout::kStackReduced) != 0;
-        uint64_t field = header_.stacks_offset + at + sizeof(layout::StackRecord);
-        stack.frames.reserve(record.native_depth);
-        for (uint32_t i = 0; i < record.native_depth; ++i, field += sizeof(uint64_t))
-            stack.frames.push_back(load<uint64_t>(bytes_, field));
-        stack.ruby.reserve(record.ruby_depth);
-        for (uint32_t i = 0; i < record.ruby_depth; ++i, field += sizeof(layout::RubyFrame)) {
-            const auto frame = load<layout::RubyFrame>(bytes_, field);
-            stack.ruby.push_back({ruby_file(frame.file, name), frame.line});
-        }
-        return std::make_shared<const SiteStack>(std::move(stack));
+        const uint64_t fields = header_.stacks_offset + at + sizeof(layout::StackRecord);
+        uint64_t field = fields + uint64_t{record.native_depth} * sizeof(uint64_t);
+        for (uint32_t i = 0; i < record.ruby_depth; ++i, field += sizeof(layout::RubyFrame))
+            check_ruby_file(load<layout::RubyFrame>(bytes_, field).file, name);
+        places_.push_back({fields, record.module_generation,
+                           static_cast<uint8_t>(record.native_depth),
+                           static_cast<uint8_t>(record.ruby_depth),
+                           (record.flags & layout::kStackReduced) != 0});
+        native_frames_ += record.native_depth;
+        ruby_frames_ += record.ruby_depth;
+        return static_cast<uint32_t>(places_.size() - 1);
     }
 
     // Each file once, by its place in the string pool (the writer stores each name once).
-    const SharedText& ruby_file(uint32_t offset, const std::string& stack_name) {
+    void check_ruby_file(uint32_t offset, const std::string& stack_name) {
         const auto [entry, is_new] = ruby_files_.try_emplace(offset);
         if (is_new) entry->second = strings_.get_terminated(offset, stack_name + " Ruby file");
-        return entry->second;
     }
 
     std::span<const std::byte> bytes_;
     const layout::Header& header_;
     const StringPool& strings_;
     uint64_t size_;
-    std::unordered_map<uint32_t, std::shared_ptr<const SiteStack>> parsed_;
+    std::unordered_map<uint32_t, uint32_t> index_of_;  // reference -> index in places_
+    std::vector<Place> places_;
+    std::size_t native_frames_ = 0;
+    std::size_t ruby_frames_ = 0;
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
-                              const StringPool& strings) {
+                              const StringPool& strings,
+                              std::vector<std::shared_ptr<const StackStore>>& stores) {
     std::vector<Site> sites;
     StackTable stacks(bytes, header, strings);
     const uint32_t count = std::min(header.sites_claimed, header.site_capacity);
+    // Sized once for the ready records (at most), not grown by doubling, and not for every
+    // claimed slot: a corrupt header may claim millions of slots of a sparse file.
+    using SiteState = decltype(layout::SiteRecord::state);
+    std::size_t ready = 0;
+    for (uint32_t slot = 0; slot < count; ++slot)
+        ready += load<SiteState>(bytes, header.sites_offset + uint64_t{slot} * header.site_record_size +
+                                            offsetof(layout::SiteRecord, state)) == layout::kReady;
+    sites.reserve(ready);
+    std::vector<uint32_t> stack_of_site;  // by position in `sites`: the index in the store
+    stack_of_site.reserve(ready);
     for (uint32_t slot = 0; slot < count; ++slot) {
         const uint64_t at = header.sites_offset + uint64_t{slot} * header.site_record_size;
         const auto record = load<layout::SiteRecord>(bytes, at);
@@ -295,19 +347,25 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
             fail("overflow " + owner + " must have no stack and size class " + number(slot) +
                  ", has stack " + number(record.stack) + " and size class " +
                  number(record.size_class));
+        uint32_t stack = StackTable::kNotReady;
+        if (!overflow) {
+            if (record.stack == layout::kNoStack) fail(owner + " has no stack");
+            stack = stacks.index(record.stack, owner);
+            if (stack == StackTable::kNotReady) continue;
+        }
         Site site;
         site.id = slot;
         site.overflow = overflow;
-        site.size_class = record.size_class;
+        site.size_class = static_cast<uint16_t>(record.size_class);  // checked above
         site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
-        if (!overflow) {
-            if (record.stack == layout::kNoStack) fail(owner + " has no stack");
-            const auto* stack = stacks.get(record.stack, owner);
-            if (stack == nullptr) continue;
-            site.stack = *stack;
-        }
-        sites.push_back(std::move(site));
+        sites.push_back(site);
+        stack_of_site.push_back(stack);
     }
+    const std::shared_ptr<const StackStore> store = stacks.store();
+    for (std::size_t position = 0; position < sites.size(); ++position)
+        if (stack_of_site[position] != StackTable::kNotReady)
+            sites[position].stack = &store->stacks[stack_of_site[position]];
+    stores.push_back(store);
     return sites;
 }
 
@@ -406,7 +464,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes) {
     snapshot.process_state = header.process_state;
     snapshot.sample_interval = header.sample_interval;
     snapshot.modules = parse_modules(bytes, header, strings);
-    snapshot.sites = parse_sites(bytes, header, strings);
+    snapshot.sites = parse_sites(bytes, header, strings, snapshot.stack_stores);
     add_site_deltas(bytes, header, snapshot.sites);
     flag_impossible_sites(snapshot);
     snapshot.bins = parse_bins(bytes, header);
@@ -429,6 +487,54 @@ std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot) {
     return line + ": shown with 0 live; the segment is corrupt, or this copy of a live one caught "
                   "a site in the middle of an update (read it again)";
 }
+
+namespace {
+
+// Every text SharedText holds, by number, in chunks that never move: a number is handed out
+// (under the lock) after its text is stored, so its holders read the text without the lock
+// (serve's threads).
+class InternedTexts {
+public:
+    uint32_t intern(std::string_view text) {
+        const std::lock_guard lock(mutex_);
+        if (const auto found = numbers_.find(text); found != numbers_.end()) return found->second;
+        const uint32_t number = count_ + 1;
+        const std::size_t chunk = number >> kChunkBits;
+        if (chunk >= kChunks) throw std::length_error("more than 4 million distinct Ruby file names");
+        if (chunks_[chunk].load(std::memory_order_relaxed) == nullptr)
+            chunks_[chunk].store(new std::string[kChunkSize], std::memory_order_release);
+        std::string& stored = chunks_[chunk].load(std::memory_order_relaxed)[number & (kChunkSize - 1)];
+        stored = text;
+        numbers_.emplace(stored, number);
+        count_ = number;
+        return number;
+    }
+
+    const std::string& text(uint32_t number) const {
+        return chunks_[number >> kChunkBits].load(std::memory_order_acquire)[number & (kChunkSize - 1)];
+    }
+
+private:
+    static constexpr uint32_t kChunkBits = 12;
+    static constexpr std::size_t kChunkSize = std::size_t{1} << kChunkBits;
+    static constexpr std::size_t kChunks = std::size_t{1} << 10;
+
+    std::mutex mutex_;
+    std::unordered_map<std::string_view, uint32_t> numbers_;  // views of the stored texts
+    uint32_t count_ = 0;
+    std::atomic<std::string*> chunks_[kChunks] = {};
+};
+
+InternedTexts& interned_texts() {
+    static InternedTexts* texts = new InternedTexts;  // never destroyed: texts live for the run
+    return *texts;
+}
+
+}  // namespace
+
+uint32_t SharedText::intern(std::string_view text) { return interned_texts().intern(text); }
+
+const std::string& SharedText::text(uint32_t number) { return interned_texts().text(number); }
 
 Counters& Counters::operator+=(const Counters& other) {
     const auto saturating_add = [](uint64_t& sum, uint64_t more) {

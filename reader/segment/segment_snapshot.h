@@ -54,20 +54,24 @@ struct Counters {
     bool operator==(const Counters&) const = default;
 };
 
-// A text shared by its copies, compared by its characters: a Ruby file name, which a Rails
-// process's stacks name some 400,000 times over about a thousand files. A copy of each in every
-// frame took 80 MB of the reader's memory.
+// A text stored once for the whole run however many copies name it: a Ruby file name, which a
+// Rails process's stacks name some 400,000 times over about a thousand files. A copy of each in
+// every frame took 80 MB of the reader's memory, a shared pointer 16 bytes a frame; this is the
+// text's number, 4 bytes. Texts are interned and never freed: a reader sees a few thousand
+// distinct file names in all.
 class SharedText {
 public:
     SharedText() = default;
-    SharedText(std::string text) : text_(std::make_shared<const std::string>(std::move(text))) {}
-    SharedText(const char* text) : SharedText(std::string(text)) {}
+    SharedText(std::string_view text) : number_(intern(text)) {}
+    SharedText(const std::string& text) : SharedText(std::string_view(text)) {}
+    SharedText(const char* text) : SharedText(std::string_view(text)) {}
 
-    const std::string& str() const { return text_ ? *text_ : empty(); }
+    const std::string& str() const { return number_ == 0 ? empty() : text(number_); }
     operator std::string_view() const { return str(); }
 
+    // Equal texts have one number (or none and the empty one's).
     bool operator==(const SharedText& other) const {
-        return text_ == other.text_ || str() == other.str();
+        return number_ == other.number_ || str() == other.str();
     }
     bool operator==(const char* other) const { return str() == other; }
     bool operator==(const std::string& other) const { return str() == other; }
@@ -80,11 +84,13 @@ public:
     }
 
 private:
+    static uint32_t intern(std::string_view text);  // from 1
+    static const std::string& text(uint32_t number);
     static const std::string& empty() {
         static const std::string nothing;
         return nothing;
     }
-    std::shared_ptr<const std::string> text_;
+    uint32_t number_ = 0;  // 0: no text
 };
 
 struct RubyLocation {
@@ -93,13 +99,30 @@ struct RubyLocation {
     auto operator<=>(const RubyLocation&) const = default;
 };
 
-// A stack as the writer keeps it, once for all its sites: native frames and a Ruby backtrace.
+// A stack as the writer keeps it, once for all its sites: native frames and a Ruby backtrace,
+// in the StackStore of its segment.
 struct SiteStack {
-    std::vector<uint64_t> frames;    // return addresses, innermost first
-    std::vector<RubyLocation> ruby;  // the Ruby backtrace, innermost first; empty without one
+    const uint64_t* first_frame = nullptr;
+    const RubyLocation* first_ruby = nullptr;
     uint32_t module_generation = 0;
+    uint8_t native_depth = 0;  // at most 64 (layout::kMaxDepth)
+    uint8_t ruby_depth = 0;    // at most 64 (layout::kMaxRubyDepth)
     // The writer kept only the innermost frames, its tables being nearly full.
     bool reduced = false;
+
+    // Return addresses, innermost first.
+    std::span<const uint64_t> frames() const { return {first_frame, native_depth}; }
+    // The Ruby backtrace, innermost first; empty without one.
+    std::span<const RubyLocation> ruby() const { return {first_ruby, ruby_depth}; }
+};
+
+// Every stack of one segment that a site names, in three flat tables, each sized once: a
+// shared pointer and two vectors of its own for each of a Rails process's 50,000 stacks took
+// 12 MiB.
+struct StackStore {
+    std::vector<uint64_t> frames;
+    std::vector<RubyLocation> ruby;
+    std::vector<SiteStack> stacks;  // views into frames and ruby
 };
 
 // One record of the site table with its stack, as the writer keeps them: the key is (stack,
@@ -107,19 +130,19 @@ struct SiteStack {
 // count sampled blocks only. The counters are the record's plus those of every site delta entry
 // naming it.
 struct Site {
-    uint32_t id = 0;  // slot index in the site table
-    uint32_t size_class = 0;
-    bool overflow = false;
     Counters counters;
     // Shared by every site of the stack (a Rails process has 2.5 sites a stack, each copying its
-    // stack took 30 MB); none for an overflow site.
-    std::shared_ptr<const SiteStack> stack;
+    // stack took 30 MB), in a StackStore of the snapshot's; none for an overflow site.
+    const SiteStack* stack = nullptr;
+    uint32_t id = 0;  // slot index in the site table
+    uint16_t size_class = 0;  // below layout::kSizeClassCount; 48 bytes a site in all
+    bool overflow = false;
 
     std::span<const uint64_t> frames() const {
-        return stack ? std::span<const uint64_t>(stack->frames) : std::span<const uint64_t>();
+        return stack ? stack->frames() : std::span<const uint64_t>();
     }
     std::span<const RubyLocation> ruby() const {
-        return stack ? std::span<const RubyLocation>(stack->ruby) : std::span<const RubyLocation>();
+        return stack ? stack->ruby() : std::span<const RubyLocation>();
     }
     uint32_t module_generation() const { return stack ? stack->module_generation : 0; }
     bool reduced() const { return stack && stack->reduced; }
@@ -156,6 +179,9 @@ struct Snapshot {
     uint64_t sample_interval = 0;  // 0: exact mode
     std::vector<Module> modules;
     std::vector<Site> sites;     // the ready records, in slot order
+    // What the sites' stacks are kept in: one store for a segment, one per process of a merged
+    // tree. Shared, so that a copy of the snapshot (or of its sites) keeps them.
+    std::vector<std::shared_ptr<const StackStore>> stack_stores;
     std::vector<Counters> bins;  // per size class (index = class), summed over the shards; exact
     Counters totals;             // the sum over the bins, so exact in both modes
     // Sites whose counters (record and deltas) show more frees than allocations, or more bytes

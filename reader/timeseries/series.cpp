@@ -3,6 +3,7 @@
 #include "report_labels.h"
 #include "site_label.h"
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 
@@ -63,11 +64,16 @@ Sample sample_head_from_report(const json& head, double t) {
     return sample;
 }
 
-void add_report_site(Sample& sample, const json& site, uint64_t min_live_bytes) {
+std::optional<SampleSite> sample_site_from_report(const json& site, uint64_t min_live_bytes) {
     const SampleCounters counters = counters_from_json(site);
-    if (counters.live_bytes < min_live_bytes) return;
-    sample.sites.push_back({site.at("id").get<uint64_t>(), site_label(site), site_stack_key(site),
-                            counters});
+    if (counters.live_bytes < min_live_bytes) return std::nullopt;
+    return SampleSite{site.at("id").get<uint64_t>(), site_label(site), site_stack_key(site),
+                      counters};
+}
+
+void add_report_site(Sample& sample, const json& site, uint64_t min_live_bytes) {
+    if (auto kept = sample_site_from_report(site, min_live_bytes))
+        sample.sites.push_back(std::move(*kept));
 }
 
 Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes) {
@@ -76,48 +82,69 @@ Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes)
     return sample;
 }
 
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+// Replace, not throw, on invalid UTF-8: labels come from paths and symbols of the process.
+std::string line_text(const ordered& value) {
+    return value.dump(-1, ' ', false, ordered::error_handler_t::replace);
+}
+
+ordered with_counters(ordered object, const SampleCounters& counters) {
+    object["live_bytes"] = counters.live_bytes;
+    object["live_blocks"] = counters.live_blocks;
+    object["allocs"] = counters.allocs;
+    object["frees"] = counters.frees;
+    return object;
+}
+
+}  // namespace
+
 // Streamed, member by member and site by site: the document of a line with every site of a Rails
 // process (124,000 sites, 50 MB) took hundreds of megabytes before it was written.
-void write_sample_line(std::ostream& out, const Sample& sample) {
-    using ordered = nlohmann::ordered_json;
-    // Replace, not throw, on invalid UTF-8: labels come from paths and symbols of the process.
-    const auto text = [](const ordered& value) {
-        return value.dump(-1, ' ', false, ordered::error_handler_t::replace);
-    };
-    const auto with_counters = [](ordered object, const SampleCounters& counters) {
-        object["live_bytes"] = counters.live_bytes;
-        object["live_blocks"] = counters.live_blocks;
-        object["allocs"] = counters.allocs;
-        object["frees"] = counters.frees;
-        return object;
-    };
+SampleLineWriter::SampleLineWriter(std::ostream& out, const Sample& head)
+    : out_(out), stacks_(head.stacks) {
     ordered bins = ordered::array();
-    for (const SampleBin& bin : sample.bins) {
+    for (const SampleBin& bin : head.bins) {
         const std::optional<uint64_t> limit = size_class_limit_bytes(bin.size_class);
         bins.push_back(with_counters(
             {{"class", bin.size_class}, {"limit", limit ? ordered(*limit) : ordered(nullptr)}},
             bin.counters));
     }
-    out << "{\"t\":" << text(sample.t) << ",\"pid\":" << text(sample.pid);
-    if (!sample.pids.empty()) out << ",\"pids\":" << text(sample.pids);
-    out << ",\"totals\":" << text(with_counters(ordered::object(), sample.totals));
-    if (sample.memory) out << ",\"memory\":" << text(process_memory_json(sample.memory));
-    out << ",\"bins\":" << text(bins) << ",\"sites\":[";
-    const char* separator = "";
-    for (const SampleSite& site : sample.sites) {
-        ordered entry = with_counters({{"id", site.id}}, site.counters);
-        entry["label"] = site.label;
-        if (sample.stacks) entry["stack"] = site.stack_key;
-        out << separator << text(entry);
-        separator = ",";
+    out_ << "{\"t\":" << line_text(head.t) << ",\"pid\":" << line_text(head.pid);
+    if (!head.pids.empty()) out_ << ",\"pids\":" << line_text(head.pids);
+    out_ << ",\"totals\":" << line_text(with_counters(ordered::object(), head.totals));
+    if (head.memory) out_ << ",\"memory\":" << line_text(process_memory_json(head.memory));
+    out_ << ",\"bins\":" << line_text(bins) << ",\"sites\":[";
+}
+
+void SampleLineWriter::site(const SampleSite& site) {
+    ordered entry = with_counters({{"id", site.id}}, site.counters);
+    entry["label"] = site.label;
+    if (stacks_) entry["stack"] = site.stack_key;
+    out_ << separator_ << line_text(entry);
+    std::string label = '"' + std::to_string(site.id) + "\":" + line_text(site.label);
+    if (*separator_ != '\0') label.insert(label.begin(), ',');
+    separator_ = ",";
+    constexpr std::size_t kChunk = 64 * 1024;
+    if (labels_.empty() || labels_.back().size() + label.size() > labels_.back().capacity()) {
+        labels_.emplace_back().reserve(std::max(kChunk, label.size()));
     }
-    out << "],\"labels\":{";
-    separator = "";
-    for (const SampleSite& site : sample.sites) {
-        out << separator << '"' << site.id << "\":" << text(site.label);
-        separator = ",";
-    }
-    out << "}}";
+    labels_.back() += label;
+}
+
+void SampleLineWriter::end() {
+    out_ << "],\"labels\":{";
+    for (const std::string& chunk : labels_) out_ << chunk;
+    out_ << "}}";
+    labels_ = {};
+}
+
+void write_sample_line(std::ostream& out, const Sample& sample) {
+    SampleLineWriter line(out, sample);
+    for (const SampleSite& site : sample.sites) line.site(site);
+    line.end();
 }
 
 SampleSite sample_site_from_json(const json& site, bool& has_stack) {

@@ -58,11 +58,32 @@ Sample sample_from_report(const nlohmann::json& report, double t, uint64_t min_l
 // sites, then each site.
 Sample sample_head_from_report(const nlohmann::json& head, double t);
 void add_report_site(Sample& sample, const nlohmann::json& site, uint64_t min_live_bytes);
+// A report's site as a sample keeps it; none if it holds fewer than min_live_bytes live bytes.
+std::optional<SampleSite> sample_site_from_report(const nlohmann::json& site,
+                                                  uint64_t min_live_bytes);
 
 // The series line: {"t", "pid", "pids" (with --children), "totals", "memory" (as in a report's totals), "bins": [{"class", "limit", "live_bytes",
 // "live_blocks", "allocs", "frees"}], "sites": [{"id", "live_bytes", "live_blocks",
 // "allocs", "frees", "label", "stack"}], "labels": {id: label}}, keys in that order for people reading it.
 void write_sample_line(std::ostream& out, const Sample& sample);
+
+// The same line written as it comes: the head (every member of `head` but its sites, which it
+// should not have), then each site, then the end, which needs the sites' labels once more and
+// keeps only their text. A line of every site of a Rails process kept as a Sample took 55 MiB.
+class SampleLineWriter {
+public:
+    SampleLineWriter(std::ostream& out, const Sample& head);
+    void site(const SampleSite& site);
+    void end();
+
+private:
+    std::ostream& out_;
+    bool stacks_;
+    const char* separator_ = "";
+    // The "labels" object's members as they will be written, in chunks of a fixed size: one
+    // string grown by doubling took twice the labels' size and a copy of it at each step.
+    std::vector<std::string> labels_;
+};
 
 // A series line, or a full report (told apart by the "t" that only series lines have).
 Sample sample_from_json(const nlohmann::json& object);

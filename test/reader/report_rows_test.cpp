@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 
 namespace leakwrap {
 namespace {
@@ -16,8 +17,11 @@ using testing::SegmentBuilder;
 constexpr uint32_t kClass32 = layout::size_class_of(32);
 constexpr uint32_t kClass1000 = layout::size_class_of(1000);
 
+// Rows view the stacks of their snapshot, which must outlive them: these are kept for the whole
+// test program.
 std::vector<ReportRow> rows_of(const SegmentBuilder& builder, Grouping grouping) {
-    return report_rows(parse_segment(builder.build()), grouping);
+    static std::deque<Snapshot> snapshots;
+    return report_rows(snapshots.emplace_back(parse_segment(builder.build())), grouping);
 }
 
 const ReportRow& row_with_id(const std::vector<ReportRow>& rows, uint32_t id) {
@@ -47,15 +51,15 @@ TEST(ReportRows, MergeTheSizeClassRecordsOfOneStackIntoOneRow) {
     EXPECT_FALSE(merged.estimated);
     EXPECT_EQ(std::vector<uint64_t>(merged.frames.begin(), merged.frames.end()),
               (std::vector<uint64_t>{0xa, 0xb}));
-    EXPECT_EQ(merged.records, (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
+    EXPECT_EQ(merged.records(), (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
     EXPECT_EQ(merged.counters.allocs, 12u);
     EXPECT_EQ(merged.counters.frees, 2u);
     EXPECT_EQ(merged.counters.live_bytes(), 256u + 2000u);
-    ASSERT_EQ(merged.size_classes.size(), 2u);
-    EXPECT_EQ(merged.size_classes[0].size_class, kClass32);
-    EXPECT_EQ(merged.size_classes[0].counters.live_blocks(), 8u);
-    EXPECT_EQ(merged.size_classes[1].size_class, kClass1000);
-    EXPECT_EQ(merged.size_classes[1].counters.live_bytes(), 2000u);
+    ASSERT_EQ(merged.size_classes().size(), 2u);
+    EXPECT_EQ(merged.size_classes()[0].size_class, kClass32);
+    EXPECT_EQ(merged.size_classes()[0].counters.live_blocks(), 8u);
+    EXPECT_EQ(merged.size_classes()[1].size_class, kClass1000);
+    EXPECT_EQ(merged.size_classes()[1].counters.live_bytes(), 2000u);
     EXPECT_EQ(merged.in_size_class(kClass1000).allocs, 2u);
     EXPECT_EQ(merged.in_size_class(0).allocs, 0u);
 }
@@ -70,7 +74,7 @@ TEST(ReportRows, KeepOneStackAtTwoRubyLocationsApart) {
     const auto rows = rows_of(builder, Grouping::native);
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(*rows[0].innermost_ruby(), (RubyLocation{"app.rb", 3}));
-    EXPECT_EQ(rows[0].records, (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
+    EXPECT_EQ(rows[0].records(), (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
     EXPECT_EQ(*rows[1].innermost_ruby(), (RubyLocation{"app.rb", 4}));
 }
 
@@ -89,9 +93,9 @@ TEST(ReportRows, ByRubyMergeEveryStackOfOneFileAndLine) {
 
     const ReportRow& line10 = row_with_id(rows, kFirstSiteSlot);
     EXPECT_EQ(*line10.innermost_ruby(), (RubyLocation{"app.rb", 10}));
-    EXPECT_EQ(line10.records, (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 1}));
+    EXPECT_EQ(line10.records(), (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 1}));
     EXPECT_EQ(line10.counters.allocs, 5u);
-    EXPECT_EQ(line10.size_classes.size(), 2u);
+    EXPECT_EQ(line10.size_classes().size(), 2u);
     EXPECT_TRUE(line10.frames.empty()) << "a Ruby line stands for several native stacks";
 
     EXPECT_EQ(*row_with_id(rows, kFirstSiteSlot + 2).innermost_ruby(), (RubyLocation{"app.rb", 11}));
@@ -100,7 +104,7 @@ TEST(ReportRows, ByRubyMergeEveryStackOfOneFileAndLine) {
     const ReportRow& native_only = row_with_id(rows, kFirstSiteSlot + 4);
     EXPECT_TRUE(native_only.ruby.empty());
     EXPECT_FALSE(native_only.overflow);
-    EXPECT_EQ(native_only.records, (std::vector<uint32_t>{kFirstSiteSlot + 4, kFirstSiteSlot + 5}));
+    EXPECT_EQ(native_only.records(), (std::vector<uint32_t>{kFirstSiteSlot + 4, kFirstSiteSlot + 5}));
     EXPECT_EQ(native_only.counters.allocs, 11u);
 }
 
@@ -116,10 +120,10 @@ TEST(ReportRows, MergeTheOverflowSitesOfAllClassesIntoOneRow) {
         const ReportRow& overflow = rows[0];
         EXPECT_TRUE(overflow.overflow);
         EXPECT_EQ(overflow.id, kClass32);
-        EXPECT_EQ(overflow.records, (std::vector<uint32_t>{kClass32, kClass1000}));
+        EXPECT_EQ(overflow.records(), (std::vector<uint32_t>{kClass32, kClass1000}));
         EXPECT_EQ(overflow.counters.live_blocks(), 3u);
         EXPECT_EQ(overflow.counters.live_bytes(), 1064u);
-        EXPECT_EQ(overflow.size_classes.size(), 2u);
+        EXPECT_EQ(overflow.size_classes().size(), 2u);
         EXPECT_TRUE(overflow.frames.empty());
         EXPECT_TRUE(overflow.ruby.empty());
         EXPECT_FALSE(rows[1].overflow);
