@@ -76,7 +76,8 @@ void release_cache(void* cache) {
     os::unmap(thread_cache, thread_cache->mapping_size);
 }
 
-ThreadCache* create_cache() {
+// Once per thread, out of the hot path.
+__attribute__((noinline, cold)) ThreadCache* create_cache() {
     t_thread.call_site_cache = kNoCache;  // until it exists; also what stays if anything below fails
     const StackBounds bounds = t_thread.stack_bounds;
     if (!g_cache_key_ready || bounds.high == 0) return nullptr;
@@ -97,7 +98,7 @@ ThreadCache* create_cache() {
 }
 
 // The calling thread's cache, if its stack is the one the cache knows.
-ThreadCache* usable_cache(uintptr_t stack_pointer) {
+inline __attribute__((always_inline)) ThreadCache* usable_cache(uintptr_t stack_pointer) {
     ThreadCache* cache = t_thread.call_site_cache;
     if (__builtin_expect(cache == nullptr, 0)) cache = create_cache();
     if (cache == nullptr || cache == kNoCache) return nullptr;
