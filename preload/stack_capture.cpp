@@ -32,8 +32,8 @@ uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
 // The frame sizes a slow unwind saw, frame by frame (see frame_sizes.h).
 class FrameSizeLearner {
 public:
-    // `frame` has been reached; `after_signal`: the frame inside it was a signal frame, so its
-    // address is where the signal struck, not a return address.
+    // The unwind has reached the frame of `ip`; `after_signal`: the frame inside it was a signal
+    // frame, so `ip` is where the signal struck, not a return address.
     void at(unw_cursor_t* cursor, uintptr_t ip, bool after_signal) {
         ip_ = after_signal ? 0 : ip;
         stack_pointer_ = register_value(cursor, UNW_REG_SP);
@@ -41,6 +41,7 @@ public:
         signal_ = unw_is_signal_frame(cursor) > 0;
     }
     bool signal() const { return signal_; }
+    uintptr_t stack_pointer() const { return stack_pointer_; }
     // The unwind stepped from the frame at() saw; `stepped` is unw_step's result.
     void stepped(unw_cursor_t* cursor, int stepped) {
         if (ip_ == 0) return;
@@ -118,9 +119,9 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
 namespace {
 
 // A thread's first slow unwinds to learn frame sizes are free; after that each needs this many
-// stacks walked since (a slow unwind of 16 frames costs about as much as 300 walks), and its
-// stacks must mostly be walkable: a program whose stacks keep crossing frames that only
-// libunwind can unwind (GCC's own, which use alloca) gains nothing from learning more.
+// stacks walked since, and the thread's stacks must mostly be walkable: a program whose stacks
+// keep crossing frames that only libunwind can unwind (GCC's own, which use alloca) gains
+// nothing from learning more, and each slow unwind costs as much as a few hundred walks.
 constexpr uint64_t kFreeLearningUnwinds = 256;
 constexpr uint64_t kWalksPerLearningUnwind = 32;
 constexpr uint64_t kWalksPerUnwalkableStack = 4;
@@ -216,7 +217,7 @@ void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, C
         learner.at(&cursor, ip, after_signal);
         if (!is_own_frame(ip)) {
             out->frames[depth] = ip;
-            out->slots[depth] = register_value(&cursor, UNW_REG_SP) - sizeof(uint64_t);
+            out->slots[depth] = learner.stack_pointer() - sizeof(uint64_t);
             ++depth;
         }
         if (learner.signal()) slots_known = false;
