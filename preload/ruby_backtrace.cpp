@@ -152,27 +152,48 @@ uint64_t hash_frames(const layout::RubyFrame* frames, uint32_t depth) {
 }
 
 // Ruby's own answer: the frames rb_profile_frames() gives, less those without a file or line.
+// Returns whether the innermost max_depth frames running Ruby code decided it alone: it has
+// max_depth frames, and every frame left out before its last was a C method's (no line, no
+// file), not a Ruby frame without a line (the VM's root frame) or whose file found no room.
 // Called with g_tables_busy held.
-void ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch, RubyBacktrace* out) {
+bool ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch, RubyBacktrace* out) {
     LEAKWRAP_CHECK(g_tables_busy.test(std::memory_order_relaxed));
     Value frames[layout::kMaxRubyDepth + kCMethodFrames];
     int lines[layout::kMaxRubyDepth + kCMethodFrames];
     int found = g_ruby.profile_frames(0, static_cast<int>(frames_asked), frames, lines);
     uint32_t depth = 0;
+    bool only_c_methods_left_out = true;
     for (int i = 0; i < found && depth < max_depth; ++i) {
-        // Line 0: a frame with no line to show (the VM's root frame, an extension's Init).
-        if (lines[i] <= 0) continue;
         uint32_t file = file_of(frames[i], gc_epoch);
-        if (file == layout::kNoString) continue;
+        if (lines[i] <= 0 || file == layout::kNoString) {
+            only_c_methods_left_out = only_c_methods_left_out && lines[i] <= 0 && file == layout::kNoString;
+            continue;
+        }
         out->frames[depth++] = layout::RubyFrame{file, static_cast<uint32_t>(lines[i])};
     }
     out->depth = depth;
     out->hash = depth == 0 ? 0 : hash_frames(out->frames, depth);
+    return depth == max_depth && only_c_methods_left_out;
 }
 
 KnownBacktrace* known_backtrace(uint64_t fingerprint) {
     uint32_t slot = static_cast<uint32_t>(fingerprint >> 40) % kKnownBacktraceSlots;
     return reinterpret_cast<KnownBacktrace*>(g_known_backtraces + slot * g_known_backtrace_size);
+}
+
+// The entry a fingerprint of the frames up to the `ruby_frames`-th running Ruby code names, and
+// whether it holds that fingerprint's backtrace.
+struct KnownLookup {
+    uint64_t fingerprint;  // 0: the frames could not be read
+    KnownBacktrace* known;
+    bool hit;
+};
+
+KnownLookup look_up_known(uint32_t ruby_frames, uint64_t gc_epoch) {
+    uint64_t fingerprint = ruby_frames_fingerprint(ruby_frames);
+    if (fingerprint == 0) return {0, nullptr, false};
+    KnownBacktrace* known = known_backtrace(fingerprint);
+    return {fingerprint, known, known->fingerprint == fingerprint && known->gc_epoch == gc_epoch};
 }
 
 layout::RubyFrame* frames_of(KnownBacktrace* known) { return reinterpret_cast<layout::RubyFrame*>(known + 1); }
@@ -250,26 +271,29 @@ void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     if (g_tables_busy.test_and_set(std::memory_order_acquire)) return;
     uint64_t gc_epoch = g_ruby.gc_count();
     uint32_t frames_asked = max_depth + kCMethodFrames;
-    uint64_t fingerprint = 0;
-    KnownBacktrace* known = nullptr;
+    // Most backtraces are decided by their innermost max_depth Ruby frames, whose fingerprint
+    // is tried first; the frames up to the last one Ruby looks at are fingerprinted only when
+    // that one is not known.
+    KnownLookup innermost{}, every{};
     if (g_fingerprints_trusted && max_depth == g_segment.max_ruby_depth && g_known_backtraces != nullptr) {
-        fingerprint = ruby_frames_fingerprint(frames_asked);
-        if (fingerprint != 0) known = known_backtrace(fingerprint);
+        innermost = look_up_known(max_depth, gc_epoch);
+        if (!innermost.hit) every = look_up_known(frames_asked, gc_epoch);
     }
-    bool hit = known != nullptr && known->fingerprint == fingerprint && known->gc_epoch == gc_epoch;
-    if (hit && --g_hits_until_verify != 0) {
-        copy_backtrace(*known, out);
+    const KnownLookup& found = innermost.hit ? innermost : every;
+    if (found.hit && --g_hits_until_verify != 0) {
+        copy_backtrace(*found.known, out);
     } else {
-        ask_ruby(max_depth, frames_asked, gc_epoch, out);
-        if (hit) {
+        bool decided_by_innermost = ask_ruby(max_depth, frames_asked, gc_epoch, out);
+        if (found.hit) {
             g_hits_until_verify = kVerifyEvery;
-            if (!same_backtrace(*known, *out)) {
+            if (!same_backtrace(*found.known, *out)) {
                 g_fingerprints_trusted = false;
                 warn("Ruby's control frames are not laid out as leakwrap reads them: Ruby "
                      "backtraces are taken the slow way from now on");
             }
-        } else if (known != nullptr) {
-            remember_backtrace(fingerprint, gc_epoch, *out, known);
+        } else {
+            const KnownLookup& key = decided_by_innermost ? innermost : every;
+            if (key.known != nullptr) remember_backtrace(key.fingerprint, gc_epoch, *out, key.known);
         }
     }
     g_tables_busy.clear(std::memory_order_release);
