@@ -3,7 +3,8 @@
 //
 // liburcu's lfht cannot resize here: resizing runs on call_rcu/workqueue threads, which do not
 // survive fork() and would run leakwrap code outside any allocation. So the index is a short
-// list of fixed-size lfht tables: once the newest holds twice as many entries as it has buckets,
+// list of fixed-size lfht tables: once the newest holds four times as many entries as it has
+// buckets (chains of four nodes, whose stored hashes are compared before any key is),
 // a table four times as large is added and takes the new entries. A lookup searches the tables
 // newest first, so chains stay short whatever the program's size, and the memory of the
 // buckets follows the number of entries (a small program pays for the first table only).
@@ -25,7 +26,7 @@
 namespace leakwrap {
 
 // Buckets of an index's first table: 64 KiB (lfht buckets are 16 bytes, all written when a
-// table is made), room for 8K entries before the next table. A small program pays this much; a
+// table is made), room for 16K entries before the next table. A small program pays this much; a
 // Ruby interpreter's boot outgrows it. Tables grow 4x, not more, so
 // that the buckets stay within 4x of what the entries need.
 inline constexpr unsigned long kFirstBuckets = 4096;
@@ -46,7 +47,9 @@ private:
     static constexpr uint32_t kMaxTables = 8;
     static constexpr uint32_t kGrowthLog2 = 2;        // each table has 4x the buckets; the
                                                       // eighth has 64M, for kMaxSiteCapacity
-    static constexpr uint64_t kEntriesPerBucket = 2;  // before the next table is added
+    // Before the next table is added. 4, not 2: the Rails example's boot (44K stacks) then
+    // stops at two tables instead of writing a third of 1 MiB for its last few thousand.
+    static constexpr uint64_t kEntriesPerBucket = 4;
 
     void add_table_if_full(uint32_t newest);
 
