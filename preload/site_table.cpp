@@ -200,6 +200,18 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
     if (ruby_process) cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack);
 }
 
+// The key of the thread's memo of known sites (known_site()): the native frames, the Ruby
+// backtrace by its hash, and the size class. Cheaper than the stack's own hash, which hashes
+// every Ruby frame again and is needed only when the memo does not know the site.
+uint64_t known_site_key(const CapturedStack& stack, uint64_t ruby_hash, uint32_t size_class) {
+    uint64_t h = (ruby_hash ^ (uint64_t{stack.depth} << 8) ^ size_class) * 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < stack.depth; ++i) {
+        h = (h ^ stack.frames[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+    }
+    return h;
+}
+
 }  // namespace
 
 bool init_site_table() {
@@ -220,12 +232,11 @@ uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
 
     CapturedStack stack;
     capture_native_stack(caller, cached.fill, ruby.depth > 0, &stack);
-    StackKey key{stack.frames, stack.depth, ruby.frames, ruby.depth, 0};
-    uint64_t hash = hash_stack_key(key);
-    uint64_t known_key = (hash ^ size_class) * 0x9E3779B97F4A7C15ull;
+    uint64_t known_key = known_site_key(stack, ruby.hash, size_class);
     uint32_t site = known_site(known_key);
     if (site == kNoCachedSite) {
-        site = site_for_stack(key, hash, size_class);
+        StackKey key{stack.frames, stack.depth, ruby.frames, ruby.depth, 0};
+        site = site_for_stack(key, hash_stack_key(key), size_class);
         remember_known_site(known_key, site);
     }
     remember_site(caller, size_class, ruby.hash, stack, site);
