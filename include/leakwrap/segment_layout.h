@@ -2,7 +2,8 @@
 // the layout of the per-process shared-memory segment /dev/shm/leakwrap.<pid>.
 //
 // What the segment holds: a header; exact per-size-class counters (bins); a table of distinct
-// stacks, each stored once (native return addresses and Ruby file:line frames); a table of
+// stacks, each stored once (native return addresses, and a reference to a Ruby backtrace whose
+// file:line frames are stored in the same table as a tree, each shared frame once); a table of
 // sites, one per (stack, size class), each its counters and a reference to its stack; per-thread
 // counts not yet added to a site (site deltas); the loaded modules; a pool of strings.
 //
@@ -25,6 +26,9 @@
 //     A reader copies only the claimed ranges; reading the rest through a shared mapping would
 //     make tmpfs allocate it.
 //  R7 Header.pid is the pid in the file name; boot_id is stored without its newline.
+//  R8 A Ruby frame record has no state word: it is written whole, and never changed, before any
+//     stack or frame record names it, so it is visible through the ready stack that names it
+//     (R3). Its caller lies in the table before it, and its depth is its caller's plus one.
 //
 // Version policy: any change that moves or reinterprets a field bumps kLayoutVersion. The
 // reader parses the current version and, where the difference is a translation it can make,
@@ -33,7 +37,8 @@
 // Version history: 3 = one record per (native stack, Ruby line, size class) with its frames
 // inline; 4 = stacks stored once and shared, Ruby backtraces, compact sites; 5 = bins
 // shard-major (bin_index), so that a thread's counters share pages instead of touching one page
-// per size class.
+// per size class; 6 = Ruby frames stored once as a tree (RubyFrameRecord) that stacks name,
+// instead of inline in every stack.
 #pragma once
 
 #include <cstddef>
@@ -43,9 +48,10 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 5;
-// Layout 4 differs from 5 only in the order of the bins (bin_index_v4), so it is still read.
-inline constexpr uint32_t kOldestReadableVersion = 4;
+inline constexpr uint32_t kLayoutVersion = 6;
+// Layout 5 differs from 6 only in its stack records (StackRecordV5, Ruby frames inline), so it is
+// still read.
+inline constexpr uint32_t kOldestReadableVersion = 5;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
 inline constexpr const char* kSegmentPrefix = "leakwrap.";
@@ -134,9 +140,10 @@ struct alignas(64) Header {
 // One distinct stack, stored once in the stack table and named by the sites that allocate
 // through it. Records follow each other; a record's reference is its offset from stacks_offset
 // divided by kStackAlignment. A record is 24 bytes, then uint64_t frames[native_depth] (return
-// addresses, innermost - malloc's caller - first), then RubyFrame ruby[ruby_depth] (innermost
-// first): for a thread running Ruby code, its Ruby backtrace, and native frames only from the
-// allocator up to where the Ruby VM called in (see the preload's stack_key.h).
+// addresses, innermost - malloc's caller - first). For a thread running Ruby code, `ruby` names
+// the innermost frame of its Ruby backtrace (a RubyFrameRecord in the same table), and its
+// native frames go only from the allocator up to where the Ruby VM called in (see the preload's
+// site_table.cpp).
 struct StackRecord {
     uint64_t hash;               // of the frames and Ruby frames, as the writer keys them
     uint32_t state;              // kEmpty / kReady / kAbandoned
@@ -144,14 +151,26 @@ struct StackRecord {
     // recorded a module of this stack (the writer never waits for a scan in progress): a reader
     // that finds no module of the right generation falls back to the address range alone.
     uint32_t module_generation;
-    uint16_t native_depth;       // <= Header::max_depth
-    uint16_t ruby_depth;         // <= Header::max_ruby_depth
-    uint32_t flags;              // kStackReduced
+    uint8_t native_depth;        // <= Header::max_depth
+    uint8_t ruby_depth;          // <= Header::max_ruby_depth; the depth of `ruby`'s record
+    uint16_t flags;              // kStackReduced
+    uint32_t ruby;               // reference of the innermost RubyFrameRecord; kNoRubyFrame if none
 };
 
+// A Ruby source position.
 struct RubyFrame {
     uint32_t file;  // string pool offset of the Ruby source file (NUL-terminated)
     uint32_t line;  // 0 when unknown
+};
+
+// One frame of a Ruby backtrace, stored once in the stack table (referenced like a stack) and
+// shared by every backtrace that has the same frames from it outward: a stack names its
+// innermost Ruby frame, each frame its caller, the next outer one. Backtraces of one program
+// differ mostly in their inner frames, so their outer parts are stored once (R8).
+struct RubyFrameRecord {
+    RubyFrame frame;
+    uint32_t caller;  // reference of the next outer frame's record; kNoRubyFrame for the outermost kept
+    uint32_t depth;   // frames from this one outward: 1 + its caller's depth, 1 for the outermost
 };
 
 inline constexpr uint32_t kStackAlignment = 8;
@@ -162,9 +181,26 @@ inline constexpr uint32_t kReducedNativeFrames = 3;
 inline constexpr uint32_t kReducedRubyFrames = 1;
 // SiteRecord::stack of the overflow sites, which have no stack.
 inline constexpr uint32_t kNoStack = 0xffffffffu;
+// StackRecord::ruby without a Ruby backtrace; RubyFrameRecord::caller of the outermost frame.
+inline constexpr uint32_t kNoRubyFrame = 0xffffffffu;
 
-constexpr uint64_t stack_record_size(uint32_t native_depth, uint32_t ruby_depth) {
-    return sizeof(StackRecord) + 8ull * native_depth + sizeof(RubyFrame) * uint64_t{ruby_depth};
+constexpr uint64_t stack_record_size(uint32_t native_depth) {
+    return sizeof(StackRecord) + 8ull * native_depth;
+}
+
+// Layout 5's stack record, which the reader still reads (kOldestReadableVersion): its Ruby frames
+// followed its native frames inline, RubyFrame ruby[ruby_depth], innermost first.
+struct StackRecordV5 {
+    uint64_t hash;
+    uint32_t state;
+    uint32_t module_generation;
+    uint16_t native_depth;
+    uint16_t ruby_depth;
+    uint32_t flags;
+};
+
+constexpr uint64_t stack_record_size_v5(uint32_t native_depth, uint32_t ruby_depth) {
+    return sizeof(StackRecordV5) + 8ull * native_depth + sizeof(RubyFrame) * uint64_t{ruby_depth};
 }
 
 // One allocation call site: a stack and a size class, so that the size-class bins can name the
@@ -242,10 +278,6 @@ inline constexpr uint32_t kSizeClassCount = kSmallClasses + kDoublingClasses + k
 // thread owns one shard and touches only its pages.
 constexpr uint64_t bin_index(uint32_t size_class, uint32_t shard) {
     return uint64_t{shard} * kSizeClassCount + size_class;
-}
-// The same in layout 4, class-major.
-constexpr uint64_t bin_index_v4(uint32_t size_class, uint32_t shard, uint32_t bin_shards) {
-    return uint64_t{size_class} * bin_shards + shard;
 }
 
 // Inclusive upper bound of a class; the last class is unbounded.
@@ -338,12 +370,21 @@ LEAKWRAP_PIN(StackRecord, hash, 0);
 LEAKWRAP_PIN(StackRecord, state, 8);
 LEAKWRAP_PIN(StackRecord, module_generation, 12);
 LEAKWRAP_PIN(StackRecord, native_depth, 16);
-LEAKWRAP_PIN(StackRecord, ruby_depth, 18);
-LEAKWRAP_PIN(StackRecord, flags, 20);
+LEAKWRAP_PIN(StackRecord, ruby_depth, 17);
+LEAKWRAP_PIN(StackRecord, flags, 18);
+LEAKWRAP_PIN(StackRecord, ruby, 20);
 static_assert(sizeof(StackRecord) == 24 && sizeof(StackRecord) % kStackAlignment == 0);
 LEAKWRAP_PIN(RubyFrame, file, 0);
 LEAKWRAP_PIN(RubyFrame, line, 4);
 static_assert(sizeof(RubyFrame) == 8);
+LEAKWRAP_PIN(RubyFrameRecord, frame, 0);
+LEAKWRAP_PIN(RubyFrameRecord, caller, 8);
+LEAKWRAP_PIN(RubyFrameRecord, depth, 12);
+static_assert(sizeof(RubyFrameRecord) == 16 && sizeof(RubyFrameRecord) % kStackAlignment == 0);
+LEAKWRAP_PIN(StackRecordV5, native_depth, 16);
+LEAKWRAP_PIN(StackRecordV5, ruby_depth, 18);
+LEAKWRAP_PIN(StackRecordV5, flags, 20);
+static_assert(sizeof(StackRecordV5) == 24);
 LEAKWRAP_PIN(SiteRecord, allocs, 0);
 LEAKWRAP_PIN(SiteRecord, frees, 8);
 LEAKWRAP_PIN(SiteRecord, alloc_bytes, 16);
@@ -378,6 +419,7 @@ static_assert(sizeof(ModuleRecord) == 128);
 
 static_assert(std::is_standard_layout_v<Header> && std::is_trivially_copyable_v<Header>);
 static_assert(std::is_standard_layout_v<StackRecord> && std::is_trivially_copyable_v<StackRecord>);
+static_assert(std::is_standard_layout_v<RubyFrameRecord> && std::is_trivially_copyable_v<RubyFrameRecord>);
 static_assert(std::is_standard_layout_v<SiteRecord> && std::is_trivially_copyable_v<SiteRecord>);
 static_assert(std::is_standard_layout_v<ModuleRecord> && std::is_trivially_copyable_v<ModuleRecord>);
 static_assert(std::is_standard_layout_v<SiteDelta> && std::is_trivially_copyable_v<SiteDelta>);
