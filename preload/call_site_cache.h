@@ -30,10 +30,10 @@ struct CacheLookup {
     bool fill;            // a miss worth the slow unwind that gives the slots to fill the entry
 };
 
-CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint64_t ruby_hash);
+CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint32_t ruby);
 
 // Fills the call's entry if the stack's slots are known; otherwise only notes its key.
-void remember_site(const CallerContext& caller, uint32_t size_class, uint64_t ruby_hash,
+void remember_site(const CallerContext& caller, uint32_t size_class, uint32_t ruby,
                    const CapturedStack& stack, uint32_t site);
 
 // Sites of the stacks this thread has met, by a 64-bit hash of (native frames, Ruby backtrace,

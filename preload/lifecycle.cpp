@@ -16,6 +16,7 @@
 #include "modules.h"
 #include "real_allocator.h"
 #include "ruby_backtrace.h"
+#include "ruby_frame_tree.h"
 #include "sampler.h"
 #include "segment.h"
 #include "site_table.h"
@@ -56,6 +57,7 @@ void after_fork_in_parent() {
 void after_fork_in_child() {
     urcu_bp_after_fork_child();
     reset_bin_shards_after_fork();
+    reset_ruby_frame_tree_after_fork();
     if (!adopt_fork_snapshot_in_child(g_config)) g_mode.store(kPassThrough, std::memory_order_release);
     --t_thread.inside_leakwrap;
 }

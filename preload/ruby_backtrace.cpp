@@ -11,6 +11,7 @@
 #include "diagnostics.h"
 #include "guard.h"
 #include "os.h"
+#include "ruby_frame_tree.h"
 #include "ruby_vm_frames.h"
 #include "segment.h"
 
@@ -80,19 +81,15 @@ constinit KnownFrame g_known_frames[kKnownFrameSlots]{};
 
 // Backtraces by the fingerprint of the control frames they came from (ruby_vm_frames.h), valid
 // for one GC epoch like the frame table above: the common case of a backtrace seen before then
-// costs a walk over the frames instead of a line look-up in every frame. Direct-mapped; the
-// entries hold g_segment.max_ruby_depth frames each and are allocated, untouched, at start-up.
+// costs a walk over the frames instead of a line look-up in every frame. Direct-mapped; in
+// .bss, so a program without Ruby never touches it.
 struct KnownBacktrace {
     uint64_t fingerprint;  // 0: empty
     uint64_t gc_epoch;
-    uint64_t hash;
-    uint32_t depth;
-    uint32_t unused;
-    // followed by layout::RubyFrame frames[max_ruby_depth]
+    RubyBacktrace backtrace;
 };
 constexpr uint32_t kKnownBacktraceSlots = 4096;
-constinit std::byte* g_known_backtraces = nullptr;
-constinit std::size_t g_known_backtrace_size = 0;
+constinit KnownBacktrace g_known_backtraces[kKnownBacktraceSlots]{};
 
 // Every kVerifyEvery-th backtrace found by its fingerprint is also asked of Ruby: if the two
 // ever differ, the VM's frames are not laid out as ruby_vm_frames.cpp reads them (or a case it
@@ -141,26 +138,24 @@ uint32_t file_of(Value frame, uint64_t gc_epoch) {
     return file;
 }
 
-uint64_t hash_frames(const layout::RubyFrame* frames, uint32_t depth) {
-    uint64_t h = 0x452821E638D01377ull ^ depth;
-    for (uint32_t i = 0; i < depth; ++i) {
-        h ^= (uint64_t{frames[i].file} << 32) | frames[i].line;
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 33;
-    }
-    return h | 1;  // never 0, which means "no backtrace"
-}
+// What ask_ruby() found besides the backtrace.
+struct RubyAnswer {
+    // The innermost max_depth frames running Ruby code decided the backtrace alone: it has
+    // max_depth frames, and every frame left out before its last was a C method's (no line, no
+    // file), not a Ruby frame without a line (the VM's root frame) or whose file found no room.
+    bool decided_by_innermost;
+    // The backtrace is Ruby's whole answer: its frames, if any, found room in the frame tree.
+    bool stored;
+};
 
-// Ruby's own answer: the frames rb_profile_frames() gives, less those without a file or line.
-// Returns whether the innermost max_depth frames running Ruby code decided it alone: it has
-// max_depth frames, and every frame left out before its last was a C method's (no line, no
-// file), not a Ruby frame without a line (the VM's root frame) or whose file found no room.
-// Called with g_tables_busy held.
-bool ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch, RubyBacktrace* out) {
+// Ruby's own answer: the frames rb_profile_frames() gives, less those without a file or line,
+// stored in the frame tree (none if they found no room there). Called with g_tables_busy held.
+RubyAnswer ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch, RubyBacktrace* out) {
     LEAKWRAP_CHECK(g_tables_busy.test(std::memory_order_relaxed));
     Value frames[layout::kMaxRubyDepth + kCMethodFrames];
     int lines[layout::kMaxRubyDepth + kCMethodFrames];
     int found = g_ruby.profile_frames(0, static_cast<int>(frames_asked), frames, lines);
+    layout::RubyFrame kept[layout::kMaxRubyDepth];
     uint32_t depth = 0;
     bool only_c_methods_left_out = true;
     for (int i = 0; i < found && depth < max_depth; ++i) {
@@ -169,16 +164,15 @@ bool ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch, Ruby
             only_c_methods_left_out = only_c_methods_left_out && lines[i] <= 0 && file == layout::kNoString;
             continue;
         }
-        out->frames[depth++] = layout::RubyFrame{file, static_cast<uint32_t>(lines[i])};
+        kept[depth++] = layout::RubyFrame{file, static_cast<uint32_t>(lines[i])};
     }
-    out->depth = depth;
-    out->hash = depth == 0 ? 0 : hash_frames(out->frames, depth);
-    return depth == max_depth && only_c_methods_left_out;
+    out->innermost = depth == 0 ? layout::kNoRubyFrame : intern_ruby_backtrace(kept, depth);
+    out->depth = out->innermost == layout::kNoRubyFrame ? 0 : depth;
+    return {depth == max_depth && only_c_methods_left_out, out->depth == depth};
 }
 
 KnownBacktrace* known_backtrace(uint64_t fingerprint) {
-    uint32_t slot = static_cast<uint32_t>(fingerprint >> 40) % kKnownBacktraceSlots;
-    return reinterpret_cast<KnownBacktrace*>(g_known_backtraces + slot * g_known_backtrace_size);
+    return &g_known_backtraces[static_cast<uint32_t>(fingerprint >> 40) % kKnownBacktraceSlots];
 }
 
 // The entry a fingerprint of the frames up to the `ruby_frames`-th running Ruby code names, and
@@ -194,41 +188,6 @@ KnownLookup look_up_known(uint32_t ruby_frames, uint64_t gc_epoch) {
     if (fingerprint == 0) return {0, nullptr, false};
     KnownBacktrace* known = known_backtrace(fingerprint);
     return {fingerprint, known, known->fingerprint == fingerprint && known->gc_epoch == gc_epoch};
-}
-
-layout::RubyFrame* frames_of(KnownBacktrace* known) { return reinterpret_cast<layout::RubyFrame*>(known + 1); }
-const layout::RubyFrame* frames_of(const KnownBacktrace* known) {
-    return reinterpret_cast<const layout::RubyFrame*>(known + 1);
-}
-
-void copy_backtrace(const KnownBacktrace& known, RubyBacktrace* out) {
-    std::memcpy(out->frames, frames_of(&known), known.depth * sizeof(layout::RubyFrame));
-    out->depth = known.depth;
-    out->hash = known.hash;
-}
-
-bool same_backtrace(const KnownBacktrace& known, const RubyBacktrace& backtrace) {
-    return known.depth == backtrace.depth && known.hash == backtrace.hash &&
-           std::memcmp(frames_of(&known), backtrace.frames, known.depth * sizeof(layout::RubyFrame)) == 0;
-}
-
-void remember_backtrace(uint64_t fingerprint, uint64_t gc_epoch, const RubyBacktrace& backtrace,
-                        KnownBacktrace* known) {
-    std::memcpy(frames_of(known), backtrace.frames, backtrace.depth * sizeof(layout::RubyFrame));
-    known->depth = backtrace.depth;
-    known->hash = backtrace.hash;
-    known->gc_epoch = gc_epoch;
-    known->fingerprint = fingerprint;
-}
-
-// Room for the backtraces known by fingerprint, in Ruby processes only; pages are touched as
-// entries fill. Without it, every backtrace is asked of Ruby.
-void allocate_known_backtraces() {
-    std::size_t entry = sizeof(KnownBacktrace) + g_segment.max_ruby_depth * sizeof(layout::RubyFrame);
-    void* memory = os::reserve_private(entry * kKnownBacktraceSlots);
-    if (memory == nullptr) return;
-    g_known_backtrace_size = entry;
-    g_known_backtraces = static_cast<std::byte*>(memory);
 }
 
 template <typename T>
@@ -252,7 +211,6 @@ void init_ruby_backtrace() {
         g_ruby = api;
         g_vm_code = code_range_of(reinterpret_cast<const void*>(api.profile_frames));
         init_ruby_vm_frames(ruby_symbol<const char*>("ruby_version"));
-        if (g_segment.max_ruby_depth > 0) allocate_known_backtraces();
     }
 }
 
@@ -262,8 +220,8 @@ bool is_ruby_vm_code(uintptr_t address) { return g_vm_code.contains(address); }
 
 void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     LEAKWRAP_CHECK(inside_leakwrap());
+    out->innermost = layout::kNoRubyFrame;
     out->depth = 0;
-    out->hash = 0;
     if (max_depth == 0 || g_ruby.profile_frames == nullptr ||
         !g_vm_ready.load(std::memory_order_acquire) || *g_ruby.vm == nullptr || !g_ruby.has_gvl() ||
         g_ruby.during_gc())
@@ -275,25 +233,26 @@ void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     // is tried first; the frames up to the last one Ruby looks at are fingerprinted only when
     // that one is not known.
     KnownLookup innermost{}, every{};
-    if (g_fingerprints_trusted && max_depth == g_segment.max_ruby_depth && g_known_backtraces != nullptr) {
+    if (g_fingerprints_trusted && max_depth == g_segment.max_ruby_depth) {
         innermost = look_up_known(max_depth, gc_epoch);
         if (!innermost.hit) every = look_up_known(frames_asked, gc_epoch);
     }
     const KnownLookup& found = innermost.hit ? innermost : every;
     if (found.hit && --g_hits_until_verify != 0) {
-        copy_backtrace(*found.known, out);
+        *out = found.known->backtrace;
     } else {
-        bool decided_by_innermost = ask_ruby(max_depth, frames_asked, gc_epoch, out);
+        const RubyAnswer answer = ask_ruby(max_depth, frames_asked, gc_epoch, out);
         if (found.hit) {
             g_hits_until_verify = kVerifyEvery;
-            if (!same_backtrace(*found.known, *out)) {
+            // Equal backtraces are one record in the tree; one that found no room proves nothing.
+            if (answer.stored && found.known->backtrace.innermost != out->innermost) {
                 g_fingerprints_trusted = false;
                 warn("Ruby's control frames are not laid out as leakwrap reads them: Ruby "
                      "backtraces are taken the slow way from now on");
             }
-        } else {
-            const KnownLookup& key = decided_by_innermost ? innermost : every;
-            if (key.known != nullptr) remember_backtrace(key.fingerprint, gc_epoch, *out, key.known);
+        } else if (answer.stored) {
+            const KnownLookup& key = answer.decided_by_innermost ? innermost : every;
+            if (key.known != nullptr) *key.known = KnownBacktrace{key.fingerprint, gc_epoch, *out};
         }
     }
     g_tables_busy.clear(std::memory_order_release);

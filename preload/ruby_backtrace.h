@@ -11,10 +11,11 @@
 
 namespace leakwrap {
 
+// A backtrace as stored in the stack table (ruby_frame_tree.h): its innermost frame's record,
+// which names it whole.
 struct RubyBacktrace {
-    layout::RubyFrame frames[layout::kMaxRubyDepth];
-    uint32_t depth;  // 0: the thread is not running Ruby code (or Ruby frames are not recorded)
-    uint64_t hash;   // of the frames; 0 when depth is 0
+    uint32_t innermost;  // layout::kNoRubyFrame when depth is 0
+    uint32_t depth;      // 0: the thread is not running Ruby code (or Ruby frames are not recorded)
 };
 
 // Looks libruby's functions and code up once (a no-op in programs without Ruby).

@@ -40,8 +40,10 @@ inline uint64_t* stack_frames(layout::StackRecord* record) {
     return reinterpret_cast<uint64_t*>(record + 1);
 }
 
-inline layout::RubyFrame* stack_ruby_frames(layout::StackRecord* record) {
-    return reinterpret_cast<layout::RubyFrame*>(stack_frames(record) + record->native_depth);
+// Ruby frame records share the stack table and its references (layout R8).
+inline layout::RubyFrameRecord* ruby_frame_record(uint32_t reference) {
+    return reinterpret_cast<layout::RubyFrameRecord*>(g_segment.stacks +
+                                                      uint64_t{reference} * layout::kStackAlignment);
 }
 
 inline const char* pool_string(uint32_t offset) {

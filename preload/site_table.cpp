@@ -11,6 +11,7 @@
 #include "guard.h"
 #include "os.h"
 #include "ruby_backtrace.h"
+#include "ruby_frame_tree.h"
 #include "stack_capture.h"
 #include "stack_table.h"
 
@@ -133,7 +134,11 @@ uint32_t site_when_nearly_full(const StackKey& key, uint64_t hash, uint32_t size
              g_segment.site_capacity);
     StackKey reduced = key;
     if (reduced.native_depth > layout::kReducedNativeFrames) reduced.native_depth = layout::kReducedNativeFrames;
-    if (reduced.ruby_depth > layout::kReducedRubyFrames) reduced.ruby_depth = layout::kReducedRubyFrames;
+    static_assert(layout::kReducedRubyFrames == 1);
+    if (reduced.ruby_depth > 1) {
+        reduced.ruby = innermost_ruby_frame_alone(reduced.ruby);
+        reduced.ruby_depth = reduced.ruby == layout::kNoRubyFrame ? 0 : 1;
+    }
     reduced.flags = layout::kStackReduced;
     return find_or_add(reduced, hash_stack_key(reduced), size_class, true);
 }
@@ -201,10 +206,9 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
 }
 
 // The key of the thread's memo of known sites (known_site()): the native frames, the Ruby
-// backtrace by its hash, and the size class. Cheaper than the stack's own hash, which hashes
-// every Ruby frame again and is needed only when the memo does not know the site.
-uint64_t known_site_key(const CapturedStack& stack, uint64_t ruby_hash, uint32_t size_class) {
-    uint64_t h = (ruby_hash ^ (uint64_t{stack.depth} << 8) ^ size_class) * 0x9E3779B97F4A7C15ull;
+// backtrace by its innermost frame's record, and the size class.
+uint64_t known_site_key(const CapturedStack& stack, uint32_t ruby, uint32_t size_class) {
+    uint64_t h = ((uint64_t{ruby} << 32) ^ (uint64_t{stack.depth} << 8) ^ size_class) * 0x9E3779B97F4A7C15ull;
     for (uint32_t i = 0; i < stack.depth; ++i) {
         h = (h ^ stack.frames[i]) * 0xff51afd7ed558ccdull;
         h ^= h >> 33;
@@ -219,7 +223,7 @@ bool init_site_table() {
     void* next_sites = os::reserve_private(sizeof(uint32_t) * uint64_t{capacity});
     if (next_sites == nullptr) return false;
     g_next_site = static_cast<uint32_t*>(next_sites);
-    return init_stack_table(capacity);
+    return init_stack_table(capacity) && init_ruby_frame_tree();
 }
 
 uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
@@ -227,19 +231,19 @@ uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
     uint32_t size_class = layout::size_class_of(size);
     RubyBacktrace ruby;
     current_ruby_backtrace(g_segment.max_ruby_depth, &ruby);
-    CacheLookup cached = look_up_site(caller, size_class, ruby.hash);
+    CacheLookup cached = look_up_site(caller, size_class, ruby.innermost);
     if (cached.site != kNoCachedSite) return cached.site;
 
     CapturedStack stack;
     capture_native_stack(caller, cached.fill, ruby.depth > 0, &stack);
-    uint64_t known_key = known_site_key(stack, ruby.hash, size_class);
+    uint64_t known_key = known_site_key(stack, ruby.innermost, size_class);
     uint32_t site = known_site(known_key);
     if (site == kNoCachedSite) {
-        StackKey key{stack.frames, stack.depth, ruby.frames, ruby.depth, 0};
+        StackKey key{stack.frames, stack.depth, ruby.innermost, ruby.depth, 0};
         site = site_for_stack(key, hash_stack_key(key), size_class);
         remember_known_site(known_key, site);
     }
-    remember_site(caller, size_class, ruby.hash, stack, site);
+    remember_site(caller, size_class, ruby.innermost, stack, site);
     LEAKWRAP_CHECK(site < g_segment.site_capacity);
     return site;
 }

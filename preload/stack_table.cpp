@@ -42,17 +42,15 @@ constexpr FoundStack kNotFound{layout::kNoStack, nullptr, false};
 int matches_key(cds_lfht_node* node, const void* key_pointer) {
     const auto* key = static_cast<const StackKey*>(key_pointer);
     layout::StackRecord* record = stack_record(reference_of(node));
-    return record->native_depth == key->native_depth && record->ruby_depth == key->ruby_depth &&
+    return record->native_depth == key->native_depth && record->ruby == key->ruby &&
            record->flags == key->flags &&
-           std::memcmp(stack_frames(record), key->frames, sizeof(uint64_t) * key->native_depth) == 0 &&
-           std::memcmp(stack_ruby_frames(record), key->ruby,
-                       sizeof(layout::RubyFrame) * key->ruby_depth) == 0;
+           std::memcmp(stack_frames(record), key->frames, sizeof(uint64_t) * key->native_depth) == 0;
 }
 
 }  // namespace
 
 uint64_t hash_stack_key(const StackKey& key) {
-    uint64_t h = 0x243F6A8885A308D3ull ^ (uint64_t{key.native_depth} << 32) ^ key.ruby_depth ^
+    uint64_t h = 0x243F6A8885A308D3ull ^ (uint64_t{key.native_depth} << 32) ^ key.ruby ^
                  (uint64_t{key.flags} << 48);
     auto mix = [&h](uint64_t word) {
         h ^= word;
@@ -60,8 +58,6 @@ uint64_t hash_stack_key(const StackKey& key) {
         h ^= h >> 33;
     };
     for (uint32_t i = 0; i < key.native_depth; ++i) mix(key.frames[i]);
-    for (uint32_t i = 0; i < key.ruby_depth; ++i)
-        mix((uint64_t{key.ruby[i].file} << 32) | key.ruby[i].line);
     h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 29);
 }
@@ -84,22 +80,24 @@ bool stack_table_nearly_full() {
 FoundStack find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add) {
     LEAKWRAP_CHECK(inside_leakwrap() && urcu_bp_read_ongoing());
     LEAKWRAP_CHECK(key.native_depth <= g_segment.max_depth && key.ruby_depth <= g_segment.max_ruby_depth);
+    LEAKWRAP_CHECK((key.ruby == layout::kNoRubyFrame) == (key.ruby_depth == 0));
+    LEAKWRAP_CHECK(key.ruby_depth == 0 || ruby_frame_record(key.ruby)->depth == key.ruby_depth);
     if (cds_lfht_node* node = g_index.find(hash, matches_key, &key)) return found(node, false);
     if (!may_add) return kNotFound;
 
     uint32_t ordinal = g_nodes_used.fetch_add(1, std::memory_order_relaxed);
     if (ordinal >= g_node_capacity) return kNotFound;
-    uint64_t offset = claim_stack_bytes(layout::stack_record_size(key.native_depth, key.ruby_depth));
+    uint64_t offset = claim_stack_bytes(layout::stack_record_size(key.native_depth));
     if (offset == UINT64_MAX) return kNotFound;
     const auto reference = static_cast<uint32_t>(offset / layout::kStackAlignment);
 
     layout::StackRecord* record = stack_record(reference);
     record->hash = hash;
-    record->native_depth = static_cast<uint16_t>(key.native_depth);
-    record->ruby_depth = static_cast<uint16_t>(key.ruby_depth);
-    record->flags = key.flags;
+    record->native_depth = static_cast<uint8_t>(key.native_depth);
+    record->ruby_depth = static_cast<uint8_t>(key.ruby_depth);
+    record->flags = static_cast<uint16_t>(key.flags);
+    record->ruby = key.ruby;
     std::memcpy(stack_frames(record), key.frames, sizeof(uint64_t) * key.native_depth);
-    std::memcpy(stack_ruby_frames(record), key.ruby, sizeof(layout::RubyFrame) * key.ruby_depth);
     record->module_generation = current_module_generation();
     // Ready before it can be found (rule R5: a site names only ready stacks); a record that
     // loses the race below is then marked abandoned, and no site ever names it.

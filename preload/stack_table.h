@@ -1,5 +1,5 @@
-// The stack table: every distinct stack (native return addresses and Ruby frames) stored once in
-// the segment, so that the sites of its size classes, and the reader, share it. Found through a
+// The stack table: every distinct stack (native return addresses and a Ruby backtrace) stored
+// once in the segment, so that the sites of its size classes, and the reader, share it. Found through a
 // HashIndex whose nodes are process-private (they hold pointers).
 #pragma once
 
@@ -12,9 +12,9 @@ namespace leakwrap {
 struct StackKey {
     const uint64_t* frames;  // innermost first
     uint32_t native_depth;
-    const layout::RubyFrame* ruby;  // innermost first
-    uint32_t ruby_depth;
-    uint32_t flags;  // layout::kStackReduced
+    uint32_t ruby;        // the Ruby backtrace's innermost frame record (ruby_frame_tree.h)
+    uint32_t ruby_depth;  // 0 with layout::kNoRubyFrame
+    uint32_t flags;       // layout::kStackReduced
 };
 
 uint64_t hash_stack_key(const StackKey& key);

@@ -1,8 +1,9 @@
-// The stack table (preload/stack_table.cpp) on a real segment of this test process: a stack is
-// stored once and found again by its key, a reduced stack is counted, the last sixteenth of
-// the table (bytes or private nodes) is kept for reduced stacks, a full table refuses new
-// stacks and still finds the old ones, and of two calls adding one stack at once, one adds it
-// and the other's record is abandoned, never named.
+// The stack table (preload/stack_table.cpp) and the Ruby frame tree in it
+// (preload/ruby_frame_tree.cpp) on a real segment of this test process: a stack is stored once
+// and found again by its key, Ruby backtraces share their outer frames' records, a reduced
+// stack is counted, the last sixteenth of the table (bytes or private nodes) is kept for
+// reduced stacks, a full table refuses new stacks and still finds the old ones, and of two calls
+// adding one stack at once, one adds it and the other's record is abandoned, never named.
 #include "stack_table.h"
 
 #include <dlfcn.h>
@@ -19,6 +20,7 @@
 
 #include "config.h"
 #include "guard.h"
+#include "ruby_frame_tree.h"
 #include "segment.h"
 
 namespace leakwrap {
@@ -30,14 +32,23 @@ constexpr uint32_t kRubyDepth = 8;
 // A key whose frames live in the test's own storage.
 struct Stack {
     std::vector<uint64_t> frames;
-    std::vector<layout::RubyFrame> ruby;
+    uint32_t ruby = layout::kNoRubyFrame;
+    uint32_t ruby_depth = 0;
     uint32_t flags = 0;
 
     StackKey key() const {
-        return StackKey{frames.data(), static_cast<uint32_t>(frames.size()), ruby.data(),
-                        static_cast<uint32_t>(ruby.size()), flags};
+        return StackKey{frames.data(), static_cast<uint32_t>(frames.size()), ruby, ruby_depth, flags};
     }
 };
+
+// The stack with this Ruby backtrace (innermost first), stored in the segment's frame tree.
+Stack with_ruby(Stack stack, const std::vector<layout::RubyFrame>& backtrace) {
+    GuardScope guard;
+    stack.ruby = intern_ruby_backtrace(backtrace.data(), static_cast<uint32_t>(backtrace.size()));
+    EXPECT_NE(stack.ruby, layout::kNoRubyFrame);
+    stack.ruby_depth = static_cast<uint32_t>(backtrace.size());
+    return stack;
+}
 
 Stack native_stack(uint64_t first_frame, uint32_t depth) {
     Stack stack;
@@ -75,6 +86,7 @@ protected:
         config.max_sites = max_sites;
         ASSERT_TRUE(create_segment(config)) << "cannot create the segment in /dev/shm";
         ASSERT_TRUE(init_stack_table(max_sites));
+        ASSERT_TRUE(init_ruby_frame_tree());
         ASSERT_EQ(g_segment.stacks_capacity, uint64_t{max_sites} * 128);
     }
     void SetUp() override { start(256); }
@@ -93,7 +105,8 @@ TEST(StackKeyHash, DependsOnTheFramesNotOnWhereTheyAreStored) {
 
 TEST(StackKeyHash, ChangesWithAnyPartOfTheKey) {
     Stack base = native_stack(0x401000, 4);
-    base.ruby = {{7, 12}, {9, 3}};
+    base.ruby = 12;  // a Ruby backtrace is named by its innermost frame's record alone
+    base.ruby_depth = 2;
     const uint64_t hash = hash_stack_key(base.key());
     std::set<uint64_t> hashes{hash};
 
@@ -103,25 +116,23 @@ TEST(StackKeyHash, ChangesWithAnyPartOfTheKey) {
     std::swap(swapped.frames[0], swapped.frames[1]);
     Stack shorter = base;
     shorter.frames.pop_back();
-    Stack other_line = base;
-    other_line.ruby[1].line += 1;
-    Stack other_file = base;
-    other_file.ruby[0].file += 1;
+    Stack other_backtrace = base;
+    other_backtrace.ruby = 14;
     Stack without_ruby = base;
-    without_ruby.ruby.clear();
+    without_ruby.ruby = layout::kNoRubyFrame;
+    without_ruby.ruby_depth = 0;
     Stack reduced = base;
     reduced.flags = layout::kStackReduced;
-    for (const Stack* variant : {&other_frame, &swapped, &shorter, &other_line, &other_file, &without_ruby, &reduced})
+    for (const Stack* variant : {&other_frame, &swapped, &shorter, &other_backtrace, &without_ruby, &reduced})
         EXPECT_TRUE(hashes.insert(hash_stack_key(variant->key())).second);
 }
 
 TEST(StackKeyHash, TellsApartTheSameWordInTheNativeOrTheRubyPart) {
-    // Ruby frame {file 0, line 0x10} is mixed in as the word 0x10, as a native frame 0x10 is:
-    // only the depths, hashed first, tell the two apart.
     Stack native;
     native.frames = {0x10};
     Stack ruby;
-    ruby.ruby = {{0, 0x10}};
+    ruby.ruby = 0x10;
+    ruby.ruby_depth = 1;
     EXPECT_NE(hash_stack_key(native.key()), hash_stack_key(ruby.key()));
 }
 
@@ -133,12 +144,13 @@ TEST_F(StackTable, ANewStackIsNotFoundWithoutAddingIt) {
 }
 
 TEST_F(StackTable, AddsAStackOnceWithItsFramesAndFindsItAgain) {
-    Stack stack = native_stack(0x401000, 3);
-    stack.ruby = {{5, 40}, {6, 41}};
+    const Stack stack = with_ruby(native_stack(0x401000, 3), {{5, 40}, {6, 41}});
+    const uint64_t frames_used = stacks_used();
+    EXPECT_EQ(frames_used, 2 * sizeof(layout::RubyFrameRecord));
     const Found first = find_or_add(stack);
     ASSERT_NE(first.reference, layout::kNoStack);
     EXPECT_TRUE(first.added);
-    EXPECT_EQ(stacks_used(), layout::stack_record_size(3, 2));
+    EXPECT_EQ(stacks_used(), frames_used + layout::stack_record_size(3));
 
     layout::StackRecord* record = stack_record(first.reference);
     EXPECT_EQ(record->state, layout::kReady);
@@ -147,8 +159,14 @@ TEST_F(StackTable, AddsAStackOnceWithItsFramesAndFindsItAgain) {
     EXPECT_EQ(record->ruby_depth, 2u);
     EXPECT_EQ(record->flags, 0u);
     EXPECT_EQ(std::memcmp(stack_frames(record), stack.frames.data(), 3 * sizeof(uint64_t)), 0);
-    EXPECT_EQ(stack_ruby_frames(record)[1].file, 6u);
-    EXPECT_EQ(stack_ruby_frames(record)[1].line, 41u);
+    ASSERT_EQ(record->ruby, stack.ruby);
+    const layout::RubyFrameRecord& innermost = *ruby_frame_record(record->ruby);
+    EXPECT_EQ(innermost.frame.file, 5u);
+    EXPECT_EQ(innermost.depth, 2u);
+    const layout::RubyFrameRecord& outer = *ruby_frame_record(innermost.caller);
+    EXPECT_EQ(outer.frame.file, 6u);
+    EXPECT_EQ(outer.frame.line, 41u);
+    EXPECT_EQ(outer.caller, layout::kNoRubyFrame);
     EXPECT_EQ(g_segment.header->reduced_stacks, 0u);
 
     const Stack copy = stack;  // found by content, not by the address of the frames
@@ -157,16 +175,15 @@ TEST_F(StackTable, AddsAStackOnceWithItsFramesAndFindsItAgain) {
         EXPECT_EQ(again.reference, first.reference);
         EXPECT_FALSE(again.added);
     }
-    EXPECT_EQ(stacks_used(), layout::stack_record_size(3, 2));
+    EXPECT_EQ(stacks_used(), frames_used + layout::stack_record_size(3));
 }
 
 TEST_F(StackTable, KeysThatDifferAnywhereAreStoredApart) {
-    Stack base = native_stack(0x401000, 4);
-    base.ruby = {{1, 2}};
+    Stack base = with_ruby(native_stack(0x401000, 4), {{1, 2}});
     Stack other_frame = base;
     other_frame.frames[3] = 0x999;
-    Stack other_line = base;
-    other_line.ruby[0].line = 3;
+    Stack other_line = with_ruby(base, {{1, 3}});
+    const uint64_t frames_used = stacks_used();
     Stack reduced = base;
     reduced.flags = layout::kStackReduced;
     std::set<uint32_t> references;
@@ -176,7 +193,7 @@ TEST_F(StackTable, KeysThatDifferAnywhereAreStoredApart) {
         EXPECT_TRUE(references.insert(found.reference).second);
         EXPECT_EQ(stack_record(found.reference)->flags, stack->flags);
     }
-    EXPECT_EQ(stacks_used(), 4 * layout::stack_record_size(4, 1));
+    EXPECT_EQ(stacks_used(), frames_used + 4 * layout::stack_record_size(4));
 }
 
 TEST_F(StackTable, AReducedStackIsCountedWhenAddedOnly) {
@@ -198,18 +215,17 @@ TEST(StackTableReserve, IsTheLastSixteenthOfTheCapacity) {
     EXPECT_TRUE(in_reduced_reserve(241, 256));
 }
 
-// 256 sites: 32 KiB of stack bytes, 256 nodes. Deep stacks (216 bytes) run out of bytes first.
+// 256 sites: 32 KiB of stack bytes, 256 nodes. Deep stacks (152 bytes) run out of bytes first.
 TEST_F(StackTable, NearlyFullOnceTheBytesEnterTheReserveThenFull) {
     const uint64_t capacity = g_segment.stacks_capacity;
-    const uint64_t record = layout::stack_record_size(kNativeDepth, kRubyDepth);
+    const uint64_t record = layout::stack_record_size(kNativeDepth);
     std::vector<std::pair<Stack, uint32_t>> added;
     bool was_nearly_full = false;
     for (uint64_t i = 0;; ++i) {
         ASSERT_LT(i, capacity / record + 1) << "the table never filled up";
         EXPECT_EQ(stack_table_nearly_full(), in_reduced_reserve(stacks_used(), capacity)) << i;
         was_nearly_full = was_nearly_full || stack_table_nearly_full();
-        Stack stack = native_stack(0x500000 + (i << 12), kNativeDepth);
-        stack.ruby.assign(kRubyDepth, layout::RubyFrame{static_cast<uint32_t>(i), 1});
+        const Stack stack = native_stack(0x500000 + (i << 12), kNativeDepth);
         const Found found = find_or_add(stack);
         if (found.reference == layout::kNoStack) {
             EXPECT_FALSE(found.added);
@@ -245,6 +261,79 @@ TEST_F(StackTable, NearlyFullOnceTheNodesEnterTheReserveThenFull) {
         EXPECT_EQ(find_or_add(native_stack(0x600000 + i * 64, 1), false).reference, references[i]);
 }
 
+uint32_t intern(const std::vector<layout::RubyFrame>& backtrace) {
+    GuardScope guard;
+    return intern_ruby_backtrace(backtrace.data(), static_cast<uint32_t>(backtrace.size()));
+}
+
+uint32_t alone(uint32_t innermost) {
+    GuardScope guard;
+    return innermost_ruby_frame_alone(innermost);
+}
+
+// The frames of the chain from `innermost` outward, checking each record's depth on the way.
+std::vector<std::pair<uint32_t, uint32_t>> chain_of(uint32_t innermost) {
+    std::vector<std::pair<uint32_t, uint32_t>> frames;
+    uint32_t depth = innermost == layout::kNoRubyFrame ? 0 : ruby_frame_record(innermost)->depth;
+    for (uint32_t at = innermost; at != layout::kNoRubyFrame; at = ruby_frame_record(at)->caller) {
+        EXPECT_EQ(ruby_frame_record(at)->depth, depth--);
+        frames.emplace_back(ruby_frame_record(at)->frame.file, ruby_frame_record(at)->frame.line);
+    }
+    EXPECT_EQ(depth, 0u);
+    return frames;
+}
+
+TEST_F(StackTable, RubyBacktracesShareTheRecordsOfTheirCommonOuterFrames) {
+    const uint32_t first = intern({{1, 10}, {2, 20}, {3, 30}});
+    ASSERT_NE(first, layout::kNoRubyFrame);
+    EXPECT_EQ(stacks_used(), 3 * sizeof(layout::RubyFrameRecord));
+    EXPECT_EQ(chain_of(first), (std::vector<std::pair<uint32_t, uint32_t>>{{1, 10}, {2, 20}, {3, 30}}));
+
+    const uint32_t sibling = intern({{4, 40}, {2, 20}, {3, 30}});  // one more record
+    EXPECT_EQ(stacks_used(), 4 * sizeof(layout::RubyFrameRecord));
+    EXPECT_EQ(ruby_frame_record(sibling)->caller, ruby_frame_record(first)->caller);
+    EXPECT_EQ(intern({{1, 10}, {2, 20}, {3, 30}}), first);  // the same backtrace, no new record
+    EXPECT_EQ(intern({{2, 20}, {3, 30}}), ruby_frame_record(first)->caller);
+    EXPECT_EQ(stacks_used(), 4 * sizeof(layout::RubyFrameRecord));
+
+    // The same frame called from elsewhere is another record: a record stands for its callers too.
+    const uint32_t elsewhere = intern({{1, 10}, {5, 50}});
+    EXPECT_NE(elsewhere, first);
+    EXPECT_EQ(chain_of(elsewhere), (std::vector<std::pair<uint32_t, uint32_t>>{{1, 10}, {5, 50}}));
+}
+
+// The first private table holds 3072 records; the records found before it grew are found after.
+TEST_F(StackTable, RubyFramesAreFoundAgainAfterThePrivateTableGrows) {
+    start(4096);
+    std::vector<uint32_t> references;
+    for (uint32_t i = 0; i < 5000; ++i) references.push_back(intern({{i, 1}, {7, 7}}));
+    const uint64_t used = stacks_used();
+    EXPECT_EQ(used, 5001 * sizeof(layout::RubyFrameRecord));
+    for (uint32_t i = 0; i < 5000; ++i) ASSERT_EQ(intern({{i, 1}, {7, 7}}), references[i]) << i;
+    EXPECT_EQ(stacks_used(), used);
+}
+
+TEST_F(StackTable, NearlyFullANewRubyBacktraceKeepsItsInnermostFrameAlone) {
+    const uint32_t stored_early = intern({{1, 10}, {2, 20}, {3, 30}});
+    for (uint64_t i = 0; !stack_table_nearly_full(); ++i)
+        ASSERT_NE(find_or_add(native_stack(0x500000 + (i << 12), kNativeDepth)).reference, layout::kNoStack);
+    EXPECT_EQ(intern({{1, 10}, {2, 20}, {3, 30}}), stored_early);  // still found whole
+
+    const uint32_t late = intern({{8, 80}, {2, 20}, {3, 30}});
+    EXPECT_EQ(chain_of(late), (std::vector<std::pair<uint32_t, uint32_t>>{{8, 80}}));
+    EXPECT_EQ(intern({{8, 80}, {9, 90}}), late);  // shared by every backtrace ending there
+    EXPECT_EQ(alone(late), late);
+}
+
+TEST_F(StackTable, TheInnermostFrameAloneIsARecordOfDepthOne) {
+    const uint32_t full = intern({{1, 10}, {2, 20}});
+    const uint32_t innermost = alone(full);
+    EXPECT_NE(innermost, full);
+    EXPECT_EQ(chain_of(innermost), (std::vector<std::pair<uint32_t, uint32_t>>{{1, 10}}));
+    EXPECT_EQ(alone(full), innermost);
+    EXPECT_EQ(alone(layout::kNoRubyFrame), layout::kNoRubyFrame);
+}
+
 // A race lost, made to happen on one thread. find_or_add_stack looks the key up, then claims
 // the record's bytes, and the first claim of a 64 KiB chunk backs it with posix_fallocate
 // before the record is added to the index: the test's own posix_fallocate (below, which the
@@ -264,7 +353,7 @@ TEST_F(StackTable, AStackAddedMeanwhileWinsAndTheLosersRecordIsAbandoned) {
     EXPECT_EQ(loser.reference, winner.reference);
 
     // The loser claimed the first record, the winner the next: both are in the table's bytes.
-    const uint64_t record = layout::stack_record_size(2, 0);
+    const uint64_t record = layout::stack_record_size(2);
     EXPECT_EQ(stacks_used(), 2 * record);
     EXPECT_EQ(winner.reference, record / layout::kStackAlignment);
     EXPECT_EQ(stack_record(0)->state, layout::kAbandoned);
