@@ -92,7 +92,6 @@ FoundStack find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add) {
     const auto reference = static_cast<uint32_t>(offset / layout::kStackAlignment);
 
     layout::StackRecord* record = stack_record(reference);
-    record->hash = hash;
     record->native_depth = static_cast<uint8_t>(key.native_depth);
     record->ruby_depth = static_cast<uint8_t>(key.ruby_depth);
     record->flags = static_cast<uint16_t>(key.flags);

@@ -38,7 +38,7 @@
 // inline; 4 = stacks stored once and shared, Ruby backtraces, compact sites; 5 = bins
 // shard-major (bin_index), so that a thread's counters share pages instead of touching one page
 // per size class; 6 = Ruby frames stored once as a tree (RubyFrameRecord) that stacks name,
-// instead of inline in every stack.
+// instead of inline in every stack, and stack records without the writer's hash (16 bytes).
 #pragma once
 
 #include <cstddef>
@@ -49,8 +49,8 @@ namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
 inline constexpr uint32_t kLayoutVersion = 6;
-// Layout 5 differs from 6 only in its stack records (StackRecordV5, Ruby frames inline), so it is
-// still read.
+// Layout 5 differs from 6 only in its stack records (StackRecordV5: the writer's hash, Ruby frames
+// inline), so it is still read.
 inline constexpr uint32_t kOldestReadableVersion = 5;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
@@ -139,13 +139,12 @@ struct alignas(64) Header {
 
 // One distinct stack, stored once in the stack table and named by the sites that allocate
 // through it. Records follow each other; a record's reference is its offset from stacks_offset
-// divided by kStackAlignment. A record is 24 bytes, then uint64_t frames[native_depth] (return
+// divided by kStackAlignment. A record is 16 bytes, then uint64_t frames[native_depth] (return
 // addresses, innermost - malloc's caller - first). For a thread running Ruby code, `ruby` names
 // the innermost frame of its Ruby backtrace (a RubyFrameRecord in the same table), and its
 // native frames go only from the allocator up to where the Ruby VM called in (see the preload's
 // site_table.cpp).
 struct StackRecord {
-    uint64_t hash;               // of the frames and Ruby frames, as the writer keys them
     uint32_t state;              // kEmpty / kReady / kAbandoned
     // Header::module_generation when the stack was captured. It may predate the scan that
     // recorded a module of this stack (the writer never waits for a scan in progress): a reader
@@ -366,14 +365,13 @@ LEAKWRAP_PIN(Header, reduced_stacks, 240);
 LEAKWRAP_PIN(Header, process_state, 248);
 LEAKWRAP_PIN(Header, state, 252);
 static_assert(sizeof(Header) == 256);
-LEAKWRAP_PIN(StackRecord, hash, 0);
-LEAKWRAP_PIN(StackRecord, state, 8);
-LEAKWRAP_PIN(StackRecord, module_generation, 12);
-LEAKWRAP_PIN(StackRecord, native_depth, 16);
-LEAKWRAP_PIN(StackRecord, ruby_depth, 17);
-LEAKWRAP_PIN(StackRecord, flags, 18);
-LEAKWRAP_PIN(StackRecord, ruby, 20);
-static_assert(sizeof(StackRecord) == 24 && sizeof(StackRecord) % kStackAlignment == 0);
+LEAKWRAP_PIN(StackRecord, state, 0);
+LEAKWRAP_PIN(StackRecord, module_generation, 4);
+LEAKWRAP_PIN(StackRecord, native_depth, 8);
+LEAKWRAP_PIN(StackRecord, ruby_depth, 9);
+LEAKWRAP_PIN(StackRecord, flags, 10);
+LEAKWRAP_PIN(StackRecord, ruby, 12);
+static_assert(sizeof(StackRecord) == 16 && sizeof(StackRecord) % kStackAlignment == 0);
 LEAKWRAP_PIN(RubyFrame, file, 0);
 LEAKWRAP_PIN(RubyFrame, line, 4);
 static_assert(sizeof(RubyFrame) == 8);
