@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace leakwrap {
 namespace {
@@ -112,7 +113,7 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
         fail("segment layout version " + number(version) + " was written by an older "
              "libleakwrap.so (this reader reads versions " +
              number(layout::kOldestReadableVersion) + " to " + number(layout::kLayoutVersion) +
-             ", whose sites share stacks instead of holding their own): read it with the "
+             ", whose size-class bins are kept shard-major): read it with the "
              "leakwrap-report of the libleakwrap.so that wrote it");
     if (version > layout::kLayoutVersion)
         fail("segment layout version " + number(version) + ", this reader understands " +
@@ -218,14 +219,16 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
 }
 
 // The stacks named by sites, each checked once (many sites share one) as the sites name them,
-// then copied into a StackStore sized to hold them all (store()).
+// then copied into a StackStore sized to hold them all (store()). Layout 6 keeps each Ruby frame
+// once, as a record naming its caller, for every stack whose backtrace goes through it; layout 5
+// kept a stack's Ruby frames inline after its native frames.
 class StackTable {
 public:
     StackTable(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings)
         : bytes_(bytes), header_(header), strings_(strings),
           // Checked against the capacity, like strings: a stack copied after the header may lie
           // past the stacks_used read first.
-          size_(header.stacks_capacity) {}
+          size_(header.stacks_capacity), ruby_inline_(header.layout_version == 5) {}
 
     static constexpr uint32_t kNotReady = UINT32_MAX;
 
@@ -237,21 +240,33 @@ public:
         return entry->second;
     }
 
-    // Every stack checked so far, copied out of the segment.
+    // Every stack checked so far, copied out of the segment. Each stack gets its Ruby frames in a
+    // row of its own, shared outer frames copied for each: the reports take a backtrace as one
+    // span, and at 8 bytes a frame a Rails boot's 44K stacks of 7.8 Ruby frames take 2.7 MB so.
     std::shared_ptr<const StackStore> store() const {
         auto store = std::make_shared<StackStore>();
         store->frames.reserve(native_frames_);
         store->ruby.reserve(ruby_frames_);
         store->stacks.reserve(places_.size());
         for (const Place& place : places_) {
-            uint64_t field = place.fields;
+            const uint64_t native = native_frames_offset(place.reference);
             const std::size_t first_frame = store->frames.size();
-            for (uint32_t i = 0; i < place.native_depth; ++i, field += sizeof(uint64_t))
-                store->frames.push_back(load<uint64_t>(bytes_, field));
+            for (uint32_t i = 0; i < place.native_depth; ++i)
+                store->frames.push_back(load<uint64_t>(bytes_, native + i * sizeof(uint64_t)));
             const std::size_t first_ruby = store->ruby.size();
-            for (uint32_t i = 0; i < place.ruby_depth; ++i, field += sizeof(layout::RubyFrame)) {
-                const auto frame = load<layout::RubyFrame>(bytes_, field);
+            const auto add_ruby = [&](const layout::RubyFrame& frame) {
                 store->ruby.push_back({ruby_files_.at(frame.file), frame.line});
+            };
+            if (ruby_inline_) {
+                const uint64_t frames = inline_ruby_offset(place.reference, place.native_depth);
+                for (uint32_t i = 0; i < place.ruby_depth; ++i)
+                    add_ruby(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame)));
+            } else {
+                for (uint32_t i = 0, frame = place.ruby; i < place.ruby_depth; ++i) {
+                    const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(frame));
+                    add_ruby(record.frame);
+                    frame = record.caller;
+                }
             }
             // The tables were reserved whole, so these pointers stay where they point.
             store->stacks.push_back({store->frames.data() + first_frame,
@@ -262,21 +277,57 @@ public:
     }
 
 private:
-    // Where a checked stack's frames are in the segment, and what they are.
+    // A stack record of either layout, its depths not yet checked.
+    struct Record {
+        uint32_t state;
+        uint32_t module_generation;
+        uint32_t native_depth;
+        uint32_t ruby_depth;
+        uint32_t ruby;  // layout 6's reference of the innermost Ruby frame record
+        bool reduced;
+    };
+
+    // Where a checked stack is, and what it is.
     struct Place {
-        uint64_t fields;  // offset of its first frame
+        uint32_t reference;  // its native frames follow its record, then layout 5's Ruby frames
+        uint32_t ruby;       // layout 6: the reference of its innermost Ruby frame record
         uint32_t module_generation;
         uint8_t native_depth;
         uint8_t ruby_depth;
         bool reduced;
     };
 
+    // The offset in the table of a record named by a reference (stack or Ruby frame).
+    static uint64_t in_table(uint32_t reference) {
+        return uint64_t{reference} * layout::kStackAlignment;
+    }
+    uint64_t in_segment(uint32_t reference) const { return header_.stacks_offset + in_table(reference); }
+    // Both layouts' stack records take the same bytes before the native frames.
+    static_assert(sizeof(layout::StackRecordV5) == sizeof(layout::StackRecord));
+    uint64_t native_frames_offset(uint32_t reference) const {
+        return in_segment(reference) + sizeof(layout::StackRecord);
+    }
+    uint64_t inline_ruby_offset(uint32_t reference, uint32_t native_depth) const {
+        return native_frames_offset(reference) + native_depth * sizeof(uint64_t);
+    }
+
+    Record record_at(uint32_t reference) const {
+        if (ruby_inline_) {
+            const auto record = load<layout::StackRecordV5>(bytes_, in_segment(reference));
+            return {record.state, record.module_generation, record.native_depth, record.ruby_depth,
+                    layout::kNoRubyFrame, (record.flags & layout::kStackReduced) != 0};
+        }
+        const auto record = load<layout::StackRecord>(bytes_, in_segment(reference));
+        return {record.state, record.module_generation, record.native_depth, record.ruby_depth,
+                record.ruby, (record.flags & layout::kStackReduced) != 0};
+    }
+
     uint32_t check(uint32_t reference, const std::string& owner) {
-        const uint64_t at = uint64_t{reference} * layout::kStackAlignment;
+        const uint64_t at = in_table(reference);
         const std::string name = owner + "'s stack at " + number(at);
         if (at > size_ || sizeof(layout::StackRecord) > size_ - at)
             fail(name + " lies outside the " + number(size_) + "-byte stack table");
-        const auto record = load<layout::StackRecord>(bytes_, header_.stacks_offset + at);
+        const Record record = record_at(reference);
         if (record.state != layout::kReady) return kNotReady;
         if (record.native_depth > header_.max_depth)
             fail(name + " has " + number(record.native_depth) + " native frames, more than max_depth " +
@@ -285,36 +336,83 @@ private:
             fail(name + " has " + number(record.ruby_depth) +
                  " Ruby frames, more than max_ruby_depth " + number(header_.max_ruby_depth));
         // Both depths are at most 64, so this cannot overflow.
-        const uint64_t record_size = layout::stack_record_size(record.native_depth, record.ruby_depth);
+        const uint64_t record_size =
+            ruby_inline_ ? layout::stack_record_size_v5(record.native_depth, record.ruby_depth)
+                         : layout::stack_record_size(record.native_depth);
         if (record_size > size_ - at)
             fail(name + " runs past the end of the " + number(size_) + "-byte stack table");
-        const uint64_t fields = header_.stacks_offset + at + sizeof(layout::StackRecord);
-        uint64_t field = fields + uint64_t{record.native_depth} * sizeof(uint64_t);
-        for (uint32_t i = 0; i < record.ruby_depth; ++i, field += sizeof(layout::RubyFrame))
-            check_ruby_file(load<layout::RubyFrame>(bytes_, field).file, name);
-        places_.push_back({fields, record.module_generation,
+        if (ruby_inline_) {
+            const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
+            for (uint32_t i = 0; i < record.ruby_depth; ++i) {
+                const auto frame = load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame));
+                check_ruby_file(frame.file, [&] { return name + " Ruby file"; });
+            }
+        } else {
+            check_ruby_frames(record, name);
+        }
+        places_.push_back({reference, record.ruby, record.module_generation,
                            static_cast<uint8_t>(record.native_depth),
-                           static_cast<uint8_t>(record.ruby_depth),
-                           (record.flags & layout::kStackReduced) != 0});
+                           static_cast<uint8_t>(record.ruby_depth), record.reduced});
         native_frames_ += record.native_depth;
         ruby_frames_ += record.ruby_depth;
         return static_cast<uint32_t>(places_.size() - 1);
     }
 
+    // A layout 6 stack's Ruby backtrace, from its innermost frame record outward: as many records
+    // as the stack has Ruby frames, each inside the table with a depth one less than the frame it
+    // calls, down to the outermost (depth 1), which names no caller. Depths that fall by exactly
+    // one also end every cycle. Stacks share their outer frames, so a record is checked once, with
+    // the first stack that reaches it; a later one needs only its depth to agree, the record's
+    // callers having been checked then: the work stays linear in the table.
+    void check_ruby_frames(const Record& stack, const std::string& name) {
+        if (stack.ruby_depth == 0 && stack.ruby != layout::kNoRubyFrame)
+            fail(name + " has no Ruby frames but names a Ruby frame record at " +
+                 number(in_table(stack.ruby)));
+        if (stack.ruby_depth > 0 && stack.ruby == layout::kNoRubyFrame)
+            fail(name + " has " + number(stack.ruby_depth) +
+                 " Ruby frames but names no Ruby frame record");
+        uint32_t reference = stack.ruby;
+        for (uint32_t depth = stack.ruby_depth; depth > 0; --depth) {
+            const uint64_t at = in_table(reference);
+            const auto frame_name = [&] { return "Ruby frame record at " + number(at) + " of " + name; };
+            if (at >= size_)
+                fail(frame_name() + " lies outside the " + number(size_) + "-byte stack table");
+            if (sizeof(layout::RubyFrameRecord) > size_ - at)
+                fail(frame_name() + " runs past the end of the " + number(size_) + "-byte stack table");
+            const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(reference));
+            if (record.depth != depth)
+                fail(frame_name() + " has depth " + number(record.depth) + ", but " +
+                     (depth == stack.ruby_depth
+                          ? "the stack has " + number(depth) + " Ruby frames"
+                          : "the frame it calls has depth " + number(depth + 1)));
+            if (!checked_frames_.insert(reference).second) return;
+            check_ruby_file(record.frame.file, [&] { return frame_name() + ": Ruby file"; });
+            if (depth == 1 && record.caller != layout::kNoRubyFrame)
+                fail(frame_name() + " has depth 1 but names a caller at " +
+                     number(in_table(record.caller)));
+            if (depth > 1 && record.caller == layout::kNoRubyFrame)
+                fail(frame_name() + " has depth " + number(depth) + " but names no caller");
+            reference = record.caller;
+        }
+    }
+
     // Each file once, by its place in the string pool (the writer stores each name once).
-    void check_ruby_file(uint32_t offset, const std::string& stack_name) {
+    template <class Owner>
+    void check_ruby_file(uint32_t offset, const Owner& owner) {
         const auto [entry, is_new] = ruby_files_.try_emplace(offset);
-        if (is_new) entry->second = strings_.get_terminated(offset, stack_name + " Ruby file");
+        if (is_new) entry->second = strings_.get_terminated(offset, owner());
     }
 
     std::span<const std::byte> bytes_;
     const layout::Header& header_;
     const StringPool& strings_;
     uint64_t size_;
+    bool ruby_inline_;
     std::unordered_map<uint32_t, uint32_t> index_of_;  // reference -> index in places_
     std::vector<Place> places_;
     std::size_t native_frames_ = 0;
     std::size_t ruby_frames_ = 0;
+    std::unordered_set<uint32_t> checked_frames_;  // references of Ruby frame records
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
@@ -409,11 +507,9 @@ std::vector<Counters> parse_bins(std::span<const std::byte> bytes, const layout:
     std::vector<Counters> bins(layout::kSizeClassCount);
     for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
         for (uint32_t shard = 0; shard < header.bin_shards; ++shard) {
-            const uint64_t index = header.layout_version == 4
-                                       ? layout::bin_index_v4(size_class, shard, header.bin_shards)
-                                       : layout::bin_index(size_class, shard);
             const auto bin = load<layout::BinCounters>(
-                bytes, header.bins_offset + index * sizeof(layout::BinCounters));
+                bytes, header.bins_offset +
+                           layout::bin_index(size_class, shard) * sizeof(layout::BinCounters));
             bins[size_class] = checked_sum(
                 bins[size_class], {bin.allocs, bin.frees, bin.alloc_bytes, bin.free_bytes});
         }

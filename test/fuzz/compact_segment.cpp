@@ -6,7 +6,7 @@
 // kilobytes. With --with-variants, next to it go variants that break one rule each, so the
 // fuzzer starts at the parser's every check instead of having to find them.
 //
-//   compact_segment <segment file> <output directory> <name> [--with-variants | --with-variant=NAME]
+//   compact_segment <segment file> <output directory> <name> [--with-variants | --with-variant=NAME,...]
 //
 // test/fuzz/make_corpus.sh runs real programs under the preload and calls this on their segments.
 #include <leakwrap/segment_layout.h>
@@ -180,11 +180,17 @@ void change_last_stack(std::vector<char>& segment, const std::function<void(layo
     }
 }
 
-// The file of the first Ruby frame of the last stack that has one.
-void change_last_ruby_file(std::vector<char>& segment, uint32_t file) {
+// The record of the innermost Ruby frame of the last stack that has one.
+void change_last_ruby_frame(
+    std::vector<char>& segment,
+    const std::function<void(layout::RubyFrameRecord&, uint32_t reference)>& change) {
     if (const uint64_t at = last_stack_offset(segment, true)) {
-        const auto stack = load<layout::StackRecord>(segment, at);
-        store(segment, at + sizeof stack + 8ull * stack.native_depth, layout::RubyFrame{file, 1});
+        const uint32_t reference = load<layout::StackRecord>(segment, at).ruby;
+        const uint64_t record_at = load<layout::Header>(segment, 0).stacks_offset +
+                                   uint64_t{reference} * layout::kStackAlignment;
+        auto record = load<layout::RubyFrameRecord>(segment, record_at);
+        change(record, reference);
+        store(segment, record_at, record);
     }
 }
 
@@ -212,11 +218,19 @@ const Variant kVariants[] = {
     {"exe-path-beyond-the-pool",
      [](auto& s) { change_header(s, [](auto& h) { h.exe_path = {h.strings_capacity - 1, 2}; }); }},
     {"stack-deeper-than-max-depth",
-     [](auto& s) { change_last_stack(s, [](auto& stack) { stack.native_depth = 0xffff; }); }},
+     [](auto& s) { change_last_stack(s, [](auto& stack) { stack.native_depth = 0xff; }); }},
     {"site-naming-a-stack-outside-the-table",
      [](auto& s) { change_last_site(s, [](auto& site) { site.stack = 0xfffffff0u; }); }},
     {"stack-with-unterminated-ruby-file",
-     [](auto& s) { change_last_ruby_file(s, load<layout::Header>(s, 0).strings_capacity); }},
+     [](auto& s) {
+         const uint32_t pool_end = load<layout::Header>(s, 0).strings_capacity;
+         change_last_ruby_frame(s, [pool_end](auto& record, uint32_t) { record.frame.file = pool_end; });
+     }},
+    // A cycle: only the depths along a backtrace end it.
+    {"ruby-frame-calling-itself",
+     [](auto& s) {
+         change_last_ruby_frame(s, [](auto& record, uint32_t reference) { record.caller = reference; });
+     }},
     // The record counts one allocation, the delta the rest of 2^64.
     {"delta-overflowing-its-site",
      [](auto& s) {
@@ -247,10 +261,11 @@ int main(int argc, char** argv) {
     const std::string option = argc == 5 ? argv[4] : "";
     const std::string kOne = "--with-variant=";
     const bool with_variants = option == "--with-variants" || option.starts_with(kOne);
-    const std::string only = option.starts_with(kOne) ? option.substr(kOne.size()) : "";
+    // Commas around every name, so that one is found whole.
+    const std::string only = option.starts_with(kOne) ? "," + option.substr(kOne.size()) + "," : "";
     if (argc != 4 && !with_variants) {
         std::cerr << "usage: compact_segment <segment file> <output directory> <name> "
-                     "[--with-variants | --with-variant=NAME]\n";
+                     "[--with-variants | --with-variant=NAME,...]\n";
         return 2;
     }
     std::ifstream file(argv[1], std::ios::binary);
@@ -260,6 +275,13 @@ int main(int argc, char** argv) {
         std::cerr << argv[1] << " is not a leakwrap segment\n";
         return 1;
     }
+    // The variants break records where the current layout has them.
+    if (const uint32_t version = load<layout::Header>(segment, 0).layout_version;
+        version != layout::kLayoutVersion) {
+        std::cerr << argv[1] << " has layout version " << version << ", this tool makes seeds of "
+                  << layout::kLayoutVersion << "\n";
+        return 1;
+    }
     const std::vector<char> compacted = compact(segment);
     const fs::path directory = argv[2];
     write(directory / argv[3], compacted);
@@ -267,7 +289,8 @@ int main(int argc, char** argv) {
     for (const Variant& variant : kVariants) {
         if (!with_variants) break;
         if (variant.needs_delta_table && !has_delta_table) continue;
-        if (!only.empty() && only != variant.name) continue;
+        const bool chosen = only.find("," + std::string(variant.name) + ",") != std::string::npos;
+        if (!only.empty() && !chosen) continue;
         std::vector<char> broken = compacted;
         variant.change(broken);
         if (broken == compacted) continue;  // the rule is not in this segment (no Ruby frames)

@@ -25,11 +25,11 @@ rm -rf "$corpus"
 mkdir -p "$corpus"
 seed alloc-kinds alloc_kinds 4
 seed threads-cross-free threads_cross_free 2 --with-variants
-# A small Ruby process: stacks with Ruby backtraces, and the variant that breaks a Ruby frame.
+# A small Ruby process: stacks with Ruby backtraces, and the variants that break a Ruby frame.
 ruby_pid=$(LD_PRELOAD="$build/lib/libleakwrap.so" LEAKWRAP_KEEP=1 LEAKWRAP_DEPTH=2 LEAKWRAP_RUBY_DEPTH=2 \
   ruby --disable-gems -e 'puts Process.pid; def leak(n) = n.times.map { |i| "x" * (40 + i % 3) }; $kept = leak(50)')
 "$build/bin/compact_segment" "/dev/shm/leakwrap.$ruby_pid" "$corpus" ruby \
-  --with-variant=stack-with-unterminated-ruby-file
+  --with-variant=stack-with-unterminated-ruby-file,ruby-frame-calling-itself
 rm -f "/dev/shm/leakwrap.$ruby_pid"
 : >"$corpus/empty"
 printf 'LEAKWRAP' >"$corpus/magic-only"

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 namespace leakwrap::testing {
 namespace {
@@ -34,10 +35,15 @@ private:
     std::string bytes_;
 };
 
+template <class T>
+T load(const std::vector<std::byte>& segment, uint64_t offset) {
+    T value;
+    std::memcpy(&value, segment.data() + offset, sizeof(value));
+    return value;
+}
+
 layout::Header header_of(const std::vector<std::byte>& segment) {
-    layout::Header header;
-    std::memcpy(&header, segment.data(), sizeof(header));
-    return header;
+    return load<layout::Header>(segment, 0);
 }
 
 uint32_t size_class_of_site(const BuiltSite& site) {
@@ -77,8 +83,6 @@ std::vector<BuiltBin> bins_of_sites(const std::vector<BuiltSite>& slots,
     return bins;
 }
 
-}  // namespace
-
 // The Ruby backtrace of a site, innermost first.
 std::vector<BuiltRubyFrame> ruby_frames_of(const BuiltSite& site) {
     if (site.ruby_file.empty()) return {};
@@ -87,29 +91,109 @@ std::vector<BuiltRubyFrame> ruby_frames_of(const BuiltSite& site) {
     return frames;
 }
 
-uint64_t stack_bytes_of(const BuiltSite& site) {
-    return layout::stack_record_size(static_cast<uint32_t>(site.frames.size()),
-                                     static_cast<uint32_t>(ruby_frames_of(site).size()));
+// The fields the two layouts' stack records have in common.
+template <class Record>
+Record stack_record(const BuiltSite& site, std::size_t ruby_depth) {
+    Record record{};
+    record.state = site.stack_state;
+    record.module_generation = site.module_generation;
+    record.native_depth = static_cast<decltype(record.native_depth)>(site.frames.size());
+    record.ruby_depth = static_cast<decltype(record.ruby_depth)>(ruby_depth);
+    record.flags = static_cast<decltype(record.flags)>(site.reduced ? layout::kStackReduced : 0);
+    return record;
 }
+
+// The stack table: the sites' stacks in slot order. In layout 6 a Ruby frame record goes before
+// the first stack that names it, after its caller (rule R8), and serves every later backtrace
+// with the same frames from it outward.
+class StackTableWriter {
+public:
+    StackTableWriter(uint32_t layout_version, StringPoolWriter& strings)
+        : ruby_inline_(layout_version == 5), strings_(strings) {}
+
+    // Returns the reference of the site's stack.
+    uint32_t add(const BuiltSite& site) {
+        const std::vector<BuiltRubyFrame> ruby = ruby_frames_of(site);
+        if (ruby_inline_) {
+            const uint32_t reference = next_reference();
+            append(stack_record<layout::StackRecordV5>(site, ruby.size()));
+            for (const uint64_t frame : site.frames) append(frame);
+            for (const BuiltRubyFrame& frame : ruby) append(ruby_frame(frame));
+            return reference;
+        }
+        auto record = stack_record<layout::StackRecord>(site, ruby.size());
+        record.ruby = add_ruby_frames(ruby);
+        const uint32_t reference = next_reference();
+        append(record);
+        for (const uint64_t frame : site.frames) append(frame);
+        return reference;
+    }
+
+    const std::vector<std::byte>& bytes() const { return bytes_; }
+
+private:
+    uint32_t next_reference() const {
+        return static_cast<uint32_t>(bytes_.size() / layout::kStackAlignment);
+    }
+
+    template <class T>
+    void append(const T& value) {
+        const auto* begin = reinterpret_cast<const std::byte*>(&value);
+        bytes_.insert(bytes_.end(), begin, begin + sizeof(value));
+    }
+
+    layout::RubyFrame ruby_frame(const BuiltRubyFrame& frame) {
+        return {strings_.add(frame.file).offset, frame.line};
+    }
+
+    // Writes the records of a backtrace that the table lacks, outermost first; returns the
+    // innermost one's reference, or kNoRubyFrame for no backtrace.
+    uint32_t add_ruby_frames(const std::vector<BuiltRubyFrame>& frames) {
+        uint32_t caller = layout::kNoRubyFrame;
+        uint32_t depth = 1;
+        for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame, ++depth) {
+            const auto [entry, is_new] =
+                records_.try_emplace({frame->file, frame->line, caller}, next_reference());
+            if (is_new) append(layout::RubyFrameRecord{ruby_frame(*frame), caller, depth});
+            caller = entry->second;
+        }
+        return caller;
+    }
+
+    bool ruby_inline_;
+    StringPoolWriter& strings_;
+    std::vector<std::byte> bytes_;
+    // A frame, with its caller's reference, to the reference of its record.
+    std::map<std::tuple<std::string, uint32_t, uint32_t>, uint32_t> records_;
+};
+
+}  // namespace
 
 std::vector<std::byte> SegmentBuilder::build() const {
     const uint32_t site_record_size = sizeof(layout::SiteRecord);
     const uint64_t bins_size =
         uint64_t{layout::kSizeClassCount} * bin_shards * sizeof(layout::BinCounters);
     const std::vector<BuiltSite> slots = sites_by_slot(*this);
-    uint64_t stacks_used = 0;
+    StringPoolWriter strings(strings_capacity);
+    const layout::StringRef exe_text = strings.add(exe);
+    const layout::StringRef command_line_text = strings.add(command_line);
+    StackTableWriter stacks(layout_version, strings);
+    std::vector<uint32_t> stack_of_slot(slots.size(), layout::kNoStack);
     for (uint32_t slot = layout::kOverflowSites; slot < slots.size(); ++slot)
-        stacks_used += stack_bytes_of(slots[slot]);
+        stack_of_slot[slot] = stacks.add(slots[slot]);
+    const uint64_t stacks_used = stacks.bytes().size();
 
     layout::Header header{};
     std::memcpy(header.magic, layout::kMagic, sizeof(header.magic));
-    header.layout_version = layout::kLayoutVersion;
+    header.layout_version = layout_version;
     header.header_size = sizeof(layout::Header);
     header.pid = pid;
     header.parent_pid = parent_pid;
     header.start_time_ticks = start_time_ticks;
     header.created_unix_ns = created_unix_ns;
     std::memcpy(header.boot_id, boot_id.data(), std::min(boot_id.size(), sizeof(header.boot_id)));
+    header.exe_path = exe_text;
+    header.command_line = command_line_text;
     header.max_depth = max_depth;
     header.max_ruby_depth = max_ruby_depth;
     header.site_capacity = site_capacity;
@@ -140,11 +224,7 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.state = layout::kReady;
 
     std::vector<std::byte> segment(header.segment_size);
-    StringPoolWriter strings(strings_capacity);
-    header.exe_path = strings.add(exe);
-    header.command_line = strings.add(command_line);
-
-    uint64_t next_stack = 0;
+    std::memcpy(segment.data() + header.stacks_offset, stacks.bytes().data(), stacks_used);
     for (uint32_t slot = 0; slot < slots.size(); ++slot) {
         const BuiltSite& site = slots[slot];
         layout::SiteRecord record{};
@@ -154,29 +234,7 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.free_bytes = site.free_bytes;
         record.state = static_cast<uint16_t>(site.state);
         record.size_class = static_cast<uint16_t>(size_class_of_site(site));
-        record.stack = layout::kNoStack;
-        if (!layout::is_overflow_site(slot)) {
-            const auto ruby = ruby_frames_of(site);
-            layout::StackRecord stack{};
-            stack.state = site.stack_state;
-            stack.module_generation = site.module_generation;
-            stack.native_depth = static_cast<uint16_t>(site.frames.size());
-            stack.ruby_depth = static_cast<uint16_t>(ruby.size());
-            stack.flags = site.reduced ? layout::kStackReduced : 0;
-            uint64_t at = header.stacks_offset + next_stack;
-            record.stack = static_cast<uint32_t>(next_stack / layout::kStackAlignment);
-            next_stack += stack_bytes_of(site);
-            std::memcpy(segment.data() + at, &stack, sizeof(stack));
-            at += sizeof(stack);
-            if (!site.frames.empty())
-                std::memcpy(segment.data() + at, site.frames.data(), site.frames.size() * sizeof(uint64_t));
-            at += site.frames.size() * sizeof(uint64_t);
-            for (const BuiltRubyFrame& frame : ruby) {
-                const layout::RubyFrame stored{strings.add(frame.file).offset, frame.line};
-                std::memcpy(segment.data() + at, &stored, sizeof(stored));
-                at += sizeof(stored);
-            }
-        }
+        record.stack = stack_of_slot[slot];
         std::memcpy(segment.data() + header.sites_offset + uint64_t{slot} * site_record_size, &record,
                     sizeof(record));
     }
@@ -244,10 +302,26 @@ uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot) {
 }
 
 uint64_t stack_offset(const std::vector<std::byte>& segment, uint32_t slot) {
+    const auto site = load<layout::SiteRecord>(segment, site_offset(segment, slot));
+    return header_of(segment).stacks_offset + uint64_t{site.stack} * layout::kStackAlignment;
+}
+
+uint64_t ruby_frame_offset(const std::vector<std::byte>& segment, uint32_t slot, uint32_t index) {
     const auto header = header_of(segment);
-    layout::SiteRecord site;
-    std::memcpy(&site, segment.data() + site_offset(segment, slot), sizeof(site));
-    return header.stacks_offset + uint64_t{site.stack} * layout::kStackAlignment;
+    const uint64_t stack_at = stack_offset(segment, slot);
+    if (header.layout_version == 5) {
+        const auto stack = load<layout::StackRecordV5>(segment, stack_at);
+        if (index >= stack.ruby_depth) throw std::out_of_range("no such Ruby frame");
+        return stack_at + layout::stack_record_size_v5(stack.native_depth, index);  // what precedes it
+    }
+    const auto stack = load<layout::StackRecord>(segment, stack_at);
+    if (index >= stack.ruby_depth) throw std::out_of_range("no such Ruby frame");
+    const auto record_at = [&](uint32_t reference) {
+        return header.stacks_offset + uint64_t{reference} * layout::kStackAlignment;
+    };
+    uint64_t at = record_at(stack.ruby);
+    for (; index > 0; --index) at = record_at(load<layout::RubyFrameRecord>(segment, at).caller);
+    return at;
 }
 
 uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot) {

@@ -26,7 +26,9 @@ struct BuiltRubyFrame {
     uint32_t line = 0;
 };
 
-// A site and, unless it is an overflow site, a stack of its own in the stack table.
+// A site and, unless it is an overflow site, a stack of its own in the stack table. In layout 6
+// its Ruby frames are records shared with every other site whose backtrace has the same frames
+// from them outward, as the writer shares them.
 struct BuiltSite {
     uint64_t allocs = 0;
     uint64_t frees = 0;
@@ -77,6 +79,8 @@ struct BuiltModule {
 };
 
 struct SegmentBuilder {
+    // Or 5, the previous layout, whose stacks (layout::StackRecordV5) hold their Ruby frames inline.
+    uint32_t layout_version = layout::kLayoutVersion;
     int32_t pid = kAbsentPid;
     int32_t parent_pid = 1;
     uint64_t start_time_ticks = 12345;
@@ -113,6 +117,9 @@ struct SegmentBuilder {
 uint64_t site_offset(const std::vector<std::byte>& segment, uint32_t slot);
 // The stack record of the site in `slot` (not an overflow site).
 uint64_t stack_offset(const std::vector<std::byte>& segment, uint32_t slot);
+// Ruby frame `index` (0: the innermost) of that stack: in layout 6 its layout::RubyFrameRecord, in
+// layout 5 its layout::RubyFrame inline in the stack; either way a RubyFrame is there.
+uint64_t ruby_frame_offset(const std::vector<std::byte>& segment, uint32_t slot, uint32_t index);
 uint64_t module_offset(const std::vector<std::byte>& segment, uint32_t slot);
 uint64_t bin_offset(const std::vector<std::byte>& segment, uint32_t size_class, uint32_t shard);
 uint64_t site_delta_offset(const std::vector<std::byte>& segment, uint32_t shard, uint32_t slot);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -56,14 +57,37 @@ SegmentBuilder typical_builder() {
     return builder;
 }
 
-// The first Ruby frame of the stack of site kFirst, which has one.
+// Every layout this reader reads: the current one and layout 5, whose Ruby frames were inline.
+constexpr uint32_t kReadableLayouts[] = {5, layout::kLayoutVersion};
+
+// Backtraces of one Rails process: the sites share their outer Ruby frames, and the last site's
+// whole backtrace is the first's. In layout 6 its stack table holds, at these offsets:
+//     0 puma/server.rb:444 (depth 1)   16 users_controller.rb:7 (2)   32 user.rb:42 (3)
+//    48 site 88's stack                80 post.rb:9 (3, calls 16)     96 site 89's stack
+//   136 jobs.rb:3 (2, calls 0)        152 site 90's stack            184 site 91's (no Ruby)
+//   216 site 92's stack (calls 32)    248..312 the builder's slack
+SegmentBuilder ruby_builder() {
+    const std::vector<testing::BuiltRubyFrame> request{
+        {"app/controllers/users_controller.rb", 7}, {"puma/server.rb", 444}};
+    SegmentBuilder builder;
+    builder.sites = {
+        {.allocs = 3, .alloc_bytes = 300, .frames = {0x401234},
+         .ruby_file = "app/models/user.rb", .ruby_line = 42, .outer_ruby = request},
+        {.allocs = 2, .alloc_bytes = 64, .frames = {0x401300, 0x401400}, .module_generation = 1,
+         .ruby_file = "app/models/post.rb", .ruby_line = 9, .outer_ruby = request, .reduced = true},
+        {.allocs = 1, .frees = 1, .alloc_bytes = 10, .free_bytes = 10, .frames = {0x401500},
+         .ruby_file = "lib/jobs.rb", .ruby_line = 3, .outer_ruby = {{"puma/server.rb", 444}}},
+        {.allocs = 5, .alloc_bytes = 50, .frames = {0x401600}},
+        {.allocs = 4, .alloc_bytes = 4000, .frames = {0x401700},
+         .ruby_file = "app/models/user.rb", .ruby_line = 42, .outer_ruby = request},
+    };
+    return builder;
+}
+
+// The innermost Ruby frame of the stack of site kFirst, which has one.
 void corrupt_ruby_file(std::vector<std::byte>& bytes, uint32_t file) {
-    layout::StackRecord stack;
-    const uint64_t at = testing::stack_offset(bytes, kFirst);
-    std::memcpy(&stack, bytes.data() + at, sizeof(stack));
-    ASSERT_GT(stack.ruby_depth, 0u);
-    const uint64_t frame_at = at + sizeof(stack) + 8ull * stack.native_depth;
-    patch<layout::RubyFrame>(bytes, frame_at, [file](layout::RubyFrame& frame) { frame.file = file; });
+    patch<layout::RubyFrame>(bytes, testing::ruby_frame_offset(bytes, kFirst, 0),
+                             [file](layout::RubyFrame& frame) { frame.file = file; });
 }
 
 const Site& site_in_slot(const Snapshot& snapshot, uint32_t slot) {
@@ -288,21 +312,23 @@ TEST(ParseSegment, RejectsOtherLayoutVersions) {
     auto bytes = typical_builder().build();
     patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
     EXPECT_EQ(parse_error(bytes),
-              std::string("segment layout version 7, this reader understands 5") + kAdvice);
+              std::string("segment layout version 7, this reader understands 6") + kAdvice);
 }
 
 // Older writers' segments: a v1 header is 64 bytes shorter and lays the fields out differently,
-// a v2 one keeps no site deltas, a v3 one keeps the stacks inside the sites, so nothing after
-// the version may be read.
+// a v2 one keeps no site deltas, a v3 one keeps the stacks inside the sites, a v4 one its bins
+// class-major, so nothing after the version may be read.
 TEST(ParseSegment, RejectsOlderLayoutVersionSegments) {
-    for (const uint32_t version : {1u, 2u, 3u}) {
+    for (const uint32_t version : {1u, 2u, 3u, 4u}) {
         std::vector<std::byte> bytes(4096);
         std::memcpy(bytes.data(), layout::kMagic, sizeof(layout::kMagic));
         std::memcpy(bytes.data() + offsetof(layout::Header, layout_version), &version,
                     sizeof(version));
         EXPECT_PRED2(contains, parse_error(bytes),
                      "segment layout version " + std::to_string(version) +
-                         " was written by an older libleakwrap.so (this reader reads versions 4 to 5");
+                         " was written by an older libleakwrap.so (this reader reads versions 5 to "
+                         "6, whose size-class bins are kept shard-major): read it with the "
+                         "leakwrap-report of the libleakwrap.so that wrote it");
     }
 }
 
@@ -644,7 +670,8 @@ TEST(ParseSegment, RejectsAStackDeeperThanMaxDepth) {
     auto bytes = typical_builder().build();
     patch<layout::StackRecord>(bytes, testing::stack_offset(bytes, kFirst),
                                [](layout::StackRecord& stack) { stack.native_depth = 9; });
-    EXPECT_PRED2(contains, parse_error(bytes), "site 88's stack at 0 has 9 native frames");
+    // The stack follows the record of its one Ruby frame.
+    EXPECT_PRED2(contains, parse_error(bytes), "site 88's stack at 16 has 9 native frames");
 }
 
 TEST(ParseSegment, RejectsAStackWithMoreRubyFramesThanMaxRubyDepth) {
@@ -703,28 +730,174 @@ TEST(ParseSegment, SaysWhyAnOlderLayoutIsNotRead) {
     EXPECT_PRED2(contains, parse_error(bytes), "was written by an older libleakwrap.so");
 }
 
-// Layout 4 kept the bins class-major; the same counters laid out so must read the same.
-TEST(ParseSegment, ReadsThePreviousLayoutWithItsClassMajorBins) {
-    const auto current = typical_builder().build();
-    auto previous = current;
-    layout::Header header;
-    std::memcpy(&header, current.data(), sizeof(header));
-    for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
-        for (uint32_t shard = 0; shard < header.bin_shards; ++shard)
-            std::memcpy(previous.data() + header.bins_offset +
-                            layout::bin_index_v4(size_class, shard, header.bin_shards) *
-                                sizeof(layout::BinCounters),
-                        current.data() + testing::bin_offset(current, size_class, shard),
-                        sizeof(layout::BinCounters));
-    patch_header(previous, [](layout::Header& h) { h.layout_version = 4; });
-    const Snapshot expected = parse_segment(current);
-    const Snapshot read = parse_segment(previous);
-    ASSERT_EQ(read.bins.size(), expected.bins.size());
-    for (uint32_t size_class = 0; size_class < read.bins.size(); ++size_class)
-        EXPECT_EQ(read.bins[size_class], expected.bins[size_class]) << "class " << size_class;
+// Layout 5 kept each stack's Ruby frames inline; the same sites laid out so must read the same.
+TEST(ParseSegment, ReadsThePreviousLayoutWithItsRubyFramesInline) {
+    auto previous = ruby_builder();
+    previous.layout_version = 5;
+    const Snapshot expected = parse_segment(ruby_builder().build());
+    const Snapshot read = parse_segment(previous.build());
+    ASSERT_EQ(read.sites.size(), expected.sites.size());
+    std::size_t ruby_frames = 0;
+    for (std::size_t i = 0; i < read.sites.size(); ++i) {
+        const Site& site = read.sites[i];
+        const Site& want = expected.sites[i];
+        EXPECT_EQ(site.id, want.id);
+        EXPECT_EQ(site.counters, want.counters) << "site " << site.id;
+        EXPECT_TRUE(std::ranges::equal(site.frames(), want.frames())) << "site " << site.id;
+        EXPECT_TRUE(std::ranges::equal(site.ruby(), want.ruby())) << "site " << site.id;
+        EXPECT_EQ(site.module_generation(), want.module_generation()) << "site " << site.id;
+        EXPECT_EQ(site.reduced(), want.reduced()) << "site " << site.id;
+        ruby_frames += site.ruby().size();
+    }
+    EXPECT_EQ(ruby_frames, 3u + 3 + 2 + 3) << "the builder's sites have their Ruby frames";
+    EXPECT_EQ(read.bins, expected.bins);
     EXPECT_EQ(read.totals, expected.totals);
-    EXPECT_GT(read.totals.allocs, 0u) << "the builder's segment counts something";
 }
+
+TEST(ParseSegment, RejectsALayout5StackWhoseRubyFramesRunPastTheTable) {
+    auto builder = ruby_builder();
+    builder.layout_version = 5;
+    builder.stack_slack = 0;
+    auto bytes = builder.build();
+    const uint32_t last = kFirst + static_cast<uint32_t>(builder.sites.size()) - 1;
+    patch<layout::StackRecordV5>(bytes, testing::stack_offset(bytes, last),
+                                 [](layout::StackRecordV5& stack) { ++stack.ruby_depth; });
+    EXPECT_PRED2(contains, parse_error(bytes), "site 92's stack at 200 runs past the end of the");
+}
+
+TEST(ParseSegment, ReadsRubyBacktracesThatShareTheirOuterFrames) {
+    const auto bytes = ruby_builder().build();
+    // The builder shares the records as the writer does, so the reader meets them again.
+    const auto frame_at = [&](uint32_t slot, uint32_t index) {
+        return testing::ruby_frame_offset(bytes, slot, index);
+    };
+    EXPECT_EQ(frame_at(kFirst + 1, 1), frame_at(kFirst, 1));
+    EXPECT_EQ(frame_at(kFirst + 2, 1), frame_at(kFirst, 2));
+    EXPECT_EQ(frame_at(kFirst + 4, 0), frame_at(kFirst, 0));
+
+    const auto snapshot = parse_segment(bytes);
+    const auto backtrace = [&](uint32_t slot) {
+        const auto ruby = site_in_slot(snapshot, slot).ruby();
+        return std::vector<RubyLocation>(ruby.begin(), ruby.end());
+    };
+    const RubyLocation controller{"app/controllers/users_controller.rb", 7};
+    const RubyLocation server{"puma/server.rb", 444};
+    EXPECT_EQ(backtrace(kFirst),
+              (std::vector<RubyLocation>{{"app/models/user.rb", 42}, controller, server}));
+    EXPECT_EQ(backtrace(kFirst + 1),
+              (std::vector<RubyLocation>{{"app/models/post.rb", 9}, controller, server}));
+    EXPECT_EQ(backtrace(kFirst + 2), (std::vector<RubyLocation>{{"lib/jobs.rb", 3}, server}));
+    EXPECT_TRUE(backtrace(kFirst + 3).empty());
+    EXPECT_EQ(backtrace(kFirst + 4), backtrace(kFirst));
+    EXPECT_TRUE(site_in_slot(snapshot, kFirst + 1).reduced());
+}
+
+// One corruption of ruby_builder()'s layout 6 segment, and the whole message it must draw.
+struct RubyFrameCorruption {
+    const char* name;
+    void (*corrupt)(std::vector<std::byte>&);
+    const char* expected_message;
+};
+
+void PrintTo(const RubyFrameCorruption& corruption, std::ostream* out) { *out << corruption.name; }
+
+void patch_stack(std::vector<std::byte>& bytes, uint32_t slot, void (*change)(layout::StackRecord&)) {
+    patch<layout::StackRecord>(bytes, testing::stack_offset(bytes, slot), change);
+}
+
+// Ruby frame `index` (0: the innermost) of the stack of the site in `slot`.
+void patch_frame(std::vector<std::byte>& bytes, uint32_t slot, uint32_t index,
+                 void (*change)(layout::RubyFrameRecord&)) {
+    patch<layout::RubyFrameRecord>(bytes, testing::ruby_frame_offset(bytes, slot, index), change);
+}
+
+class ParseSegmentCorruptRubyFrames : public ::testing::TestWithParam<RubyFrameCorruption> {};
+
+TEST_P(ParseSegmentCorruptRubyFrames, IsRejectedWithAClearMessage) {
+    auto bytes = ruby_builder().build();
+    GetParam().corrupt(bytes);
+    EXPECT_EQ(parse_error(bytes), GetParam().expected_message);
+}
+
+// References are offsets in the table divided by 8: the record at 32 is reference 4.
+INSTANTIATE_TEST_SUITE_P(
+    EveryChainRule, ParseSegmentCorruptRubyFrames,
+    ::testing::Values(
+        RubyFrameCorruption{
+            "StackNamingARecordOutsideTheTable",
+            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 1000; }); },
+            "Ruby frame record at 8000 of site 88's stack at 48 lies outside the 312-byte stack table"},
+        RubyFrameCorruption{
+            "CallerOutsideTheTable",
+            [](auto& bytes) { patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.caller = 39; }); },
+            "Ruby frame record at 312 of site 88's stack at 48 lies outside the 312-byte stack table"},
+        RubyFrameCorruption{
+            "RecordRunningPastTheTable",
+            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 38; }); },
+            "Ruby frame record at 304 of site 88's stack at 48 runs past the end of the 312-byte "
+            "stack table"},
+        // Past stacks_used: a record the writer never wrote, or one this copy did not take.
+        RubyFrameCorruption{
+            "RecordNeverWritten",
+            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 31; }); },
+            "Ruby frame record at 248 of site 88's stack at 48 has depth 0, but the stack has 3 "
+            "Ruby frames"},
+        RubyFrameCorruption{
+            "FewerRubyFramesThanTheBacktrace",
+            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 2; }); },
+            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the stack has 2 Ruby "
+            "frames"},
+        RubyFrameCorruption{
+            "MoreRubyFramesThanTheBacktrace",
+            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 4; }); },
+            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the stack has 4 Ruby "
+            "frames"},
+        RubyFrameCorruption{
+            "RubyFramesWithoutARecord",
+            [](auto& bytes) {
+                patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = layout::kNoRubyFrame; });
+            },
+            "site 88's stack at 48 has 3 Ruby frames but names no Ruby frame record"},
+        RubyFrameCorruption{
+            "ARecordWithoutRubyFrames",
+            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 0; }); },
+            "site 88's stack at 48 has no Ruby frames but names a Ruby frame record at 32"},
+        RubyFrameCorruption{
+            "DepthsNotFallingByOne",
+            [](auto& bytes) { patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.depth = 1; }); },
+            "Ruby frame record at 16 of site 88's stack at 48 has depth 1, but the frame it calls "
+            "has depth 3"},
+        RubyFrameCorruption{
+            "RecordCallingItself",
+            [](auto& bytes) { patch_frame(bytes, kFirst, 0, [](auto& frame) { frame.caller = 4; }); },
+            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the frame it calls "
+            "has depth 3"},
+        // A cycle through the outermost frame.
+        RubyFrameCorruption{
+            "OutermostNamingACaller",
+            [](auto& bytes) { patch_frame(bytes, kFirst, 2, [](auto& frame) { frame.caller = 2; }); },
+            "Ruby frame record at 0 of site 88's stack at 48 has depth 1 but names a caller at 16"},
+        RubyFrameCorruption{
+            "InnerRecordNamingNoCaller",
+            [](auto& bytes) {
+                patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.caller = layout::kNoRubyFrame; });
+            },
+            "Ruby frame record at 16 of site 88's stack at 48 has depth 2 but names no caller"},
+        // Site 89's backtrace reaches the record at 32, checked with site 88's, one frame too deep.
+        RubyFrameCorruption{
+            "SharedRecordAtAnotherDepth",
+            [](auto& bytes) { patch_frame(bytes, kFirst + 1, 0, [](auto& frame) { frame.caller = 4; }); },
+            "Ruby frame record at 32 of site 89's stack at 96 has depth 3, but the frame it calls "
+            "has depth 3"},
+        // Found by the first stack that reaches it, although four name it.
+        RubyFrameCorruption{
+            "SharedRecordWithAFileBeyondThePool",
+            [](auto& bytes) {
+                patch_frame(bytes, kFirst, 2, [](auto& frame) { frame.frame.file = 5000; });
+            },
+            "Ruby frame record at 0 of site 88's stack at 48: Ruby file string at offset 5000 has no "
+            "NUL inside the 1024-byte string pool"}),
+    [](const auto& test) { return std::string(test.param.name); });
 
 TEST(ParseSegment, IgnoresTheFieldsOfSlotsThatAreNotReady) {
     auto bytes = typical_builder().build();
@@ -772,24 +945,28 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& test) { return std::string(test.param.name); });
 
 TEST(ParseSegment, RejectsARubyFileWithoutANulBeforeThePoolEnds) {
-    SegmentBuilder builder;
-    builder.strings_capacity = 64;  // 28 bytes hold the exe path and the command line
-    builder.sites = {{.allocs = 1, .alloc_bytes = 8, .ruby_file = "a.rb"}};
-    auto bytes = builder.build();
-    const auto header = [&] {
-        layout::Header h;
-        std::memcpy(&h, bytes.data(), sizeof(h));
-        return h;
-    }();
-    // Fill the pool's tail with text and point a site at it.
-    std::memset(bytes.data() + header.strings_offset + 40, 'x', 24);
-    corrupt_ruby_file(bytes, 40);
-    EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 40 has no NUL");
+    for (const uint32_t version : kReadableLayouts) {
+        SCOPED_TRACE("layout " + std::to_string(version));
+        SegmentBuilder builder;
+        builder.layout_version = version;
+        builder.strings_capacity = 64;  // 28 bytes hold the exe path and the command line
+        builder.sites = {{.allocs = 1, .alloc_bytes = 8, .ruby_file = "a.rb"}};
+        auto bytes = builder.build();
+        const auto header = [&] {
+            layout::Header h;
+            std::memcpy(&h, bytes.data(), sizeof(h));
+            return h;
+        }();
+        // Fill the pool's tail with text and point a site at it.
+        std::memset(bytes.data() + header.strings_offset + 40, 'x', 24);
+        corrupt_ruby_file(bytes, 40);
+        EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 40 has no NUL");
 
-    // One NUL at the very end makes it a string again.
-    bytes[header.strings_offset + 63] = std::byte{0};
-    EXPECT_EQ(parse_error(bytes), "");
-    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).ruby()[0].file, std::string(23, 'x'));
+        // One NUL at the very end makes it a string again.
+        bytes[header.strings_offset + 63] = std::byte{0};
+        EXPECT_EQ(parse_error(bytes), "");
+        EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).ruby()[0].file, std::string(23, 'x'));
+    }
 }
 
 TEST(ParseSegment, RejectsAModulePathOutsideThePool) {
@@ -832,7 +1009,10 @@ TEST(ParseSegment, AcceptsAnEmptyStringPoolAnywhere) {
 // and hangs on garbage and on valid segments with a few bytes flipped.
 TEST(ParseSegment, SurvivesGarbageAndBitFlips) {
     std::mt19937_64 random(20240601);
-    const auto valid = typical_builder().build();
+    auto previous_layout = ruby_builder();
+    previous_layout.layout_version = 5;
+    const std::vector<std::byte> valid[] = {typical_builder().build(), ruby_builder().build(),
+                                            previous_layout.build()};
     for (int round = 0; round < 3000; ++round) {
         std::vector<std::byte> bytes;
         if (round % 3 == 0) {
@@ -844,7 +1024,7 @@ TEST(ParseSegment, SurvivesGarbageAndBitFlips) {
                 std::memcpy(bytes.data() + 8, &version, sizeof(version));
             }
         } else {
-            bytes = valid;
+            bytes = valid[round % std::size(valid)];
             for (int flips = 1 + random() % 4; flips > 0; --flips)
                 bytes[random() % bytes.size()] ^= std::byte(1u << (random() % 8));
         }
@@ -856,19 +1036,25 @@ TEST(ParseSegment, SurvivesGarbageAndBitFlips) {
 }
 
 TEST(ParseSegment, RejectsARubyFileBeyondThePool) {
-    auto builder = typical_builder();
-    builder.sites[0].ruby_file = "app.rb";
-    auto bytes = builder.build();
-    corrupt_ruby_file(bytes, 5000);
-    EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 5000 has no NUL");
+    for (const uint32_t version : kReadableLayouts) {
+        SCOPED_TRACE("layout " + std::to_string(version));
+        auto builder = typical_builder();
+        builder.layout_version = version;
+        auto bytes = builder.build();
+        corrupt_ruby_file(bytes, 5000);
+        EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 5000 has no NUL");
+    }
 }
 
 TEST(ParseSegment, RejectsARubyFileAtThePoolEnd) {
-    auto builder = typical_builder();
-    builder.sites[0].ruby_file = "app.rb";
-    auto bytes = builder.build();
-    corrupt_ruby_file(bytes, builder.strings_capacity);
-    EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 1024 has no NUL");
+    for (const uint32_t version : kReadableLayouts) {
+        SCOPED_TRACE("layout " + std::to_string(version));
+        auto builder = typical_builder();
+        builder.layout_version = version;
+        auto bytes = builder.build();
+        corrupt_ruby_file(bytes, builder.strings_capacity);
+        EXPECT_PRED2(contains, parse_error(bytes), "Ruby file string at offset 1024 has no NUL");
+    }
 }
 
 }  // namespace
