@@ -302,11 +302,10 @@ private:
         return uint64_t{reference} * layout::kStackAlignment;
     }
     uint64_t in_segment(uint32_t reference) const { return header_.stacks_offset + in_table(reference); }
-    // Both layouts' stack records take the same bytes before the native frames.
-    static_assert(sizeof(layout::StackRecordV5) == sizeof(layout::StackRecord));
-    uint64_t native_frames_offset(uint32_t reference) const {
-        return in_segment(reference) + sizeof(layout::StackRecord);
+    uint64_t record_size() const {
+        return ruby_inline_ ? sizeof(layout::StackRecordV5) : sizeof(layout::StackRecord);
     }
+    uint64_t native_frames_offset(uint32_t reference) const { return in_segment(reference) + record_size(); }
     uint64_t inline_ruby_offset(uint32_t reference, uint32_t native_depth) const {
         return native_frames_offset(reference) + native_depth * sizeof(uint64_t);
     }
@@ -325,7 +324,7 @@ private:
     uint32_t check(uint32_t reference, const std::string& owner) {
         const uint64_t at = in_table(reference);
         const std::string name = owner + "'s stack at " + number(at);
-        if (at > size_ || sizeof(layout::StackRecord) > size_ - at)
+        if (at > size_ || record_size() > size_ - at)
             fail(name + " lies outside the " + number(size_) + "-byte stack table");
         const Record record = record_at(reference);
         if (record.state != layout::kReady) return kNotReady;

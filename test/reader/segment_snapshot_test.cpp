@@ -63,9 +63,9 @@ constexpr uint32_t kReadableLayouts[] = {5, layout::kLayoutVersion};
 // Backtraces of one Rails process: the sites share their outer Ruby frames, and the last site's
 // whole backtrace is the first's. In layout 6 its stack table holds, at these offsets:
 //     0 puma/server.rb:444 (depth 1)   16 users_controller.rb:7 (2)   32 user.rb:42 (3)
-//    48 site 88's stack                80 post.rb:9 (3, calls 16)     96 site 89's stack
-//   136 jobs.rb:3 (2, calls 0)        152 site 90's stack            184 site 91's (no Ruby)
-//   216 site 92's stack (calls 32)    248..312 the builder's slack
+//    48 site 88's stack                72 post.rb:9 (3, calls 16)     88 site 89's stack
+//   120 jobs.rb:3 (2, calls 0)        136 site 90's stack            160 site 91's (no Ruby)
+//   184 site 92's stack (calls 32)    208..272 the builder's slack
 SegmentBuilder ruby_builder() {
     const std::vector<testing::BuiltRubyFrame> request{
         {"app/controllers/users_controller.rb", 7}, {"puma/server.rb", 444}};
@@ -826,15 +826,15 @@ INSTANTIATE_TEST_SUITE_P(
         RubyFrameCorruption{
             "StackNamingARecordOutsideTheTable",
             [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 1000; }); },
-            "Ruby frame record at 8000 of site 88's stack at 48 lies outside the 312-byte stack table"},
+            "Ruby frame record at 8000 of site 88's stack at 48 lies outside the 272-byte stack table"},
         RubyFrameCorruption{
             "CallerOutsideTheTable",
-            [](auto& bytes) { patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.caller = 39; }); },
-            "Ruby frame record at 312 of site 88's stack at 48 lies outside the 312-byte stack table"},
+            [](auto& bytes) { patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.caller = 34; }); },
+            "Ruby frame record at 272 of site 88's stack at 48 lies outside the 272-byte stack table"},
         RubyFrameCorruption{
             "RecordRunningPastTheTable",
-            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 38; }); },
-            "Ruby frame record at 304 of site 88's stack at 48 runs past the end of the 312-byte "
+            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 33; }); },
+            "Ruby frame record at 264 of site 88's stack at 48 runs past the end of the 272-byte "
             "stack table"},
         // Past stacks_used: a record the writer never wrote, or one this copy did not take.
         RubyFrameCorruption{
@@ -887,7 +887,7 @@ INSTANTIATE_TEST_SUITE_P(
         RubyFrameCorruption{
             "SharedRecordAtAnotherDepth",
             [](auto& bytes) { patch_frame(bytes, kFirst + 1, 0, [](auto& frame) { frame.caller = 4; }); },
-            "Ruby frame record at 32 of site 89's stack at 96 has depth 3, but the frame it calls "
+            "Ruby frame record at 32 of site 89's stack at 88 has depth 3, but the frame it calls "
             "has depth 3"},
         // Found by the first stack that reaches it, although four name it.
         RubyFrameCorruption{
