@@ -28,8 +28,8 @@ uint64_t entry(uintptr_t return_address, uint32_t value) { return (uint64_t{retu
 uintptr_t address_of(uint64_t entry) { return static_cast<uintptr_t>(entry >> 16); }
 uint32_t value_of(uint64_t entry) { return static_cast<uint32_t>(entry & 0xffff); }
 
-// What a new observation makes of a known value: sizes must agree; a size never undoes a marker
-// but kSeenFrame, which only says the address exists.
+// What a new observation makes of a known value: walking rules must agree; one never undoes a
+// marker but kSeenFrame, which only says the address exists.
 uint32_t merged(uint32_t known, uint32_t seen) {
     if (seen == kSeenFrame || known == seen) return known;
     if (known == kSeenFrame) return seen;
@@ -58,17 +58,18 @@ uint32_t frame_size(uintptr_t return_address) {
     return kUnknownFrame;
 }
 
-void learn_frame_size(uintptr_t return_address, uint32_t size) {
+void learn_frame_size(uintptr_t return_address, uint32_t seen) {
     std::atomic<uint64_t>* slots = g_slots;
     if (slots == nullptr || return_address == 0 || return_address >= kMaxAddress) return;
-    if (size > kMaxFrameSize || (size > kOutermostFrame && size % 8 != 0)) size = kUnwalkableFrame;
+    if (seen > kMaxFrameSize + kMaxSavedRbpSlot || (seen > kFramePointerFrame && !is_sized_frame(seen)))
+        seen = kUnwalkableFrame;
     uint32_t index = home_slot(return_address);
     for (uint32_t probe = 0; probe < kMaxProbes; ++probe) {
         std::atomic<uint64_t>& slot = slots[(index + probe) & (kSlots - 1)];
         uint64_t found = slot.load(std::memory_order_relaxed);
         for (;;) {
             if (found != 0 && address_of(found) != return_address) break;  // someone else's: next slot
-            uint32_t value = found == 0 ? size : merged(value_of(found), size);
+            uint32_t value = found == 0 ? seen : merged(value_of(found), seen);
             if (found != 0 && value == value_of(found)) return;
             if (slot.compare_exchange_weak(found, entry(return_address, value), std::memory_order_relaxed))
                 return;

@@ -29,7 +29,15 @@ uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
     return value;
 }
 
-// The frame sizes a slow unwind saw, frame by frame (see frame_sizes.h).
+// Where libunwind found the caller's rbp after stepping out of a frame; 0 if not in memory.
+uintptr_t saved_rbp_address(unw_cursor_t* cursor) {
+    unw_save_loc_t location{};
+    if (unw_get_save_loc(cursor, UNW_X86_64_RBP, &location) != 0 || location.type != UNW_SLT_MEMORY)
+        return 0;
+    return location.u.addr;
+}
+
+// How a slow unwind walked each frame, frame by frame (see frame_sizes.h).
 class FrameSizeLearner {
 public:
     // The unwind has reached the frame of `ip`; `after_signal`: the frame inside it was a signal
@@ -47,12 +55,22 @@ public:
         if (ip_ == 0) return;
         if (stepped < 0 || signal_) return learn_frame_size(ip_, kUnwalkableFrame);
         if (stepped == 0) return learn_frame_size(ip_, kOutermostFrame);
-        uintptr_t caller_stack_pointer = register_value(cursor, UNW_REG_SP);
-        bool frame_pointer_based = frame_pointer_ + 16 == caller_stack_pointer;
-        if (frame_pointer_based || caller_stack_pointer <= stack_pointer_)
+        const uintptr_t caller_stack_pointer = register_value(cursor, UNW_REG_SP);  // the CFA
+        if (frame_pointer_ + 16 == caller_stack_pointer) return learn_frame_size(ip_, kFramePointerFrame);
+        if (caller_stack_pointer <= stack_pointer_ || caller_stack_pointer - stack_pointer_ > kMaxFrameSize)
             return learn_frame_size(ip_, kUnwalkableFrame);
-        uint64_t size = caller_stack_pointer - stack_pointer_;
-        learn_frame_size(ip_, size > kMaxFrameSize ? kUnwalkableFrame : static_cast<uint32_t>(size));
+        // libunwind names where the caller's rbp came from; within this frame, this frame saved it
+        // (a slot below, in a frame further in, says the register kept its value through this one).
+        uint32_t slot = 0;
+        const uintptr_t saved = saved_rbp_address(cursor);
+        if (saved >= stack_pointer_ && saved < caller_stack_pointer) {
+            const uintptr_t below_return_address = caller_stack_pointer - sizeof(uint64_t) - saved;
+            if (below_return_address % 8 != 0 || below_return_address / 8 == 0 ||
+                below_return_address / 8 > kMaxSavedRbpSlot)
+                return learn_frame_size(ip_, kUnwalkableFrame);
+            slot = static_cast<uint32_t>(below_return_address / 8);
+        }
+        learn_frame_size(ip_, sized_frame(static_cast<uint32_t>(caller_stack_pointer - stack_pointer_), slot));
     }
     // The unwind stopped at the frame at() saw without stepping from it.
     void stopped() const {
@@ -91,21 +109,36 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     if (bounds.high == 0 || stack_pointer < bounds.low || stack_pointer >= bounds.high)
         return StackWalk::kNotWalkable;
     uintptr_t ip = caller.return_address;
+    // rbp as each frame had it at its call: a frame either keeps it, or saved it (sized frames)
+    // or set it (frame-pointer frames), so the slot to restore it from is known.
+    uintptr_t frame_pointer = caller.frame_pointer;
     uint32_t depth = 0;
     for (;;) {
-        uint32_t size = frame_size(ip);
-        if (size == kUnknownFrame)
+        const uint32_t value = frame_size(ip);
+        if (value == kUnknownFrame)
             return can_learn_frame_sizes() ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
         // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks.
         if (!is_own_frame(ip)) {
             out->frames[depth++] = ip;
             if (depth == max_depth) break;
         }
-        if (size == kOutermostFrame) break;
-        if (size == kSeenFrame) return StackWalk::kNeedsLearning;
-        if (size == kUnwalkableFrame) return StackWalk::kNotWalkable;
-        stack_pointer += size;
-        if (stack_pointer > bounds.high) return StackWalk::kNotWalkable;
+        if (value == kOutermostFrame) break;
+        if (value == kSeenFrame) return StackWalk::kNeedsLearning;
+        if (value == kUnwalkableFrame) return StackWalk::kNotWalkable;
+        uintptr_t caller_stack_pointer;
+        if (value == kFramePointerFrame) {
+            // The frame lies above its callee's; rbp that is not is not this frame's.
+            if (frame_pointer < stack_pointer || frame_pointer % 8 != 0 || frame_pointer > bounds.high - 16)
+                return StackWalk::kNotWalkable;
+            caller_stack_pointer = frame_pointer + 16;
+            frame_pointer = *reinterpret_cast<const uint64_t*>(frame_pointer);
+        } else {
+            caller_stack_pointer = stack_pointer + frame_bytes(value);
+            if (caller_stack_pointer > bounds.high) return StackWalk::kNotWalkable;
+            if (const uint32_t slot = saved_rbp_slot(value))
+                frame_pointer = *reinterpret_cast<const uint64_t*>(caller_stack_pointer - 8 - 8 * slot);
+        }
+        stack_pointer = caller_stack_pointer;
         ip = *reinterpret_cast<const uint64_t*>(stack_pointer - sizeof(uint64_t));
     }
     out->depth = depth;

@@ -1,7 +1,7 @@
 // Walking a stack by learned frame sizes (preload/frame_sizes.cpp, stack_capture.cpp) in this
 // test process: the table's rules for what it learns, and real stacks of this program's own
 // functions, first unknown, then learned by one slow unwind and walked to the same frames as
-// libunwind finds, while a frame that allocates on the stack dynamically is never walked.
+// libunwind finds, a frame that allocates on the stack dynamically through its frame pointer.
 #include "frame_sizes.h"
 
 #include <alloca.h>
@@ -44,8 +44,11 @@ TEST_F(FrameSizes, KeepsASizeSeenAgainAndGivesUpOnTwoSizes) {
 TEST_F(FrameSizes, RefusesSizesNoFrameHas) {
     learn_frame_size(0x401000, kMaxFrameSize + 8);
     EXPECT_EQ(frame_size(0x401000), kUnwalkableFrame);
-    learn_frame_size(0x402000, 44);  // not a multiple of 8
+    learn_frame_size(0x402000, kFramePointerFrame + 1);  // neither a marker nor a size
     EXPECT_EQ(frame_size(0x402000), kUnwalkableFrame);
+    learn_frame_size(0x402100, sized_frame(40, kMaxSavedRbpSlot));  // saved rbp at CFA - 64
+    EXPECT_EQ(frame_bytes(frame_size(0x402100)), 40u);
+    EXPECT_EQ(saved_rbp_slot(frame_size(0x402100)), kMaxSavedRbpSlot);
     learn_frame_size(0x403000, kOutermostFrame);
     EXPECT_EQ(frame_size(0x403000), kOutermostFrame);
 }
@@ -90,16 +93,28 @@ __attribute__((noinline)) void middle(Found* found) {
     asm volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) void with_dynamic_frame(Found* found, unsigned bytes) {
-    volatile char* scratch = static_cast<char*>(alloca(bytes));
-    scratch[0] = 1;
-    inner(found);
+// Uses rbp as a general register, as optimized code may: it saves its caller's rbp, and the
+// allocator sees garbage in the register.
+__attribute__((noinline)) void inner_using_rbp(Found* found) {
+    asm volatile("mov $0x1234, %%rbp" ::: "rbp");
+    allocator(found);
     asm volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) void outer(Found* found, bool dynamic) {
-    if (dynamic)
-        with_dynamic_frame(found, 64 + static_cast<unsigned>(reinterpret_cast<uintptr_t>(found) % 64));
+__attribute__((noinline)) void with_dynamic_frame(Found* found, unsigned bytes, bool rbp_used_inside) {
+    volatile char* scratch = static_cast<char*>(alloca(bytes));
+    scratch[0] = 1;
+    if (rbp_used_inside)
+        inner_using_rbp(found);
+    else
+        inner(found);
+    asm volatile("" ::: "memory");
+}
+
+// dynamic_bytes: 0 for a stack of fixed-size frames, else what a frame on it allocates with alloca.
+__attribute__((noinline)) void outer(Found* found, unsigned dynamic_bytes, bool rbp_used_inside = false) {
+    if (dynamic_bytes != 0)
+        with_dynamic_frame(found, dynamic_bytes, rbp_used_inside);
     else
         middle(found);
     asm volatile("" ::: "memory");
@@ -109,7 +124,7 @@ TEST_F(FrameSizes, AStackOnceUnwoundSlowlyIsWalkedToTheSameFrames) {
     record_thread_stack_bounds();
     Found calls[2]{};
     volatile int count = 2;  // one call site, not unrolled: the same return addresses twice
-    for (int i = 0; i < count; ++i) outer(&calls[i], false);
+    for (int i = 0; i < count; ++i) outer(&calls[i], 0);
     const Found& found = calls[0];
     EXPECT_EQ(found.first_walk, StackWalk::kNeedsLearning);
     ASSERT_EQ(found.second_walk, StackWalk::kWalked);
@@ -119,14 +134,33 @@ TEST_F(FrameSizes, AStackOnceUnwoundSlowlyIsWalkedToTheSameFrames) {
     EXPECT_EQ(calls[1].first_walk, StackWalk::kWalked);  // no slow unwind needed any more
 }
 
-TEST_F(FrameSizes, AFrameThatAllocatesOnTheStackIsNeverWalked) {
+// Its size differs from call to call: it is walked through its frame pointer, not by a size;
+// with rbp_used_inside, the frame pointer is found where the frame inside saved it.
+class FrameSizesDynamic : public FrameSizes, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(FrameSizesDynamic, AFrameThatAllocatesOnTheStackIsWalkedThroughItsFramePointer) {
     record_thread_stack_bounds();
-    Found found{};
-    outer(&found, true);
-    EXPECT_EQ(found.first_walk, StackWalk::kNeedsLearning);
-    EXPECT_EQ(found.second_walk, StackWalk::kNotWalkable);
-    ASSERT_EQ(found.learned.depth, kDepth + 1);  // the slow unwind went through it
+    Found calls[3]{};
+    const unsigned dynamic_bytes[3] = {64, 4096 + 48, 512};
+    volatile int count = 3;  // one call site, not unrolled: the same return addresses each time
+    for (int i = 0; i < count; ++i) outer(&calls[i], dynamic_bytes[i], GetParam());
+    EXPECT_EQ(calls[0].first_walk, StackWalk::kNeedsLearning);
+    for (const Found& found : calls) {
+        ASSERT_EQ(found.second_walk, StackWalk::kWalked);
+        ASSERT_EQ(found.learned.depth, kDepth + 1);
+        ASSERT_EQ(found.walked.depth, kDepth);
+        for (uint32_t i = 0; i < kDepth; ++i)
+            EXPECT_EQ(found.walked.frames[i], found.learned.frames[i + 1]) << i;
+    }
+    for (int i = 1; i < 3; ++i) EXPECT_EQ(calls[i].first_walk, StackWalk::kWalked) << i;
+    // The second frame walked is with_dynamic_frame's (where inner returns to).
+    EXPECT_EQ(frame_size(calls[0].walked.frames[1]), kFramePointerFrame);
+    if (GetParam()) {
+        EXPECT_NE(saved_rbp_slot(frame_size(calls[0].walked.frames[0])), 0u);
+    }
 }
+
+INSTANTIATE_TEST_SUITE_P(RbpKeptOrUsedInside, FrameSizesDynamic, ::testing::Bool());
 
 }  // namespace
 }  // namespace leakwrap
