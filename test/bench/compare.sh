@@ -15,16 +15,19 @@
 # does not follow the children of g++). In exact and sampling mode they run with LEAKWRAP_KEEP=1,
 # and the kept segment of the run (/dev/shm/leakwrap.<its pid>) is read and then deleted.
 #
-# Two jobs are servers, puma from Debian on a loopback port the kernel picks (127.0.0.1 only):
+# Three jobs are servers, puma from Debian on a loopback port the kernel picks (127.0.0.1 only):
 #   puma_siege  a tiny Rack app; siege -b -c 4 -r 2500 (10000 requests, one connection each) from
 #               this machine; its speed is siege's transaction rate (req/s), its ratio bare's rate
 #               over the variant's (above 1 is slower, as for times)
 #   rails_boot  the Rails app of examples/rails (its C extension built once, as soak.sh does);
 #               its speed is the time from starting puma until it logs "Use Ctrl-C to stop"
+#   rails_soak  the same app once booted, under siege -b -c 4 -r 250 (1000 requests): its speed is
+#               siege's transaction rate, its RSS the steady one after serving them
 # Their peak RSS is the largest VmHWM of the process tree (puma; with heaptrack also its
-# interpreter), read in /proc just before puma is stopped with SIGINT (puma_siege: after siege,
-# rails_boot: at boot), and so is the live segment. Their output, compared with bare's, is
-# siege's count of successful and failed requests, and the page Rails serves after boot.
+# interpreter), read in /proc just before puma is stopped with SIGINT (puma_siege and
+# rails_soak: after siege, rails_boot: at boot), and so is the live segment. Their output,
+# compared with bare's, is siege's count of successful and failed requests, and the page Rails
+# serves after boot.
 #
 # A run that exits non-zero, times out, or prints other output than bare is marked failed and
 # left out of the medians. A job or variant that cannot run on this machine is skipped, with the
@@ -37,14 +40,14 @@
 #                  `cmake --build BUILD_DIR --target bench_tools`
 #   -o TABLE_FILE  also write the Markdown output there
 #   JOB...         only these jobs (default: all): server_churn producer_consumer small_objects
-#                  rdoc ruby_json python_ast cc1plus puma_siege rails_boot
+#                  rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 # shellcheck source=../../examples/puma_server.sh
 source "$(dirname "$0")/../../examples/puma_server.sh"
 
-all_jobs=(server_churn producer_consumer small_objects rdoc ruby_json python_ast cc1plus puma_siege rails_boot)
-server_jobs=(puma_siege rails_boot)
+all_jobs=(server_churn producer_consumer small_objects rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak)
+server_jobs=(puma_siege rails_boot rails_soak)
 variants=(bare exact sampling jemalloc-prof heaptrack)
 leakwrap_variants=(exact sampling)
 runs=5
@@ -81,7 +84,9 @@ cc1plus=$(g++ -print-prog-name=cc1plus 2>/dev/null || true)
 compiled_file=$bench_repo/test/bench/workloads/producer_consumer.cpp
 rails_app=$bench_repo/examples/rails
 siege_clients=4
-siege_repeats=2500  # per client: 10000 requests, about 2 s bare (siege's clock counts 10 ms steps)
+# Requests per client: puma_siege 10000 in all, about 2 s bare (siege's clock counts 10 ms
+# steps); rails_soak 1000, about 3 s bare.
+declare -A siege_repeats=([puma_siege]=2500 [rails_soak]=250)
 
 is_server() { [[ " ${server_jobs[*]} " == *" $1 "* ]]; }
 is_leakwrap() { [[ " ${leakwrap_variants[*]} " == *" $1 "* ]]; }
@@ -105,7 +110,7 @@ job_check() {
       [[ -x $python && -d $python_library ]] || reason="no $python or no $python_library" ;;
     cc1plus)
       [[ -x $cc1plus ]] || reason="no g++" ;;
-    puma_siege | rails_boot)
+    puma_siege | rails_boot | rails_soak)
       local tool
       for tool in ruby puma siege; do
         command -v "$tool" > /dev/null || { reason="no $tool (scripts/setup.sh)"; return; }
@@ -114,7 +119,7 @@ job_check() {
       cat > "$work/hello.ru" << 'RUBY'
 run ->(env) { [200, { 'content-type' => 'text/plain' }, ["hello #{env['PATH_INFO']}\n"]] }
 RUBY
-      [[ $job == rails_boot ]] || return 0
+      [[ $job == rails_* ]] || return 0
       if [[ ! -e $rails_app/config.ru ]]; then reason="no $rails_app"; return; fi
       if ! ruby -e 'require "action_controller/railtie"; require "redcarpet"; require "nokogiri"' 2> /dev/null; then
         reason="no Rails 6.1, redcarpet or nokogiri (scripts/setup.sh)"
@@ -157,7 +162,7 @@ job_command() {
         "$compiled_file" -o "$scratch/compiled.s") ;;
     puma_siege)
       job_argv=(puma --environment production --bind tcp://127.0.0.1:0 "$work/hello.ru") ;;
-    rails_boot)
+    rails_boot | rails_soak)
       job_env=(RUBYLIB="$work/rails-ext")
       job_argv=(puma -C "$rails_app/config/puma.rb" --bind tcp://127.0.0.1:0 "$rails_app/config.ru") ;;
   esac
@@ -293,9 +298,9 @@ run_server() {
     # The page, after the measurement: the app must work in every variant.
     timeout -k 5 "$limit" ruby -rnet/http -e 'print Net::HTTP.get(URI(ARGV[0]))' \
       "http://127.0.0.1:$port/" > "$scratch/output" 2>> "$scratch/stderr" || status='request-failed'
-  elif [[ $status == ok && $job == puma_siege ]]; then
-    local requests=$((siege_clients * siege_repeats))
-    HOME=$work/siege timeout -k 10 "$limit" siege -b -c "$siege_clients" -r "$siege_repeats" \
+  elif [[ $status == ok ]]; then  # puma_siege, rails_soak
+    local requests=$((siege_clients * siege_repeats[$job]))
+    HOME=$work/siege timeout -k 10 "$limit" siege -b -c "$siege_clients" -r "${siege_repeats[$job]}" \
       "http://127.0.0.1:$port/" < /dev/null > "$scratch/siege" 2>&1 || status='siege-failed'
     grep -E '^(Successful|Failed) transactions:' "$scratch/siege" | tr -s ' \t' ' ' > "$scratch/output" || true
     if [[ $status == ok ]]; then
@@ -355,8 +360,8 @@ measure() {
   fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$job" "$variant" "$run" "$status" "$value" "$rss" \
     "$sites" "$segment_kib" >> "$measurements"
-  local unit=s
-  [[ $job != puma_siege ]] || unit=req/s
+  local unit=req/s
+  [[ $job == puma_siege || $job == rails_soak ]] || unit=s
   printf '  %-18s run %d/%d  %-13s  %8s %-5s  %8s KiB  %7s sites  %7s KiB segment  %s\n' "$job" "$run" \
     "$runs" "$variant" "$value" "$unit" "$rss" "$sites" "$segment_kib" "$status" >&2
   if [[ $status != ok ]]; then
@@ -409,18 +414,20 @@ elapsed=$(($(date -u +%s) - started))
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 python3 - "$measurements" "$runs" "$elapsed" "$(nproc)" "$cpu_model" "${loads[*]}" \
   "test/bench/compare.sh -n $runs${build_dir:+ -b $build_dir}${table_file:+ -o $table_file} $*" \
-  "$siege_clients" "$siege_repeats" "${variants[@]}" <<'PY' | tee "${table_file:-/dev/null}"
+  "$siege_clients" "${siege_repeats[puma_siege]}" "${siege_repeats[rails_soak]}" "${variants[@]}" <<'PY' | tee "${table_file:-/dev/null}"
 import statistics
 import sys
 from collections import defaultdict
 
 (measurements_file, runs, elapsed, cpus, cpu_model, loads, command, clients,
- repeats), variants = sys.argv[1:10], sys.argv[10:]
+ repeats, rails_repeats), variants = sys.argv[1:11], sys.argv[11:]
 requests = int(clients) * int(repeats)
-THREADS = {"server_churn": "2", "producer_consumer": "2", "puma_siege": "0–5", "rails_boot": "0–5"}
+rails_requests = int(clients) * int(rails_repeats)
+THREADS = {"server_churn": "2", "producer_consumer": "2", "puma_siege": "0–5", "rails_boot": "0–5",
+           "rails_soak": "0–5"}
 # What a job's speed is measured in. A rate's ratio is bare's over the variant's: as for times,
 # above 1 is slower.
-MEASURE = {"puma_siege": "req/s", "rails_boot": "boot s"}
+MEASURE = {"puma_siege": "req/s", "rails_boot": "boot s", "rails_soak": "req/s"}
 RATES = {"req/s"}
 WHAT = {
     "server_churn": "larson-style: threads replace random 16-512 B blocks in a shared array",
@@ -436,6 +443,9 @@ WHAT = {
                   f"RSS is puma's peak after them",
     "rails_boot": "puma booting the Rails 6.1 app of examples/rails until it logs "
                   "\"Use Ctrl-C to stop\"; RSS is the peak at that moment",
+    "rails_soak": f"the same Rails app once booted, rendering markdown and parsing HTML per request "
+                  f"(and leaking its C memory: RSS grows with requests); `siege -b -c {clients} "
+                  f"-r {rails_repeats}` ({rails_requests} requests); RSS is the steady one after them",
 }
 
 runs_by = defaultdict(list)  # (job, variant) -> [(status, value, rss_kib, sites, segment_kib)]
