@@ -102,7 +102,8 @@ bool same_as_libunwind(const CapturedStack& walked) {
 
 }  // namespace
 
-StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
+StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, FramesSuffice suffice,
+                                    CapturedStack* out) {
     LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     const StackBounds bounds = t_thread.stack_bounds;
     uintptr_t stack_pointer = caller.stack_pointer;
@@ -120,7 +121,7 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
         // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks.
         if (!is_own_frame(ip)) {
             out->frames[depth++] = ip;
-            if (depth == max_depth) break;
+            if (depth == max_depth || (suffice != nullptr && suffice(out->frames, depth))) break;
         }
         if (value == kOutermostFrame) break;
         if (value == kSeenFrame) return StackWalk::kNeedsLearning;
@@ -167,9 +168,15 @@ bool learning_pays(const StackWalkCounts& counts) {
 
 }  // namespace
 
+bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, FramesSuffice suffice, CapturedStack* out) {
+    if (walk_stack_by_frame_sizes(caller, max_depth, suffice, out) != StackWalk::kWalked) return false;
+    ++t_thread.stack_walks.walked;
+    return true;
+}
+
 void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
     StackWalkCounts& counts = t_thread.stack_walks;
-    StackWalk walk = walk_stack_by_frame_sizes(caller, max_depth, out);
+    StackWalk walk = walk_stack_by_frame_sizes(caller, max_depth, nullptr, out);
     if (walk == StackWalk::kWalked) {
         ++counts.walked;
     } else if (walk == StackWalk::kNeedsLearning && learning_pays(counts)) {

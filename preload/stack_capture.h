@@ -24,12 +24,20 @@ struct CapturedStack {
     bool slots_known;  // false when the unwind went through a signal frame or lost the caller
 };
 
-// Walks from the caller of the interposed function by the frame sizes learned so far
-// (frame_sizes.h), up to max_depth frames: a table lookup and a load a frame. The slots stay
-// unknown. Not kWalked when a frame on the way is unknown (the slow unwind learns it) or not
-// walkable by size, or when the caller is not on the thread's own stack.
+// Says whether the frames found so far (innermost first, depth >= 1) are all a walk needs.
+using FramesSuffice = bool (*)(const uint64_t* frames, uint32_t depth);
+
+// Walks from the caller of the interposed function by the frames' learned rules (frame_sizes.h),
+// up to max_depth frames, or fewer if `suffice` (may be null) says so: a table lookup and a load
+// or two a frame. The slots stay unknown. Not kWalked when a frame on the way is unknown (the
+// slow unwind learns it) or not walkable, or when the caller is not on the thread's own stack.
 enum class StackWalk { kWalked, kNeedsLearning, kNotWalkable };
-StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
+StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, FramesSuffice suffice,
+                                    CapturedStack* out);
+
+// walk_stack_by_frame_sizes(), counted among the thread's walks when it walked; when it did not,
+// the caller captures the stack otherwise (capture_stack_quickly), which counts it.
+bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, FramesSuffice suffice, CapturedStack* out);
 
 // The stack from the caller, up to max_depth frames, the cheapest way: walked by frame sizes,
 // else learned by the slow unwind while learning pays (the thread's walks far outnumber its
