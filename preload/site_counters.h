@@ -18,7 +18,7 @@
 
 namespace leakwrap {
 
-inline constexpr uint32_t kSiteDeltaSlots = 64;  // per shard: 2.5 KiB
+inline constexpr uint32_t kSiteDeltaSlots = 256;  // per shard: 10 KiB
 
 // Moves what `delta` holds into its site's record and gives the entry to `site` (out of line:
 // the common case is a thread that keeps hitting the same sites). False, moving nothing, while a

@@ -1,7 +1,7 @@
 // Makes fuzzing seeds of a real segment. A segment is as large as its capacities (megabytes,
 // mostly holes); its compact copy keeps only what was claimed, each table right after the
 // previous one, the bin shards summed into one and the site delta entries of all shards merged
-// into one shard's (at most 64 entries, direct-mapped as the writer maps them; counts that find
+// into one shard's (at most 64 entries, direct-mapped by site; counts that find
 // their entry taken go into the site's record): the same content, parsed the same way, in a few
 // kilobytes. With --with-variants, next to it go variants that break one rule each, so the
 // fuzzer starts at the parser's every check instead of having to find them.
@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 
 uint64_t align64(uint64_t offset) { return (offset + 63) / 64 * 64; }
 
-// Delta entries per shard in a compact segment (the writer keeps 64).
+// Delta entries per shard in a compact segment (the writer keeps more; a few kilobytes is the aim).
 constexpr uint32_t kCompactDeltaSlots = 64;
 
 template <class T>
