@@ -24,7 +24,6 @@ constexpr uint32_t kRepeatsBeforeFilling = 64;
 struct Entry {
     uintptr_t return_address;
     uintptr_t stack_pointer;
-    uint32_t ruby;  // the thread's Ruby backtrace (RubyBacktrace::innermost)
     uint32_t size_class;
     uint32_t site;
     uint32_t depth;    // kFilled: frames remembered
@@ -109,24 +108,21 @@ inline __attribute__((always_inline)) ThreadCache* usable_cache(uintptr_t stack_
 // The innermost slot: the caller's return address, just below its stack pointer.
 uintptr_t slot_base(const CallerContext& caller) { return caller.stack_pointer - sizeof(uint64_t); }
 
-uint32_t slot_index(const CallerContext& caller, uint32_t size_class, uint32_t ruby) {
-    uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7) ^ size_class ^ (uint64_t{ruby} << 24)) *
+uint32_t slot_index(const CallerContext& caller, uint32_t size_class) {
+    uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7) ^ size_class) *
                      0x9E3779B97F4A7C15ull;
     return static_cast<uint32_t>(mixed >> 58) % kEntries;
 }
 
-bool same_key(const Entry* entry, const CallerContext& caller, uint32_t size_class,
-              uint32_t ruby) {
+bool same_key(const Entry* entry, const CallerContext& caller, uint32_t size_class) {
     return entry->return_address == caller.return_address &&
-           entry->stack_pointer == caller.stack_pointer && entry->size_class == size_class &&
-           entry->ruby == ruby;
+           entry->stack_pointer == caller.stack_pointer && entry->size_class == size_class;
 }
 
-void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class, uint32_t ruby) {
+void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class) {
     entry->return_address = caller.return_address;
     entry->stack_pointer = caller.stack_pointer;
     entry->size_class = size_class;
-    entry->ruby = ruby;
 }
 
 }  // namespace
@@ -135,11 +131,11 @@ void init_call_site_cache() {
     g_cache_key_ready = pthread_key_create(&g_cache_key, release_cache) == 0;
 }
 
-CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint32_t ruby) {
+CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return {kNoCachedSite, false};
-    Entry* entry = entry_at(cache, slot_index(caller, size_class, ruby));
-    if (entry->state == kEmpty || !same_key(entry, caller, size_class, ruby))
+    Entry* entry = entry_at(cache, slot_index(caller, size_class));
+    if (entry->state == kEmpty || !same_key(entry, caller, size_class))
         return {kNoCachedSite, false};
     if (entry->state == kSeen) return {kNoCachedSite, entry->repeats >= kRepeatsBeforeFilling};
     const uint64_t* frames = entry_frames(entry);
@@ -169,16 +165,16 @@ void remember_known_site(uint64_t key_hash, uint32_t site) {
     cache->known[key_hash % kKnownSites] = KnownSite{key_hash, site, 0};
 }
 
-void remember_site(const CallerContext& caller, uint32_t size_class, uint32_t ruby,
+void remember_site(const CallerContext& caller, uint32_t size_class,
                    const CapturedStack& stack, uint32_t site) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return;
-    Entry* entry = entry_at(cache, slot_index(caller, size_class, ruby));
+    Entry* entry = entry_at(cache, slot_index(caller, size_class));
     if (!stack.slots_known) {
         bool repeated = entry->state == kSeen && entry->site == site &&
-                        same_key(entry, caller, size_class, ruby);
+                        same_key(entry, caller, size_class);
         entry->state = kSeen;
-        set_key(entry, caller, size_class, ruby);
+        set_key(entry, caller, size_class);
         entry->site = site;
         entry->repeats = repeated ? entry->repeats + 1 : 1;
         return;
@@ -190,7 +186,7 @@ void remember_site(const CallerContext& caller, uint32_t size_class, uint32_t ru
             return;
     }
     entry->state = kEmpty;
-    set_key(entry, caller, size_class, ruby);
+    set_key(entry, caller, size_class);
     entry->site = site;
     entry->depth = stack.depth;
     uint64_t* frames = entry_frames(entry);

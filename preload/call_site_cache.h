@@ -3,8 +3,9 @@
 // Unwinding with slots costs about a hundred times the fast unwind, so a key is only filled
 // once it has led to the same site a few times in a row (see EntryState).
 //
-// An entry remembers, for a (return address, caller stack pointer, size class, Ruby backtrace),
-// the frames of the stack and the stack slot each return address was read from. A hit requires
+// An entry remembers, for a (return address, caller stack pointer, size class), the frames of
+// the stack and the stack slot each return address was read from (only for allocations without
+// a Ruby backtrace, see site_table.cpp). A hit requires
 // the same caller address and stack pointer, and every remembered slot to hold the same return
 // address now: frames whose canonical frame address follows from the stack pointer (all but
 // those that allocate on the stack dynamically) then unwind to exactly the same chain, so the
@@ -30,10 +31,10 @@ struct CacheLookup {
     bool fill;            // a miss worth the slow unwind that gives the slots to fill the entry
 };
 
-CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint32_t ruby);
+CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class);
 
 // Fills the call's entry if the stack's slots are known; otherwise only notes its key.
-void remember_site(const CallerContext& caller, uint32_t size_class, uint32_t ruby,
+void remember_site(const CallerContext& caller, uint32_t size_class,
                    const CapturedStack& stack, uint32_t site);
 
 // Sites of the stacks this thread has met, by a 64-bit hash of (native frames, Ruby backtrace,
