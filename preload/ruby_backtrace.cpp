@@ -218,6 +218,8 @@ bool ruby_vm_loaded() { return g_vm_code.begin != g_vm_code.end; }
 
 bool is_ruby_vm_code(uintptr_t address) { return g_vm_code.contains(address); }
 
+CodeRange ruby_vm_code() { return g_vm_code; }
+
 void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     LEAKWRAP_CHECK(inside_leakwrap());
     out->innermost = layout::kNoRubyFrame;

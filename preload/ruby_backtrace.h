@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "code_range.h"
 #include "leakwrap/segment_layout.h"
 
 namespace leakwrap {
@@ -35,5 +36,6 @@ bool ruby_vm_loaded();
 
 // The address lies in the Ruby VM's code (libruby, or an executable with the VM linked in).
 bool is_ruby_vm_code(uintptr_t address);
+CodeRange ruby_vm_code();
 
 }  // namespace leakwrap

@@ -187,17 +187,6 @@ void capture(const CallerContext& caller, bool with_slots, uint32_t max_depth, C
         capture_stack_quickly(caller, max_depth, stack);
 }
 
-// Whether the frames so far decide depth_below_ruby_vm(), so that a walk can stop there: the
-// newest is the VM's, and either an earlier one is not (it can only be among the first
-// kVmAllocationFrames, or the walk would have stopped at that depth) or they make
-// kVmAllocationFrames of the VM's own.
-bool decide_ruby_vm_cut(const uint64_t* frames, uint32_t depth) {
-    if (!is_ruby_vm_code(frames[depth - 1])) return false;
-    for (uint32_t i = 0; i + 1 < depth && i < kVmAllocationFrames; ++i)
-        if (!is_ruby_vm_code(frames[i])) return true;
-    return depth == kVmAllocationFrames;
-}
-
 // Native frames tried first in a Ruby process, when the stack cannot be walked, if the caller
 // is not the VM: most extensions reach the VM's frames within a few, and each frame not unwound
 // is time saved. When the VM is the caller, its next kVmAllocationFrames - 1 frames tell
@@ -208,8 +197,9 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
                           CapturedStack* stack) {
     uint32_t max_depth = g_segment.max_depth;
     bool ruby_process = ruby_vm_loaded();
-    // A walk stops where the cut is decided: one pass, however far the VM is.
-    if (ruby_process && !with_slots && try_walking_stack(caller, max_depth, decide_ruby_vm_cut, stack)) {
+    // A walk stops where the frames decide depth_below_ruby_vm(): one pass, however far the VM is.
+    if (ruby_process && !with_slots &&
+        try_walking_stack(caller, max_depth, CodeBoundary{ruby_vm_code(), kVmAllocationFrames}, stack)) {
         cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack);
         return;
     }

@@ -102,7 +102,7 @@ bool same_as_libunwind(const CapturedStack& walked) {
 
 }  // namespace
 
-StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, FramesSuffice suffice,
+StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, const CodeBoundary* stop,
                                     CapturedStack* out) {
     LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     const StackBounds bounds = t_thread.stack_bounds;
@@ -114,6 +114,9 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     // or set it (frame-pointer frames), so the slot to restore it from is known.
     uintptr_t frame_pointer = caller.frame_pointer;
     uint32_t depth = 0;
+    // For `stop`: frames inside its code at the inner end, and whether one outside came since.
+    uint32_t inner_frames_inside = 0;
+    bool outside_seen = false;
     for (;;) {
         const uint32_t value = frame_size(ip);
         if (value == kUnknownFrame)
@@ -121,7 +124,12 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
         // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks.
         if (!is_own_frame(ip)) {
             out->frames[depth++] = ip;
-            if (depth == max_depth || (suffice != nullptr && suffice(out->frames, depth))) break;
+            if (depth == max_depth) break;
+            if (stop != nullptr) {
+                const bool inside = stop->code.contains(ip);
+                if (outside_seen ? inside : inside && ++inner_frames_inside == stop->inner_frames) break;
+                outside_seen = outside_seen || !inside;
+            }
         }
         if (value == kOutermostFrame) break;
         if (value == kSeenFrame) return StackWalk::kNeedsLearning;
@@ -168,8 +176,8 @@ bool learning_pays(const StackWalkCounts& counts) {
 
 }  // namespace
 
-bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, FramesSuffice suffice, CapturedStack* out) {
-    if (walk_stack_by_frame_sizes(caller, max_depth, suffice, out) != StackWalk::kWalked) return false;
+bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const CodeBoundary& stop, CapturedStack* out) {
+    if (walk_stack_by_frame_sizes(caller, max_depth, &stop, out) != StackWalk::kWalked) return false;
     ++t_thread.stack_walks.walked;
     return true;
 }

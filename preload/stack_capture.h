@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "caller.h"
+#include "code_range.h"
 #include "leakwrap/segment_layout.h"
 
 namespace leakwrap {
@@ -24,20 +25,25 @@ struct CapturedStack {
     bool slots_known;  // false when the unwind went through a signal frame or lost the caller
 };
 
-// Says whether the frames found so far (innermost first, depth >= 1) are all a walk needs.
-using FramesSuffice = bool (*)(const uint64_t* frames, uint32_t depth);
+// Where a walk may end before max_depth (site_table.cpp's cut below the Ruby VM): at the first
+// frame inside `code` that follows a frame outside it, or after `inner_frames` frames at the
+// inner end that are all inside it. The frames found then decide where the stack is cut.
+struct CodeBoundary {
+    CodeRange code;
+    uint32_t inner_frames;
+};
 
 // Walks from the caller of the interposed function by the frames' learned rules (frame_sizes.h),
-// up to max_depth frames, or fewer if `suffice` (may be null) says so: a table lookup and a load
-// or two a frame. The slots stay unknown. Not kWalked when a frame on the way is unknown (the
-// slow unwind learns it) or not walkable, or when the caller is not on the thread's own stack.
+// up to max_depth frames, or to `stop` (may be null): a table lookup and a load or two a frame.
+// The slots stay unknown. Not kWalked when a frame on the way is unknown (the slow unwind
+// learns it) or not walkable, or when the caller is not on the thread's own stack.
 enum class StackWalk { kWalked, kNeedsLearning, kNotWalkable };
-StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, FramesSuffice suffice,
+StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, const CodeBoundary* stop,
                                     CapturedStack* out);
 
 // walk_stack_by_frame_sizes(), counted among the thread's walks when it walked; when it did not,
 // the caller captures the stack otherwise (capture_stack_quickly), which counts it.
-bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, FramesSuffice suffice, CapturedStack* out);
+bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const CodeBoundary& stop, CapturedStack* out);
 
 // The stack from the caller, up to max_depth frames, the cheapest way: walked by frame sizes,
 // else learned by the slow unwind while learning pays (the thread's walks far outnumber its
