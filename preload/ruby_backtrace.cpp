@@ -144,7 +144,8 @@ struct RubyAnswer {
     // max_depth frames, and every frame left out before its last was a C method's (no line, no
     // file), not a Ruby frame without a line (the VM's root frame) or whose file found no room.
     bool decided_by_innermost;
-    // The backtrace is Ruby's whole answer: its frames, if any, found room in the frame tree.
+    // The backtrace is Ruby's answer: its frames, if any, found room in the frame tree (maybe its
+    // innermost alone, RubyBacktrace::reduced).
     bool stored;
 };
 
@@ -167,8 +168,9 @@ RubyAnswer ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch
         kept[depth++] = layout::RubyFrame{file, static_cast<uint32_t>(lines[i])};
     }
     out->innermost = depth == 0 ? layout::kNoRubyFrame : intern_ruby_backtrace(kept, depth);
-    out->depth = out->innermost == layout::kNoRubyFrame ? 0 : depth;
-    return {depth == max_depth && only_c_methods_left_out, out->depth == depth};
+    out->depth = out->innermost == layout::kNoRubyFrame ? 0 : ruby_frame_record(out->innermost)->depth;
+    out->reduced = out->depth < depth && out->depth > 0;
+    return {depth == max_depth && only_c_methods_left_out, depth == 0 || out->depth > 0};
 }
 
 KnownBacktrace* known_backtrace(uint64_t fingerprint) {
@@ -222,8 +224,7 @@ CodeRange ruby_vm_code() { return g_vm_code; }
 
 void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     LEAKWRAP_CHECK(inside_leakwrap());
-    out->innermost = layout::kNoRubyFrame;
-    out->depth = 0;
+    *out = RubyBacktrace{layout::kNoRubyFrame, 0, false};
     if (max_depth == 0 || g_ruby.profile_frames == nullptr ||
         !g_vm_ready.load(std::memory_order_acquire) || *g_ruby.vm == nullptr || !g_ruby.has_gvl() ||
         g_ruby.during_gc())

@@ -17,6 +17,9 @@ namespace leakwrap {
 struct RubyBacktrace {
     uint32_t innermost;  // layout::kNoRubyFrame when depth is 0
     uint32_t depth;      // 0: the thread is not running Ruby code (or Ruby frames are not recorded)
+    // The tree kept its innermost frame alone (a nearly full table): its stack is a reduced one,
+    // never the stack of a backtrace that is that one frame.
+    bool reduced;
 };
 
 // Looks libruby's functions and code up once (a no-op in programs without Ruby).

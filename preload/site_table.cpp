@@ -213,9 +213,11 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
 }
 
 // The key of the thread's memo of known sites (known_site()): the native frames, the Ruby
-// backtrace by its innermost frame's record, and the size class.
-uint64_t known_site_key(const CapturedStack& stack, uint32_t ruby, uint32_t size_class) {
-    uint64_t h = ((uint64_t{ruby} << 32) ^ (uint64_t{stack.depth} << 8) ^ size_class) * 0x9E3779B97F4A7C15ull;
+// backtrace by its innermost frame's record and whether it was reduced, and the size class.
+uint64_t known_site_key(const CapturedStack& stack, const RubyBacktrace& ruby, uint32_t size_class) {
+    uint64_t h = ((uint64_t{ruby.innermost} << 32) ^ (uint64_t{ruby.reduced} << 16) ^
+                  (uint64_t{stack.depth} << 8) ^ size_class) *
+                 0x9E3779B97F4A7C15ull;
     for (uint32_t i = 0; i < stack.depth; ++i) {
         h = (h ^ stack.frames[i]) * 0xff51afd7ed558ccdull;
         h ^= h >> 33;
@@ -250,10 +252,10 @@ uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
 
     CapturedStack stack;
     capture_native_stack(caller, cached.fill, ruby.depth > 0, &stack);
-    uint64_t known_key = known_site_key(stack, ruby.innermost, size_class);
+    uint64_t known_key = known_site_key(stack, ruby, size_class);
     uint32_t site = known_site(known_key);
     if (site == kNoCachedSite) {
-        StackKey key{stack.frames, stack.depth, ruby.innermost, ruby.depth, 0};
+        StackKey key{stack.frames, stack.depth, ruby.innermost, ruby.depth, ruby.reduced ? layout::kStackReduced : 0};
         site = site_for_stack(key, hash_stack_key(key), size_class);
         remember_known_site(known_key, site);
     }

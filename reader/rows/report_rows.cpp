@@ -149,6 +149,9 @@ std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping) 
             row.record_table = table;
         }
         rows[row_index].counters += estimated_counters(site.counters, snapshot.sample_interval);
+        // A reduced stack can have the frames of a whole one (a backtrace of one Ruby frame): the
+        // row holds allocations whose outer frames are unknown.
+        rows[row_index].reduced = rows[row_index].reduced || site.reduced();
         table->sites[next_record[row_index]++] = &site;
     }
     return rows;

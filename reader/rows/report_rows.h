@@ -40,7 +40,7 @@ struct ReportRow {
     // table full.
     bool overflow = false;
     bool estimated = false;  // sampling mode: the counters are estimates, not counts
-    bool reduced = false;    // the writer kept only the innermost frames (tables nearly full)
+    bool reduced = false;    // the writer kept only the innermost frames of a record (tables nearly full)
     uint32_t module_generation = 0;  // of the record the frames come from
     Counters counters;       // summed over the records
     // The stack of the row's first record, a view into the snapshot's stacks, which must outlive

@@ -89,5 +89,47 @@ TEST(RubyBacktraces, EveryStringIsCountedUnderTheCallerThatMadeIt) {
     EXPECT_EQ(target.release_and_wait(), 0);
 }
 
+// A backtrace that is new once the tables are nearly full is stored as its innermost frame alone,
+// and the stack says so: the segment stays readable, and the leak is found under its line.
+// The table is sized from what this Ruby's boot takes, so that the script's fillers bring it to
+// nearly full (15/16) halfway through, and the rest of them and the leak fit in the reserve.
+TEST(RubyBacktraces, ALeakThatStartsInANearlyFullTableKeepsItsLineInAReducedStack) {
+    LEAKWRAP_SKIP_WITHOUT_RUBY();
+    constexpr long long kLeaked = 200;
+    constexpr long long kFillers = 600;
+    const std::string script = paths::source("test/ruby/programs/late_leak.rb");
+    const int leak_line = line_containing(script, "# the leak's line");
+    long long boot_sites = 0;
+    {
+        Target target({paths::ruby, script, "0", "0"}, Environment::profiled());
+        target.wait_ready("READY", 60s);
+        boot_sites = report_json(target.pid()).at("totals").at("sites").get<long long>();
+        EXPECT_EQ(target.release_and_wait(), 0);
+    }
+    const long long capacity = (boot_sites + kFillers / 2) * 16 / 15 + 1;
+    Target target({paths::ruby, script, std::to_string(kFillers), std::to_string(kLeaked)},
+                  Environment::profiled().set("LEAKWRAP_MAX_SITES", std::to_string(capacity)));
+    target.wait_ready("READY", 60s);
+    const Completed text = run_report({std::to_string(target.pid())});
+    EXPECT_EQ(text.exit_code, 0) << text.err;
+    const nlohmann::json report = report_json(target.pid());
+    EXPECT_EQ(report.at("totals").at("lost_sites").get<long long>(), 0) << "the table filled up";
+    long long leaked = 0;
+    for (const auto& row : report.at("sites")) {
+        const auto& frames = row.at("ruby_frames");
+        if (frames.empty() || frames[0].at("file") != script || frames[0].at("line") != leak_line) continue;
+        // The line also defines the method, at the top level: a whole backtrace of one frame.
+        long long strings = 0;
+        for (const auto& size_class : row.at("size_classes"))
+            if (size_class.at("limit").get<long long>() > 4096) strings += size_class.at("live_blocks").get<long long>();
+        if (strings == 0) continue;
+        EXPECT_TRUE(row.at("reduced").get<bool>()) << row.dump(2);
+        EXPECT_EQ(frames.size(), 1u) << row.dump(2);
+        leaked += strings;
+    }
+    EXPECT_EQ(leaked, kLeaked);
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
 }  // namespace
 }  // namespace leakwrap::e2e::ruby
