@@ -77,7 +77,7 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
 
 // Counts a new block in its bin and, if it is sampled (always, in exact mode), at its site.
 // Called with the guard held: the unwinder and the site table may allocate.
-uint32_t account_allocation(uint64_t size, CallerContext caller) {
+uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
     count_bin_allocation(layout::size_class_of(size), size);
     if (!should_sample(size)) return kUnsampledSite;
     uint32_t site = site_for_allocation(size, caller);
@@ -92,7 +92,7 @@ void account_free(const BlockHeader* header) {
 }
 
 void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
-                       CallerContext caller) {
+                       const CallerContext& caller) {
     std::size_t offset = raw_offset_for(alignment);
     if (size > kMaxRequest - offset) {
         errno = ENOMEM;
@@ -126,7 +126,7 @@ void* release_tracked(void* user) {
 
 // realloc of a block we cannot resize in place: move it into a fresh block.
 void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size,
-                        CallerContext caller) {
+                        const CallerContext& caller) {
     void* fresh = allocate(new_size, kNaturalAlignment, false, caller);
     if (fresh == nullptr) return nullptr;
     std::memcpy(fresh, old_block, old_size < new_size ? old_size : new_size);
@@ -144,7 +144,7 @@ std::size_t page_size() noexcept {
 
 // leakwrap's own blocks are untracked: those it allocates holding the guard, and those the
 // libstdc++ linked into it allocates for itself (its exception pool, at load).
-void* allocate(std::size_t size, std::size_t alignment, bool zeroed, CallerContext caller) noexcept {
+void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) noexcept {
     if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled() || is_own_frame(caller.return_address))
         return allocate_untracked(size, alignment, zeroed);
     return allocate_tracked(size, alignment, zeroed, caller);
@@ -163,7 +163,7 @@ std::size_t usable_size(void* p) noexcept {
     return real().malloc_usable_size(raw_of(p)) - raw_offset(header_of(p));
 }
 
-void* reallocate(void* p, std::size_t size, CallerContext caller) noexcept {
+void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcept {
     if (p == nullptr) return allocate(size, kNaturalAlignment, false, caller);
     if (is_bootstrap_block(p)) {
         if (size == 0) return nullptr;
@@ -194,7 +194,7 @@ void* reallocate(void* p, std::size_t size, CallerContext caller) noexcept {
 }
 
 // memalign's rules: small alignments are plain malloc, others are rounded up to a power of two.
-void* allocate_aligned(std::size_t alignment, std::size_t size, CallerContext caller) noexcept {
+void* allocate_aligned(std::size_t alignment, std::size_t size, const CallerContext& caller) noexcept {
     if (alignment > kMaxAlignment) {
         errno = EINVAL;
         return nullptr;
@@ -203,7 +203,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t size, CallerContext ca
     return allocate(size, alignment, false, caller);
 }
 
-int allocate_posix_aligned(void** out, std::size_t alignment, std::size_t size, CallerContext caller) noexcept {
+int allocate_posix_aligned(void** out, std::size_t alignment, std::size_t size, const CallerContext& caller) noexcept {
     if (alignment % sizeof(void*) != 0 || !is_power_of_two(alignment / sizeof(void*))) return EINVAL;
     int saved_errno = errno;
     void* block = allocate(size, alignment, false, caller);
@@ -213,7 +213,7 @@ int allocate_posix_aligned(void** out, std::size_t alignment, std::size_t size, 
     return 0;
 }
 
-void* allocate_array(std::size_t count, std::size_t size, bool zeroed, CallerContext caller) noexcept {
+void* allocate_array(std::size_t count, std::size_t size, bool zeroed, const CallerContext& caller) noexcept {
     std::size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes)) {
         errno = ENOMEM;
@@ -222,7 +222,7 @@ void* allocate_array(std::size_t count, std::size_t size, bool zeroed, CallerCon
     return allocate(bytes, kNaturalAlignment, zeroed, caller);
 }
 
-void* reallocate_array(void* p, std::size_t count, std::size_t size, CallerContext caller) noexcept {
+void* reallocate_array(void* p, std::size_t count, std::size_t size, const CallerContext& caller) noexcept {
     std::size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes)) {
         errno = ENOMEM;
@@ -231,7 +231,7 @@ void* reallocate_array(void* p, std::size_t count, std::size_t size, CallerConte
     return reallocate(p, bytes, caller);
 }
 
-void* allocate_whole_pages(std::size_t size, CallerContext caller) noexcept {
+void* allocate_whole_pages(std::size_t size, const CallerContext& caller) noexcept {
     std::size_t page = page_size();
     std::size_t rounded;
     if (__builtin_add_overflow(size, page - 1, &rounded)) {
