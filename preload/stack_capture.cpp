@@ -57,7 +57,10 @@ public:
         if (stepped == 0) return learn_frame_size(ip_, kOutermostFrame);
         const uintptr_t caller_stack_pointer = register_value(cursor, UNW_REG_SP);  // the CFA
         if (frame_pointer_ + 16 == caller_stack_pointer) return learn_frame_size(ip_, kFramePointerFrame);
-        if (caller_stack_pointer <= stack_pointer_ || caller_stack_pointer - stack_pointer_ > kMaxFrameSize)
+        // A size's low three bits hold the saved rbp's slot (frame_sizes.h): x86_64 frames are
+        // whole words, and one that is not is not walked.
+        if (caller_stack_pointer <= stack_pointer_ || caller_stack_pointer - stack_pointer_ > kMaxFrameSize ||
+            (caller_stack_pointer - stack_pointer_) % 8 != 0)
             return learn_frame_size(ip_, kUnwalkableFrame);
         // libunwind names where the caller's rbp came from; within this frame, this frame saved it
         // (a slot below, in a frame further in, says the register kept its value through this one).
