@@ -10,7 +10,6 @@
 #include "debug_check.h"
 #include "diagnostics.h"
 #include "guard.h"
-#include "os.h"
 #include "ruby_frame_tree.h"
 #include "ruby_vm_frames.h"
 #include "segment.h"

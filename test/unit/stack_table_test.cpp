@@ -41,10 +41,16 @@ struct Stack {
     }
 };
 
-// The stack with this Ruby backtrace (innermost first), stored in the segment's frame tree.
-Stack with_ruby(Stack stack, const std::vector<layout::RubyFrame>& backtrace) {
+// The backtrace (innermost first) stored in the segment's frame tree, as the preload stores it:
+// with the guard held.
+uint32_t intern(const std::vector<layout::RubyFrame>& backtrace) {
     GuardScope guard;
-    stack.ruby = intern_ruby_backtrace(backtrace.data(), static_cast<uint32_t>(backtrace.size()));
+    return intern_ruby_backtrace(backtrace.data(), static_cast<uint32_t>(backtrace.size()));
+}
+
+// The stack with this Ruby backtrace.
+Stack with_ruby(Stack stack, const std::vector<layout::RubyFrame>& backtrace) {
+    stack.ruby = intern(backtrace);
     EXPECT_NE(stack.ruby, layout::kNoRubyFrame);
     stack.ruby_depth = static_cast<uint32_t>(backtrace.size());
     return stack;
@@ -258,11 +264,6 @@ TEST_F(StackTable, NearlyFullOnceTheNodesEnterTheReserveThenFull) {
     EXPECT_FALSE(refused.added);
     for (uint32_t i = 0; i < nodes; i += 51)
         EXPECT_EQ(find_or_add(native_stack(0x600000 + i * 64, 1), false).reference, references[i]);
-}
-
-uint32_t intern(const std::vector<layout::RubyFrame>& backtrace) {
-    GuardScope guard;
-    return intern_ruby_backtrace(backtrace.data(), static_cast<uint32_t>(backtrace.size()));
 }
 
 uint32_t alone(uint32_t innermost) {
