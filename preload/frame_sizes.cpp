@@ -46,9 +46,11 @@ bool init_frame_sizes() {
 
 bool can_learn_frame_sizes() { return g_slots != nullptr && !g_full.load(std::memory_order_relaxed); }
 
+// No test of the address: learn_frame_size() stores none that is 0 or from kMaxAddress on, and an
+// entry's address (its top 48 bits) equals no other.
 uint32_t frame_size(uintptr_t return_address) {
     std::atomic<uint64_t>* slots = g_slots;
-    if (slots == nullptr || return_address == 0 || return_address >= kMaxAddress) return kUnknownFrame;
+    if (slots == nullptr) return kUnknownFrame;
     uint32_t index = home_slot(return_address);
     for (uint32_t probe = 0; probe < kMaxProbes; ++probe) {
         uint64_t found = slots[(index + probe) & (kSlots - 1)].load(std::memory_order_relaxed);

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 
 #include "thread_state.h"
@@ -22,6 +24,8 @@ struct ControlFrame {
     Value* sp;
     const void* iseq;
 };
+constexpr std::size_t kFrameSizeBefore32 = 8 * sizeof(Value);
+constexpr std::size_t kFrameSizeFrom32 = 7 * sizeof(Value);
 
 }  // namespace
 
@@ -57,8 +61,8 @@ const ExecutionContext* const* current_ec_slot() {
 // "3.N.x": the size of a control frame in that version, or 0.
 std::size_t frame_size_of_version(const char* version) {
     if (version == nullptr || version[0] != '3' || version[1] != '.' || version[3] != '.') return 0;
-    if (version[2] == '0' || version[2] == '1') return 8 * sizeof(Value);
-    if (version[2] >= '2' && version[2] <= '4') return 7 * sizeof(Value);
+    if (version[2] == '0' || version[2] == '1') return kFrameSizeBefore32;
+    if (version[2] >= '2' && version[2] <= '4') return kFrameSizeFrom32;
     return 0;
 }
 
@@ -66,29 +70,45 @@ std::size_t frame_size_of_version(const char* version) {
 
 void init_ruby_vm_frames(const char* ruby_version) { g_frame_size = frame_size_of_version(ruby_version); }
 
-uint64_t ruby_frames_fingerprint(uint32_t ruby_frames) {
-    const std::size_t frame_size = g_frame_size;
-    if (frame_size == 0) return 0;
-    const ExecutionContext* const* slot = current_ec_slot();
-    if (slot == kNoSlot) return 0;
-    const ExecutionContext* ec = *slot;
+namespace {
+
+// One multiply a frame on the hash's chain, the rotation bringing its high bits down into the
+// next; a frame's two words are combined off the chain (a Ruby frame's pc alone names its iseq,
+// a C method's frame has no pc and names its method entry in the iseq word). The frame size is
+// a constant, so that stepping and the layout check cost no division.
+template <std::size_t kFrameSize>
+uint64_t fingerprint_frames(const ExecutionContext* ec, uint32_t ruby_frames) {
     if (ec == nullptr || ec->vm_stack == nullptr) return 0;
     const auto begin = reinterpret_cast<uintptr_t>(ec->vm_stack);
     const uintptr_t end = begin + ec->vm_stack_size * sizeof(Value);
     uintptr_t frame = reinterpret_cast<uintptr_t>(ec->cfp);
     // The frames grow down from the end of the VM stack: anything else is not a layout we know.
-    if (frame < begin || frame > end || (end - frame) % frame_size != 0) return 0;
+    if (frame < begin || frame > end || (end - frame) % kFrameSize != 0) return 0;
+    const uintptr_t last = std::min(end, frame + kMaxFramesWalked * kFrameSize);
     uint64_t h = 0x243F6A8885A308D3ull ^ ruby_frames;
     uint32_t ruby_frames_seen = 0;
-    for (uint32_t walked = 0; frame < end && ruby_frames_seen < ruby_frames; frame += frame_size) {
-        if (++walked > kMaxFramesWalked) return 0;
+    for (; frame < last && ruby_frames_seen < ruby_frames; frame += kFrameSize) {
         const auto* control = reinterpret_cast<const ControlFrame*>(frame);
-        h = (h ^ reinterpret_cast<uintptr_t>(control->iseq)) * 0xff51afd7ed558ccdull;
-        h = (h ^ reinterpret_cast<uintptr_t>(control->pc)) * 0xc4ceb9fe1a85ec53ull;
-        h ^= h >> 29;
-        if (control->pc != nullptr) ++ruby_frames_seen;
+        const auto pc = reinterpret_cast<uintptr_t>(control->pc);
+        const uint64_t words = reinterpret_cast<uintptr_t>(control->iseq) ^ std::rotl(uint64_t{pc}, 32);
+        h = std::rotl((h ^ words) * 0xff51afd7ed558ccdull, 29);
+        ruby_frames_seen += pc != 0;
     }
+    if (ruby_frames_seen < ruby_frames && frame < end) return 0;  // kMaxFramesWalked reached
+    h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
     return h | 1;
+}
+
+}  // namespace
+
+uint64_t ruby_frames_fingerprint(uint32_t ruby_frames) {
+    const std::size_t frame_size = g_frame_size;
+    if (frame_size == 0) return 0;
+    const ExecutionContext* const* slot = current_ec_slot();
+    if (slot == kNoSlot) return 0;
+    return frame_size == kFrameSizeBefore32 ? fingerprint_frames<kFrameSizeBefore32>(*slot, ruby_frames)
+                                            : fingerprint_frames<kFrameSizeFrom32>(*slot, ruby_frames);
 }
 
 }  // namespace leakwrap

@@ -197,10 +197,13 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
                           CapturedStack* stack) {
     uint32_t max_depth = g_segment.max_depth;
     bool ruby_process = ruby_vm_loaded();
-    // A walk stops where the frames decide depth_below_ruby_vm(): one pass, however far the VM is.
+    // A walk stops where the frames decide depth_below_ruby_vm(), and says so when it stopped
+    // there: one pass, however far the VM is.
+    uint32_t cut = 0;
     if (ruby_process && !with_slots &&
-        try_walking_stack(caller, max_depth, CodeBoundary{ruby_vm_code(), kVmAllocationFrames}, stack)) {
-        cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack);
+        try_walking_stack(caller, max_depth, CodeBoundary{ruby_vm_code(), kVmAllocationFrames}, stack, &cut)) {
+        LEAKWRAP_CHECK(cut == 0 || cut == depth_below_ruby_vm(*stack));
+        cut_below_ruby_vm(cut != 0 ? cut : depth_below_ruby_vm(*stack), ruby_backtrace, stack);
         return;
     }
     if (ruby_process && max_depth > kFirstTryBelowRubyVm) {

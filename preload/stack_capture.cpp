@@ -106,12 +106,13 @@ bool same_as_libunwind(const CapturedStack& walked) {
 }  // namespace
 
 StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, const CodeBoundary* stop,
-                                    CapturedStack* out) {
+                                    CapturedStack* out, uint32_t* cut) {
     LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     const StackBounds bounds = t_thread.stack_bounds;
     uintptr_t stack_pointer = caller.stack_pointer;
     if (bounds.high == 0 || stack_pointer < bounds.low || stack_pointer >= bounds.high)
         return StackWalk::kNotWalkable;
+    const CodeRange own = g_own_code;
     uintptr_t ip = caller.return_address;
     // rbp as each frame had it at its call: a frame either keeps it, or saved it (sized frames)
     // or set it (frame-pointer frames), so the slot to restore it from is known.
@@ -120,35 +121,42 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     // For `stop`: frames inside its code at the inner end, and whether one outside came since.
     uint32_t inner_frames_inside = 0;
     bool outside_seen = false;
+    if (cut != nullptr) *cut = 0;
+    // Every frame costs a lookup and a few compares: the markers, rare past a thread's first
+    // stacks, are told apart only off the path of a sized frame.
     for (;;) {
         const uint32_t value = frame_size(ip);
-        if (value == kUnknownFrame)
+        if (__builtin_expect(value == kUnknownFrame, 0))
             return can_learn_frame_sizes() ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
         // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks.
-        if (!is_own_frame(ip)) {
+        if (__builtin_expect(!own.contains(ip), 1)) {
             out->frames[depth++] = ip;
             if (depth == max_depth) break;
             if (stop != nullptr) {
                 const bool inside = stop->code.contains(ip);
-                if (outside_seen ? inside : inside && ++inner_frames_inside == stop->inner_frames) break;
+                if (outside_seen ? inside : inside && ++inner_frames_inside == stop->inner_frames) {
+                    if (cut != nullptr) *cut = outside_seen ? depth : 1;
+                    break;
+                }
                 outside_seen = outside_seen || !inside;
             }
         }
-        if (value == kOutermostFrame) break;
-        if (value == kSeenFrame) return StackWalk::kNeedsLearning;
-        if (value == kUnwalkableFrame) return StackWalk::kNotWalkable;
         uintptr_t caller_stack_pointer;
-        if (value == kFramePointerFrame) {
+        if (__builtin_expect(is_sized_frame(value), 1)) {
+            caller_stack_pointer = stack_pointer + frame_bytes(value);
+            if (caller_stack_pointer > bounds.high) return StackWalk::kNotWalkable;
+            if (const uint32_t slot = saved_rbp_slot(value))
+                frame_pointer = *reinterpret_cast<const uint64_t*>(caller_stack_pointer - 8 - 8 * slot);
+        } else if (value == kFramePointerFrame) {
             // The frame lies above its callee's; rbp that is not is not this frame's.
             if (frame_pointer < stack_pointer || frame_pointer % 8 != 0 || frame_pointer > bounds.high - 16)
                 return StackWalk::kNotWalkable;
             caller_stack_pointer = frame_pointer + 16;
             frame_pointer = *reinterpret_cast<const uint64_t*>(frame_pointer);
+        } else if (value == kOutermostFrame) {
+            break;
         } else {
-            caller_stack_pointer = stack_pointer + frame_bytes(value);
-            if (caller_stack_pointer > bounds.high) return StackWalk::kNotWalkable;
-            if (const uint32_t slot = saved_rbp_slot(value))
-                frame_pointer = *reinterpret_cast<const uint64_t*>(caller_stack_pointer - 8 - 8 * slot);
+            return value == kSeenFrame ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
         }
         stack_pointer = caller_stack_pointer;
         ip = *reinterpret_cast<const uint64_t*>(stack_pointer - sizeof(uint64_t));
@@ -179,15 +187,16 @@ bool learning_pays(const StackWalkCounts& counts) {
 
 }  // namespace
 
-bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const CodeBoundary& stop, CapturedStack* out) {
-    if (walk_stack_by_frame_sizes(caller, max_depth, &stop, out) != StackWalk::kWalked) return false;
+bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const CodeBoundary& stop, CapturedStack* out,
+                       uint32_t* cut) {
+    if (walk_stack_by_frame_sizes(caller, max_depth, &stop, out, cut) != StackWalk::kWalked) return false;
     ++t_thread.stack_walks.walked;
     return true;
 }
 
 void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
     StackWalkCounts& counts = t_thread.stack_walks;
-    StackWalk walk = walk_stack_by_frame_sizes(caller, max_depth, nullptr, out);
+    StackWalk walk = walk_stack_by_frame_sizes(caller, max_depth, nullptr, out, nullptr);
     if (walk == StackWalk::kWalked) {
         ++counts.walked;
     } else if (walk == StackWalk::kNeedsLearning && learning_pays(counts)) {

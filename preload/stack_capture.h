@@ -36,14 +36,17 @@ struct CodeBoundary {
 // Walks from the caller of the interposed function by the frames' learned rules (frame_sizes.h),
 // up to max_depth frames, or to `stop` (may be null): a table lookup and a load or two a frame.
 // The slots stay unknown. Not kWalked when a frame on the way is unknown (the slow unwind
-// learns it) or not walkable, or when the caller is not on the thread's own stack.
+// learns it) or not walkable, or when the caller is not on the thread's own stack. `cut` (may
+// be null) tells where `stop` ended the walk: the depth up to and including the frame that
+// entered its code again, 1 when the inner frames inside it ended it, 0 when it did not.
 enum class StackWalk { kWalked, kNeedsLearning, kNotWalkable };
 StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, const CodeBoundary* stop,
-                                    CapturedStack* out);
+                                    CapturedStack* out, uint32_t* cut);
 
 // walk_stack_by_frame_sizes(), counted among the thread's walks when it walked; when it did not,
 // the caller captures the stack otherwise (capture_stack_quickly), which counts it.
-bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const CodeBoundary& stop, CapturedStack* out);
+bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const CodeBoundary& stop, CapturedStack* out,
+                       uint32_t* cut);
 
 // The stack from the caller, up to max_depth frames, the cheapest way: walked by frame sizes,
 // else learned by the slow unwind while learning pays (the thread's walks far outnumber its

@@ -77,9 +77,9 @@ constexpr uint32_t kDepth = 6;
 __attribute__((noinline)) void allocator(Found* found) {
     const CallerContext caller = LEAKWRAP_CALLER();
     GuardScope guard;
-    found->first_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, &found->walked);
+    found->first_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, &found->walked, nullptr);
     capture_stack_with_slots(caller, kDepth + 1, &found->learned);
-    found->second_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, &found->walked);
+    found->second_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, &found->walked, nullptr);
     asm volatile("" ::: "memory");  // not a tail call: this frame stays on the stack
 }
 
