@@ -1,6 +1,7 @@
 // leakwrap-report: shows where the still-live heap memory of a process started with
 // LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
 #include "focus_options.h"
+#include "grouping_option.h"
 #include "option_typos.h"
 #include "printable_text.h"
 #include "process_identity.h"
@@ -182,12 +183,7 @@ int main(int argc, char** argv) {
     app.add_option("-o,--output", command.output,
                    "Write the report to FILE instead of stdout (default: stdout)")
         ->type_name("FILE");
-    app.add_option("--by", by,
-                   "One row per native call site, its size classes merged, with its Ruby "
-                   "file:line if any (native), or one row per Ruby file:line over all native "
-                   "stacks, plus one for allocations without a Ruby frame (ruby) "
-                   "(default: native)")
-        ->check(CLI::IsMember({"native", "ruby"}));
+    add_grouping_option(app, by);
     app.add_flag("--bins", command.report.bins,
                  "Show the exact size-class table instead of the rows: allocations, frees and "
                  "live blocks and bytes per class, each with its top 3 rows by live blocks; JSON "

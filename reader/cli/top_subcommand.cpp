@@ -2,6 +2,7 @@
 // (live_view.h draws it, terminal_screen.h holds the terminal).
 #include "duration_option.h"
 #include "focus_options.h"
+#include "grouping_option.h"
 #include "live_view.h"
 #include "subcommands.h"
 #include "terminal_screen.h"
@@ -25,6 +26,7 @@ struct TopCommandLine {
     int64_t pid = 0;
     std::string interval = "2s";
     std::string sort = "live";
+    std::string by = "native";
     bool children = false;
     bool full_names = false;
     FocusCommandLine focus;
@@ -64,6 +66,11 @@ bool wait_for_next_sample(TerminalScreen& screen, LiveView& view, Clock::time_po
                     view.set_order(event.key == 'l' ? LiveOrder::live : LiveOrder::growth);
                     redraw();
                 }
+                if (event.key == 'r') {
+                    view.set_grouping(view.grouping() == Grouping::native ? Grouping::ruby
+                                                                          : Grouping::native);
+                    redraw();
+                }
                 break;
             case TerminalScreen::Event::Kind::timeout:
                 break;
@@ -85,7 +92,8 @@ int run_top(const TopCommandLine& line, const TreeReader& read_process) {
         throw std::runtime_error(gone_reason(pid, state) + ": nothing to show live (see "
                                  "leakwrap-report " + std::to_string(pid) + " for its last state)");
     Snapshot identity = identity_of(first);
-    LiveView view({*live_order_from_name(line.sort), line.focus.patterns(), line.full_names});
+    LiveView view({*live_order_from_name(line.sort), *grouping_from_name(line.by),
+                   line.focus.patterns(), line.full_names});
     const auto interval = *parse_duration(line.interval);
     const Clock::time_point start = Clock::now();
     view.update(std::move(first), 0);
@@ -123,9 +131,10 @@ Subcommand add_top_subcommand(CLI::App& app, TreeReader read_process) {
     CLI::App* top = app.add_subcommand(
         "top",
         "A live view of a process in the terminal, refreshed in place: its totals, RSS and the "
-        "sites holding the most live bytes or grown most since the view started. Keys: l sorts "
-        "by live bytes, g by growth, q quits (so do Ctrl-C and SIGTERM). Needs a terminal on "
-        "stdout (use watch to record)");
+        "sites (or Ruby lines) holding the most live bytes or grown most since the view started. "
+        "Keys: l sorts by live bytes, g by growth, r switches between rows by native site and by "
+        "Ruby line, q quits (so do Ctrl-C and SIGTERM). Needs a terminal on stdout (use watch to "
+        "record)");
     top->add_option("pid", line->pid, "Process to show; it must be alive")
         ->required()
         ->check(CLI::Range(int64_t{1}, int64_t{INT_MAX}));
@@ -136,12 +145,14 @@ Subcommand add_top_subcommand(CLI::App& app, TreeReader read_process) {
                     "Rank sites by live (live bytes) or growth (live bytes gained since the view "
                     "started) first; the keys l and g switch (default: live)")
         ->check(CLI::IsMember({"live", "growth"}));
+    add_grouping_option(*top, line->by, "; the key r switches");
     top->add_flag("--children", line->children,
                   "Show the pid and its live descendants as one process tree, found anew at "
                   "every sample (default: off)");
     add_focus_options(*top, line->focus,
                       "a native frame's function, source file or module path, or a Ruby frame's "
-                      "file:line (each site is matched once, when it first appears)");
+                      "file:line (under --by ruby a row has its Ruby file:line alone; each row is "
+                      "matched once, when it first appears)");
     top->add_flag("--full-names", line->full_names,
                   "Show the sites' C++ names in full instead of shortened (default: off)");
     return {top, [line, read_process] { return run_top(*line, read_process); }};

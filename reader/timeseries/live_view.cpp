@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <tuple>
 
 namespace leakwrap {
@@ -45,44 +46,79 @@ std::optional<LiveOrder> live_order_from_name(std::string_view name) {
 
 LiveView::LiveView(LiveViewOptions options) : options_(std::move(options)) {}
 
+std::size_t LiveView::RowKeyHash::operator()(const RowKey& key) const {
+    const uint64_t numbers = (uint64_t{key.ruby.line} << 32 | key.id) * 2 + key.overflow;
+    return std::hash<std::string_view>{}(key.ruby.file) ^ (numbers * 0xff51afd7ed558ccdull);
+}
+
+LiveView::RowKey LiveView::key_of(const ReportRow& row, Grouping by) {
+    if (by == Grouping::native) return {row.id, false, {}};
+    const RubyLocation* ruby = row.innermost_ruby();
+    return {0, row.overflow, ruby ? *ruby : RubyLocation{}};
+}
+
+void LiveView::remember_first_live(const std::vector<ReportRow>& rows, Grouping by) {
+    for (const ReportRow& row : rows)
+        memory_[static_cast<std::size_t>(by)].first_live.emplace(key_of(row, by),
+                                                                 row.counters.live_bytes());
+}
+
 void LiveView::update(Snapshot snapshot, double seconds_since_start) {
     snapshot_ = std::move(snapshot);
-    rows_ = report_rows(snapshot_, Grouping::native);
+    rows_ = report_rows(snapshot_, options_.by);
     seconds_ = seconds_since_start;
     if (samples_++ == 0) {
         first_live_bytes_ = snapshot_.totals.live_bytes();
-        for (const ReportRow& row : rows_) first_live_.emplace(row.id, row.counters.live_bytes());
+        remember_first_live(rows_, options_.by);
+        // The other grouping's rows too, now: the first sample is not kept, and their growth is
+        // since the view started whenever the key switches to them.
+        const Grouping other = options_.by == Grouping::native ? Grouping::ruby : Grouping::native;
+        remember_first_live(report_rows(snapshot_, other), other);
     }
     Symbolizer& symbolizer = symbolizers_.of(snapshot_);
-    if (&symbolizer != symbolizer_ || labels_.size() > kMaxKeptLabels) {
+    if (&symbolizer != symbolizer_ || memory().labels.size() > kMaxKeptLabels) {
         // Modules were loaded: what was resolved with the old list may now read differently.
         symbolizer_ = &symbolizer;
-        labels_.clear();
-        kept_.clear();
+        for (RowMemory& grouping : memory_) {
+            grouping.labels.clear();
+            grouping.kept.clear();
+        }
         matcher_ = std::make_unique<RowMatcher>(options_.focus, symbolizer);
     }
+}
+
+void LiveView::set_grouping(Grouping by) {
+    if (by == options_.by) return;
+    options_.by = by;
+    rows_ = report_rows(snapshot_, by);
 }
 
 void LiveView::mark_gone(std::string reason) { gone_ = std::move(reason); }
 
 int64_t LiveView::growth_of(const ReportRow& row) const {
-    const auto first = first_live_.find(row.id);
-    const uint64_t before = first == first_live_.end() ? 0 : first->second;
+    const auto& first_live = memory().first_live;
+    const auto first = first_live.find(key_of(row, options_.by));
+    const uint64_t before = first == first_live.end() ? 0 : first->second;
     return static_cast<int64_t>(row.counters.live_bytes()) - static_cast<int64_t>(before);
 }
 
 bool LiveView::kept(const ReportRow& row) {
     if (options_.focus.empty()) return true;
-    const auto [entry, is_new] = kept_.try_emplace(row.id, false);
+    const auto [entry, is_new] = memory().kept.try_emplace(key_of(row, options_.by), false);
     if (is_new) entry->second = matcher_->keeps(row);
     return entry->second;
 }
 
 const std::string& LiveView::label_of(const ReportRow& row) {
-    const auto [entry, is_new] = labels_.try_emplace(row.id);
+    const auto [entry, is_new] = memory().labels.try_emplace(key_of(row, options_.by));
     if (is_new) {
-        const std::string label = site_label(report_row_json(row, *symbolizer_));
-        entry->second = options_.full_names ? label : short_site_label(label);
+        // The row has no frames either, by which site_label would name it "(no stack)".
+        if (options_.by == Grouping::ruby && !row.overflow && !row.innermost_ruby()) {
+            entry->second = "(no Ruby frame)";
+        } else {
+            const std::string label = site_label(report_row_json(row, *symbolizer_));
+            entry->second = options_.full_names ? label : short_site_label(label);
+        }
     }
     return entry->second;
 }
@@ -133,7 +169,8 @@ std::vector<std::string> LiveView::header() {
     if (!gone_.empty()) lines.push_back(printable(gone_) + ": its last sample stays on screen");
     lines.push_back(std::string("sorted by ") +
                     (options_.order == LiveOrder::live ? "live bytes" : "growth since the view started") +
-                    "  (keys: l live bytes, g growth, q quit)");
+                    "  (keys: l live bytes, g growth, r by " +
+                    (options_.by == Grouping::ruby ? "native site" : "Ruby line") + ", q quit)");
     return lines;
 }
 
@@ -149,9 +186,11 @@ std::vector<std::string> LiveView::render(std::size_t width, std::size_t height)
             }
         lines.push_back("focus (" + printable(options_.focus.description()) + "): " +
                         std::to_string(kept_rows) + " of " + std::to_string(rows_.size()) +
-                        " sites, " + human_bytes(kept_counters.live_bytes()) + " live");
+                        (options_.by == Grouping::ruby ? " Ruby lines, " : " sites, ") +
+                        human_bytes(kept_counters.live_bytes()) + " live");
     }
-    lines.push_back(table_row("ID", "LIVE", "BLOCKS", "GROWTH", "SITE"));
+    lines.push_back(table_row("ID", "LIVE", "BLOCKS", "GROWTH",
+                              options_.by == Grouping::ruby ? "RUBY LINE" : "SITE"));
     const std::size_t room = height > lines.size() ? height - lines.size() : 0;
     for (const ShownRow& shown : ranked(room)) {
         const ReportRow& row = *shown.row;

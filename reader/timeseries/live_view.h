@@ -1,6 +1,7 @@
 // `leakwrap-report top`: what the live view shows of a process, sample after sample — the totals,
-// RSS, and the sites ranked by live bytes or by their growth since the view started — as the
-// lines of one screen. The terminal itself is the command line's (cli/top_subcommand.cpp).
+// RSS, and the rows (native sites or Ruby lines) ranked by live bytes or by their growth since
+// the view started — as the lines of one screen. The terminal itself is the command line's
+// (cli/top_subcommand.cpp).
 //
 // A Rails process has ~120,000 sites. Every sample counts all of them, but only the rows on the
 // screen are symbolized, and their labels are kept from one sample to the next.
@@ -13,6 +14,7 @@
 #include "segment_snapshot.h"
 #include "symbolizer.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,6 +32,7 @@ std::optional<LiveOrder> live_order_from_name(std::string_view name);  // "live"
 
 struct LiveViewOptions {
     LiveOrder order = LiveOrder::live;
+    Grouping by = Grouping::native;  // one row per native site or per Ruby line
     FocusPatterns focus;      // --focus, --ignore: the rows kept
     bool full_names = false;  // C++ names as they are, not shortened
 };
@@ -38,13 +41,16 @@ class LiveView {
 public:
     explicit LiveView(LiveViewOptions options);
 
-    // A new sample of the process. The first one is where growth is counted from.
+    // A new sample of the process. The first one is where growth is counted from, under either
+    // grouping.
     void update(Snapshot snapshot, double seconds_since_start);
     // The process is gone (or its segment): the view keeps showing its last sample, saying so.
     void mark_gone(std::string reason);
 
     LiveOrder order() const { return options_.order; }
     void set_order(LiveOrder order) { options_.order = order; }
+    Grouping grouping() const { return options_.by; }
+    void set_grouping(Grouping by);
 
     // One screen of at most `height` lines, none wider than `width` characters.
     std::vector<std::string> render(std::size_t width, std::size_t height);
@@ -55,6 +61,31 @@ private:
         int64_t growth;
     };
 
+    // What a row is from one sample to the next: under --by native its id; under --by ruby its
+    // Ruby file:line (or its being the overflow row, or the one without a Ruby frame). A Ruby
+    // line's row takes the smallest id of its records, and a record of a smaller id can join
+    // it later: one that was claimed but not yet ready, or with --children one of an earlier
+    // process of the tree that reaches the line after a later one did.
+    struct RowKey {
+        uint32_t id = 0;
+        bool overflow = false;
+        RubyLocation ruby;
+        bool operator==(const RowKey&) const = default;
+    };
+    struct RowKeyHash {
+        std::size_t operator()(const RowKey& key) const;
+    };
+    // What is kept of the rows of one grouping, each grouping's by its own keys.
+    struct RowMemory {
+        std::unordered_map<RowKey, uint64_t, RowKeyHash> first_live;  // live bytes at the first sample
+        std::unordered_map<RowKey, std::string, RowKeyHash> labels;
+        std::unordered_map<RowKey, bool, RowKeyHash> kept;
+    };
+
+    static RowKey key_of(const ReportRow& row, Grouping by);
+    void remember_first_live(const std::vector<ReportRow>& rows, Grouping by);
+    RowMemory& memory() { return memory_[static_cast<std::size_t>(options_.by)]; }
+    const RowMemory& memory() const { return memory_[static_cast<std::size_t>(options_.by)]; }
     int64_t growth_of(const ReportRow& row) const;
     bool kept(const ReportRow& row);
     const std::string& label_of(const ReportRow& row);
@@ -68,16 +99,14 @@ private:
     double seconds_ = 0;
     std::string gone_;
     uint64_t first_live_bytes_ = 0;
-    std::unordered_map<uint32_t, uint64_t> first_live_;  // live bytes by row id at the first sample
 
     // What was resolved stays while the module list does (ProcessSymbolizer); the labels and the
-    // focus verdicts are by row id (a row's stack is fixed for as long as the process runs) and
-    // go with the symbolizer they came from.
+    // focus verdicts are by row key (what a row stands for is fixed for as long as the process
+    // runs) and go with the symbolizer they came from.
     ProcessSymbolizer symbolizers_;
     Symbolizer* symbolizer_ = nullptr;
     std::unique_ptr<RowMatcher> matcher_;
-    std::unordered_map<uint32_t, std::string> labels_;
-    std::unordered_map<uint32_t, bool> kept_;
+    std::array<RowMemory, 2> memory_;  // by Grouping
 };
 
 }  // namespace leakwrap

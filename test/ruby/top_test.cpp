@@ -1,0 +1,140 @@
+// `leakwrap-report top --by ruby` in a real terminal (top_pane.h) on a Ruby program that leaks at
+// one line from two callers, in one process or in two forked workers: the line's row, its growth
+// since the view started, and the key that switches to native sites and back.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include "ruby_support.h"
+#include "top_pane.h"
+
+namespace leakwrap::e2e::ruby {
+namespace {
+
+// test/ruby/programs/leak_in_batches.rb's arguments: 3 blocks before the view starts, 5 more on
+// SIGUSR1, each of 100 KiB, so that the line's rows rank among the first of the pane by live
+// bytes (next to Ruby's own, in a few KiB each) and their sizes read exactly in KiB.
+constexpr std::size_t kSize = 100 * 1024;
+constexpr std::size_t kFirst = 3;
+constexpr std::size_t kSecond = 5;
+constexpr std::size_t kBoth = kFirst + kSecond;
+
+class RubyTop : public ::testing::Test {
+protected:
+    void SetUp() override {
+        LEAKWRAP_SKIP_WITHOUT_RUBY();
+        ASSERT_FALSE(e2e::paths::tmux.empty()) << "tmux is not installed (scripts/setup.sh installs it)";
+    }
+    void TearDown() override {
+        if (target_) {
+            EXPECT_EQ(target_->release_and_wait(), 0);
+        }
+    }
+
+    // leak_in_batches.rb with its first batch leaked; `more` are its further arguments.
+    void start(const std::vector<std::string>& more = {}) {
+        const std::string script = paths::source("test/ruby/programs/leak_in_batches.rb");
+        // The row is labelled by the file as ruby was given it: run from its directory, the
+        // label is short enough for the pane whatever the checkout's path.
+        leak_label_ = "ruby leak_in_batches.rb:" +
+                      std::to_string(line_containing(script, "Fiddle.malloc(size) # the leak's line"));
+        std::vector<std::string> argv{paths::ruby, "-C", std::filesystem::path(script).parent_path(),
+                                      "leak_in_batches.rb", std::to_string(kSize),
+                                      std::to_string(kFirst), std::to_string(kSecond)};
+        argv.insert(argv.end(), more.begin(), more.end());
+        target_ = std::make_unique<Target>(argv, Environment::profiled());
+        for (const std::string& line : target_->wait_ready())
+            if (line.starts_with("SECOND BATCH IN ")) second_batch_pid_ = std::stoi(line.substr(16));
+        ASSERT_GT(second_batch_pid_, 0) << "leak_in_batches.rb did not say who leaks the second batch";
+    }
+
+    std::vector<std::string> top_of_target(const std::vector<std::string>& options) const {
+        std::vector<std::string> arguments{std::to_string(target_->pid()), "--interval", "200ms"};
+        arguments.insert(arguments.end(), options.begin(), options.end());
+        return arguments;
+    }
+
+    // Whether the screen has the leak's line with both batches, the second as its growth.
+    bool shows_both_batches(const std::string& screen) const {
+        return table_row_shows(screen, leak_label_, kBoth * kSize, kBoth, kSecond * kSize);
+    }
+
+    std::string leak_label_;
+    pid_t second_batch_pid_ = 0;
+    std::unique_ptr<Target> target_;
+};
+
+TEST_F(RubyTop, ShowsTheLeakingLineWithItsGrowthAndTheKeyRSwitchesToNativeSitesAndBack) {
+    start();
+    TmuxPane pane(top_of_target({"--by", "ruby"}));
+    // Growth counts from this first sample, which has the first batch.
+    std::string screen = pane.wait_for(
+        [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
+        "the leak's line with the first batch");
+    EXPECT_NE(screen.find("GROWTH  RUBY LINE\n"), std::string::npos) << screen;
+    EXPECT_NE(screen.find("  (no Ruby frame)\n"), std::string::npos) << screen;
+
+    kill(second_batch_pid_, SIGUSR1);
+    pane.wait_for([&](const std::string& s) { return shows_both_batches(s); },
+                  "the leak's line with both batches, the second as its growth");
+
+    // By native site the batches are two rows (their Ruby backtraces differ), each grown since
+    // the view started: the first not at all, the second, which came later, from 0.
+    pane.send_keys("r");
+    screen = pane.wait_for(
+        [&](const std::string& s) {
+            return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0) &&
+                   table_row_shows(s, leak_label_, kSecond * kSize, kSecond, kSecond * kSize);
+        },
+        "the two batches as native sites");
+    EXPECT_NE(screen.find("GROWTH  SITE\n"), std::string::npos) << screen;
+    EXPECT_FALSE(shows_both_batches(screen)) << screen;
+
+    pane.send_keys("r");
+    pane.wait_for(
+        [&](const std::string& s) {
+            return s.find("GROWTH  RUBY LINE\n") != std::string::npos && shows_both_batches(s);
+        },
+        "the leak's line again, its growth unchanged");
+
+    pane.send_keys("q");
+    pane.expect_exit_and_terminal_restored(0);
+}
+
+// The workers' rows of the line merge into one whose id changes: the first batch's worker was
+// forked last, and the ids of a merged tree follow the order the processes started in. The row
+// keeps its growth all the same.
+TEST_F(RubyTop, WithChildrenALineLeakedByTwoWorkersIsOneRowThatKeepsItsGrowth) {
+    start({"workers"});
+    TmuxPane pane(top_of_target({"--by", "ruby", "--children"}));
+    const std::string screen = pane.wait_for(
+        [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
+        "the leak's line with the first batch");
+    EXPECT_NE(screen.find("processes: 3 merged:"), std::string::npos) << screen;
+
+    kill(second_batch_pid_, SIGUSR1);
+    pane.wait_for([&](const std::string& s) { return shows_both_batches(s); },
+                  "the leak's line with both batches, the second as its growth");
+
+    pane.send_keys("q");
+    pane.expect_exit_and_terminal_restored(0);
+}
+
+TEST_F(RubyTop, FocusKeepsTheRubyLinesItMatches) {
+    start();
+    TmuxPane pane(top_of_target({"--by", "ruby", "--focus", "leak_in_batches"}));
+    const std::string screen = pane.wait_for(
+        [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
+        "the leak's line");
+    EXPECT_NE(screen.find("focus (--focus leak_in_batches): "), std::string::npos) << screen;
+    EXPECT_NE(screen.find(" Ruby lines, "), std::string::npos) << screen;
+    EXPECT_EQ(screen.find("(no Ruby frame)"), std::string::npos) << screen;
+    EXPECT_EQ(screen.find("rubygems"), std::string::npos) << screen;
+    pane.send_keys("q");
+    pane.expect_exit_and_terminal_restored(0);
+}
+
+}  // namespace
+}  // namespace leakwrap::e2e::ruby
