@@ -47,14 +47,28 @@ std::optional<LiveOrder> live_order_from_name(std::string_view name) {
 LiveView::LiveView(LiveViewOptions options) : options_(std::move(options)) {}
 
 std::size_t LiveView::RowKeyHash::operator()(const RowKey& key) const {
-    const uint64_t numbers = (uint64_t{key.ruby.line} << 32 | key.id) * 2 + key.overflow;
+    const uint64_t numbers = (uint64_t{key.ruby.line} << 1 | key.overflow) ^ key.stack.first;
     return std::hash<std::string_view>{}(key.ruby.file) ^ (numbers * 0xff51afd7ed558ccdull);
 }
 
-LiveView::RowKey LiveView::key_of(const ReportRow& row, Grouping by) {
-    if (by == Grouping::native) return {row.id, false, {}};
-    const RubyLocation* ruby = row.innermost_ruby();
-    return {0, row.overflow, ruby ? *ruby : RubyLocation{}};
+LiveView::RowKey LiveView::key_of(const ReportRow& row, Grouping by) const {
+    if (by == Grouping::ruby) {
+        const RubyLocation* ruby = row.innermost_ruby();
+        return {{}, row.overflow, ruby ? *ruby : RubyLocation{}};
+    }
+    // The return addresses are those of one process (and of the workers it forks, at the same
+    // addresses); a Ruby frame's file by its hash, which is enough for a digest.
+    const auto append = [this](const auto& value) {
+        stack_bytes_.append(reinterpret_cast<const char*>(&value), sizeof(value));
+    };
+    stack_bytes_.clear();
+    append(row.reduced);
+    for (const uint64_t address : row.frames) append(address);
+    for (const RubyLocation& frame : row.ruby) {
+        append(std::hash<std::string_view>{}(frame.file));
+        append(frame.line);
+    }
+    return {stack_digest(stack_bytes_), row.overflow, {}};
 }
 
 void LiveView::remember_first_live(const std::vector<ReportRow>& rows, Grouping by) {

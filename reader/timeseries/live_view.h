@@ -12,6 +12,7 @@
 #include "report_rows.h"
 #include "row_selection.h"
 #include "segment_snapshot.h"
+#include "stack_digest.h"
 #include "symbolizer.h"
 
 #include <array>
@@ -61,13 +62,14 @@ private:
         int64_t growth;
     };
 
-    // What a row is from one sample to the next: under --by native its id; under --by ruby its
-    // Ruby file:line (or its being the overflow row, or the one without a Ruby frame). A Ruby
-    // line's row takes the smallest id of its records, and a record of a smaller id can join
-    // it later: one that was claimed but not yet ready, or with --children one of an earlier
-    // process of the tree that reaches the line after a later one did.
+    // What a row is from one sample to the next: under --by native its stack (native and Ruby
+    // frames), under --by ruby its Ruby file:line (or its being the overflow row, or the one
+    // without a Ruby frame); never its id. A row takes the smallest id of its records, and a
+    // record of a smaller id can join it later: one that was claimed but not yet ready, or with
+    // --children one of an earlier process of the tree that reaches the stack or the line after
+    // a later one did.
     struct RowKey {
-        uint32_t id = 0;
+        StackDigest stack;
         bool overflow = false;
         RubyLocation ruby;
         bool operator==(const RowKey&) const = default;
@@ -82,7 +84,7 @@ private:
         std::unordered_map<RowKey, bool, RowKeyHash> kept;
     };
 
-    static RowKey key_of(const ReportRow& row, Grouping by);
+    RowKey key_of(const ReportRow& row, Grouping by) const;
     void remember_first_live(const std::vector<ReportRow>& rows, Grouping by);
     RowMemory& memory() { return memory_[static_cast<std::size_t>(options_.by)]; }
     const RowMemory& memory() const { return memory_[static_cast<std::size_t>(options_.by)]; }
@@ -107,6 +109,7 @@ private:
     Symbolizer* symbolizer_ = nullptr;
     std::unique_ptr<RowMatcher> matcher_;
     std::array<RowMemory, 2> memory_;  // by Grouping
+    mutable std::string stack_bytes_;  // key_of()'s scratch
 };
 
 }  // namespace leakwrap

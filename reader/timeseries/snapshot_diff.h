@@ -5,6 +5,7 @@
 
 #include "focus_patterns.h"
 #include "series.h"
+#include "stack_digest.h"
 
 #include <cstdint>
 #include <deque>
@@ -21,16 +22,6 @@ namespace leakwrap {
 // from before and after a restart compare; by their row id only for series lines without stacks
 // from one process.
 enum class SiteMatching { by_id, by_stack };
-
-// What diff keeps of a stack key: 128 bits of it. A key of a Rails process's site is ~600 bytes
-// (eight Ruby file paths), and two snapshots of 124,000 sites kept in full took 150 MB. Two
-// different keys share a digest with a probability of about n^2 / 2^129 for n keys.
-struct StackDigest {
-    uint64_t first = 0;
-    uint64_t second = 0;
-    bool operator==(const StackDigest&) const = default;
-};
-StackDigest stack_digest(std::string_view key);
 
 // The sites' labels of the snapshots of one diff, each text kept once: a Ruby process has
 // thousands of sites under the same "ruby file:line".

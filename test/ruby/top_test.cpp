@@ -1,6 +1,6 @@
-// `leakwrap-report top --by ruby` in a real terminal (top_pane.h) on a Ruby program that leaks at
-// one line from two callers, in one process or in two forked workers: the line's row, its growth
-// since the view started, and the key that switches to native sites and back.
+// `leakwrap-report top` in a real terminal (top_pane.h) on Ruby programs that leak at one line,
+// in one process or in two forked workers: the line's row (--by ruby) or the stack's, its growth
+// since the view started, and the key that switches between the two.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -33,15 +33,15 @@ protected:
         }
     }
 
-    // leak_in_batches.rb with its first batch leaked; `more` are its further arguments.
-    void start(const std::vector<std::string>& more = {}) {
-        const std::string script = paths::source("test/ruby/programs/leak_in_batches.rb");
+    // `program` (leak_in_batches.rb, workers_leak_alike.rb) with its first batch leaked; `more`
+    // are its further arguments.
+    void start(const std::vector<std::string>& more = {}, const std::string& program = "leak_in_batches.rb") {
+        const std::string script = paths::source("test/ruby/programs/" + program);
         // The row is labelled by the file as ruby was given it: run from its directory, the
         // label is short enough for the pane whatever the checkout's path.
-        leak_label_ = "ruby leak_in_batches.rb:" +
-                      std::to_string(line_containing(script, "Fiddle.malloc(size) # the leak's line"));
+        leak_label_ = "ruby " + program + ":" + std::to_string(line_containing(script, "# the leak's line"));
         std::vector<std::string> argv{paths::ruby, "-C", std::filesystem::path(script).parent_path(),
-                                      "leak_in_batches.rb", std::to_string(kSize),
+                                      program, std::to_string(kSize),
                                       std::to_string(kFirst), std::to_string(kSecond)};
         argv.insert(argv.end(), more.begin(), more.end());
         target_ = std::make_unique<Target>(argv, Environment::profiled());
@@ -117,6 +117,25 @@ TEST_F(RubyTop, WithChildrenALineLeakedByTwoWorkersIsOneRowThatKeepsItsGrowth) {
     kill(second_batch_pid_, SIGUSR1);
     pane.wait_for([&](const std::string& s) { return shows_both_batches(s); },
                   "the leak's line with both batches, the second as its growth");
+
+    pane.send_keys("q");
+    pane.expect_exit_and_terminal_restored(0);
+}
+
+// By native site too: the workers' records of one stack merge into one row, whose id changes when
+// the first-forked worker's blocks arrive; the row keeps its growth since the view started.
+TEST_F(RubyTop, WithChildrenAStackLeakedByTwoWorkersIsOneNativeRowThatKeepsItsGrowth) {
+    start({}, "workers_leak_alike.rb");
+    TmuxPane pane(top_of_target({"--children"}));
+    const std::string screen = pane.wait_for(
+        [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
+        "the leak's stack with the first batch");
+    EXPECT_NE(screen.find("GROWTH  SITE\n"), std::string::npos) << screen;
+    EXPECT_NE(screen.find("processes: 3 merged:"), std::string::npos) << screen;
+
+    kill(second_batch_pid_, SIGUSR1);
+    pane.wait_for([&](const std::string& s) { return shows_both_batches(s); },
+                  "the leak's stack with both batches, the second as its growth");
 
     pane.send_keys("q");
     pane.expect_exit_and_terminal_restored(0);
