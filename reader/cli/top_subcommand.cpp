@@ -2,6 +2,7 @@
 // (live_view.h draws it, terminal_screen.h holds the terminal).
 #include "duration_option.h"
 #include "focus_options.h"
+#include "libc_lines_option.h"
 #include "live_view.h"
 #include "subcommands.h"
 #include "terminal_screen.h"
@@ -28,6 +29,7 @@ struct TopCommandLine {
     bool children = false;
     bool full_names = false;
     FocusCommandLine focus;
+    SymbolizerOptions symbolizer;
 };
 
 // Just what owner_state() looks at, so that the last sample's sites need not be kept twice.
@@ -85,7 +87,8 @@ int run_top(const TopCommandLine& line, const TreeReader& read_process) {
         throw std::runtime_error(gone_reason(pid, state) + ": nothing to show live (see "
                                  "leakwrap-report " + std::to_string(pid) + " for its last state)");
     Snapshot identity = identity_of(first);
-    LiveView view({*live_order_from_name(line.sort), line.focus.patterns(), line.full_names});
+    LiveView view({*live_order_from_name(line.sort), line.focus.patterns(), line.full_names,
+                   line.symbolizer});
     const auto interval = *parse_duration(line.interval);
     const Clock::time_point start = Clock::now();
     view.update(std::move(first), 0);
@@ -144,6 +147,7 @@ Subcommand add_top_subcommand(CLI::App& app, TreeReader read_process) {
                       "file:line (each site is matched once, when it first appears)");
     top->add_flag("--full-names", line->full_names,
                   "Show the sites' C++ names in full instead of shortened (default: off)");
+    add_libc_lines_flag(*top, line->symbolizer);
     return {top, [line, read_process] { return run_top(*line, read_process); }};
 }
 

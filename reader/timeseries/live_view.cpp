@@ -43,7 +43,8 @@ std::optional<LiveOrder> live_order_from_name(std::string_view name) {
     return std::nullopt;
 }
 
-LiveView::LiveView(LiveViewOptions options) : options_(std::move(options)) {}
+LiveView::LiveView(LiveViewOptions options)
+    : options_(std::move(options)), symbolizers_(options_.symbolizer) {}
 
 void LiveView::update(Snapshot snapshot, double seconds_since_start) {
     snapshot_ = std::move(snapshot);

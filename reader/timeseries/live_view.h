@@ -32,6 +32,7 @@ struct LiveViewOptions {
     LiveOrder order = LiveOrder::live;
     FocusPatterns focus;      // --focus, --ignore: the rows kept
     bool full_names = false;  // C++ names as they are, not shortened
+    SymbolizerOptions symbolizer;  // --libc-lines
 };
 
 class LiveView {
