@@ -14,6 +14,7 @@ packages=(
   libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
   librsvg2-bin                                         # rsvg-convert: the tests render plot's SVG
   python3 perl git                                     # workloads of the smoke tests
+  libc6-dbg                                            # glibc's lines under --libc-lines (test/e2e/libc_frames_test.cpp)
   sqlite3 util-linux                                   # compatibility and fault tests; script, setpriv
   tmux                                                 # drives leakwrap-report top in a terminal
   clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)

@@ -2,6 +2,7 @@
 // LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
 #include "focus_options.h"
 #include "grouping_option.h"
+#include "libc_lines_option.h"
 #include "option_typos.h"
 #include "printable_text.h"
 #include "process_identity.h"
@@ -40,6 +41,7 @@ struct CommandLine {
     int64_t pid = 0;
     std::string segment;
     ReportOptions report;
+    SymbolizerOptions symbolizer;
     bool children = false;  // merge the pid's descendants into its report
     bool list = false;
     bool clean = false;
@@ -129,7 +131,7 @@ int run(const CommandLine& command) {
         std::cerr << "leakwrap-report: warning: " << *warning << '\n';
     const OwnerState state = owner_state(snapshot);
     snapshot.command_line = current_command_line(snapshot, state);
-    Symbolizer symbolizer(snapshot.modules);
+    Symbolizer symbolizer(snapshot.modules, command.symbolizer);
     const ReportInput input{snapshot, state, symbolizer, command.report};
     if (command.output.empty()) {
         write_report(std::cout, input);
@@ -210,6 +212,7 @@ int main(int argc, char** argv) {
                      " characters has its template arguments, and if need be its parameters, "
                      "elided to ... (JSON and the tool formats always have them in full) "
                      "(default: off)");
+    add_libc_lines_flag(app, command.symbolizer);
     app.add_flag("--children", command.children,
                  "With a pid: one report for the pid and its live descendants (puma's workers, "
                  "say), their rows merged where stacks and Ruby frames are equal; JSON gives each "

@@ -76,11 +76,14 @@ Process read_process_entry(const SegmentEntry& entry) {
 // thread-safe: whoever uses one holds the lock.
 class SymbolizerCache {
 public:
+    explicit SymbolizerCache(SymbolizerOptions options) : options_(options) {}
+
     std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
 
     // Under the lock.
     Symbolizer& of(const Snapshot& snapshot) {
-        return entries_[{snapshot.pid, snapshot.start_time_ticks}].of(snapshot);
+        return entries_.try_emplace({snapshot.pid, snapshot.start_time_ticks}, options_)
+            .first->second.of(snapshot);
     }
 
     // Under the lock: drops the symbolizers of processes that are gone.
@@ -92,11 +95,10 @@ public:
     }
 
 private:
+    SymbolizerOptions options_;
     std::mutex mutex_;
     std::map<std::pair<pid_t, uint64_t>, ProcessSymbolizer> entries_;  // by pid and start time
 };
-
-SymbolizerCache symbolizers;
 
 // The process of ?pid=N, alive; otherwise the status and message that say why not. A process
 // can die and its segment vanish or shrink at any moment, also while it is read.
@@ -175,7 +177,7 @@ void answer(httplib::Response& response, Handler handler) {
 }
 
 void serve_metrics(const httplib::Request& request, httplib::Response& response,
-                   const ServeOptions& options) {
+                   const ServeOptions& options, SymbolizerCache& symbolizers) {
     const MetricsDialect dialect = accepts_openmetrics(request.get_header_value("Accept"))
                                        ? MetricsDialect::openmetrics
                                        : MetricsDialect::prometheus;
@@ -204,7 +206,8 @@ bool children_parameter(const httplib::Request& request) {
     throw HttpError{400, "children must be 1 or 0 (true or false), not " + value};
 }
 
-void serve_heap(const httplib::Request& request, httplib::Response& response) {
+void serve_heap(const httplib::Request& request, httplib::Response& response,
+                SymbolizerCache& symbolizers) {
     Process process = live_process(pid_parameter(request));
     if (children_parameter(request))
         process.snapshot = merge_process_tree(
@@ -349,6 +352,7 @@ bool accepts_openmetrics(const std::string& accept) {
 }
 
 int serve_profiles(const ServeOptions& options) {
+    SymbolizerCache symbolizers(options.symbolizer);
     httplib::Server server;
     server.new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
     server.set_read_timeout(kSocketTimeoutSeconds);
@@ -360,12 +364,12 @@ int serve_profiles(const ServeOptions& options) {
         const int yes = 1;
         setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     });
-    server.Get("/metrics", [&options](const httplib::Request& request, httplib::Response& response) {
-        answer(response, [&] { serve_metrics(request, response, options); });
+    server.Get("/metrics", [&](const httplib::Request& request, httplib::Response& response) {
+        answer(response, [&] { serve_metrics(request, response, options, symbolizers); });
     });
     server.Get("/debug/pprof/heap",
-               [](const httplib::Request& request, httplib::Response& response) {
-                   answer(response, [&] { serve_heap(request, response); });
+               [&symbolizers](const httplib::Request& request, httplib::Response& response) {
+                   answer(response, [&] { serve_heap(request, response, symbolizers); });
                });
     server.Get("/processes", [](const httplib::Request&, httplib::Response& response) {
         answer(response, [&] { serve_process_list(response); });

@@ -6,6 +6,8 @@
 // Read-only: it maps segments read-only and opens modules to symbolize, nothing else.
 #pragma once
 
+#include "symbolizer.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -34,6 +36,7 @@ bool accepts_openmetrics(const std::string& accept);
 struct ServeOptions {
     ListenAddress listen;
     std::size_t top = 20;  // site rows per process in /metrics
+    SymbolizerOptions symbolizer;  // --libc-lines
 };
 
 // Serves until SIGINT or SIGTERM; prints "serving on http://ADDR:PORT/" to stdout once it

@@ -1,3 +1,4 @@
+#include "libc_lines_option.h"
 #include "profile_server.h"
 #include "subcommands.h"
 
@@ -12,6 +13,7 @@ namespace {
 struct ServeCommandLine {
     std::string listen = kDefaultListenAddress;
     int64_t top = 20;
+    SymbolizerOptions symbolizer;
 };
 
 // CLI11 validators return an error message, empty when the value is fine.
@@ -45,11 +47,13 @@ Subcommand add_serve_subcommand(CLI::App& app) {
                       "Site rows per process in /metrics, ranked by live bytes; 0 gives all "
                       "(default: 20)")
         ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
+    add_libc_lines_flag(*serve, line->symbolizer);
 
     return {serve, [line] {
                 ServeOptions options;
                 options.listen = parse_listen_address(line->listen);
                 options.top = static_cast<std::size_t>(line->top);
+                options.symbolizer = line->symbolizer;
                 if (!options.listen.loopback)
                     std::cerr << "leakwrap-report: warning: listening on "
                               << options.listen.text()

@@ -3,6 +3,7 @@
 #include "duration_option.h"
 #include "focus_options.h"
 #include "grouping_option.h"
+#include "libc_lines_option.h"
 #include "live_view.h"
 #include "subcommands.h"
 #include "terminal_screen.h"
@@ -30,6 +31,7 @@ struct TopCommandLine {
     bool children = false;
     bool full_names = false;
     FocusCommandLine focus;
+    SymbolizerOptions symbolizer;
 };
 
 // Just what owner_state() looks at, so that the last sample's sites need not be kept twice.
@@ -93,7 +95,7 @@ int run_top(const TopCommandLine& line, const TreeReader& read_process) {
                                  "leakwrap-report " + std::to_string(pid) + " for its last state)");
     Snapshot identity = identity_of(first);
     LiveView view({*live_order_from_name(line.sort), *grouping_from_name(line.by),
-                   line.focus.patterns(), line.full_names});
+                   line.focus.patterns(), line.full_names, line.symbolizer});
     const auto interval = *parse_duration(line.interval);
     const Clock::time_point start = Clock::now();
     view.update(std::move(first), 0);
@@ -155,6 +157,7 @@ Subcommand add_top_subcommand(CLI::App& app, TreeReader read_process) {
                       "matched once, when it first appears)");
     top->add_flag("--full-names", line->full_names,
                   "Show the sites' C++ names in full instead of shortened (default: off)");
+    add_libc_lines_flag(*top, line->symbolizer);
     return {top, [line, read_process] { return run_top(*line, read_process); }};
 }
 

@@ -1,5 +1,6 @@
 #include "duration_option.h"
 #include "focus_options.h"
+#include "libc_lines_option.h"
 #include "report_openmetrics_file.h"
 #include "subcommands.h"
 
@@ -23,6 +24,7 @@ struct WatchCommandLine {
     std::string openmetrics_dir;
     bool children = false;
     FocusCommandLine focus;
+    SymbolizerOptions symbolizer;
 };
 
 }  // namespace
@@ -63,6 +65,7 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
     watch->add_flag("--children", line->children,
                     "Sample the pid and its live descendants as one process tree, found anew at "
                     "every sample, so that a worker started later joins (default: off)");
+    add_libc_lines_flag(*watch, line->symbolizer);
 
     return {watch, [line, count, read_process] {
                 WatchOptions options;
@@ -72,11 +75,13 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
                 if (!line->duration.empty()) options.duration = parse_duration(line->duration);
                 options.min_bytes = line->min_bytes;
                 options.focus = line->focus.patterns();
+                options.symbolizer = line->symbolizer;
                 std::optional<OpenMetricsFile> openmetrics;
                 if (!line->openmetrics_dir.empty()) {
                     ReportOptions metrics_options;
                     metrics_options.focus = options.focus;
-                    openmetrics.emplace(line->openmetrics_dir, metrics_options);
+                    openmetrics.emplace(line->openmetrics_dir, metrics_options,
+                                        options.symbolizer);
                     options.on_sample = [&openmetrics](const Snapshot& snapshot) {
                         openmetrics->write(snapshot);
                     };

@@ -35,8 +35,12 @@ bool write_all(int fd, const std::string& text) {
 
 }  // namespace
 
-OpenMetricsFile::OpenMetricsFile(std::filesystem::path directory, ReportOptions options)
-    : directory_(std::move(directory)), options_(options), mode_(mode_for_new_files()) {}
+OpenMetricsFile::OpenMetricsFile(std::filesystem::path directory, ReportOptions options,
+                                 SymbolizerOptions symbolizer_options)
+    : directory_(std::move(directory)),
+      options_(options),
+      mode_(mode_for_new_files()),
+      symbolizer_(symbolizer_options) {}
 
 OpenMetricsFile::~OpenMetricsFile() = default;
 

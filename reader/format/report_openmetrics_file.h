@@ -15,7 +15,8 @@ namespace leakwrap {
 
 class OpenMetricsFile {
 public:
-    OpenMetricsFile(std::filesystem::path directory, ReportOptions options);
+    OpenMetricsFile(std::filesystem::path directory, ReportOptions options,
+                    SymbolizerOptions symbolizer_options);
     ~OpenMetricsFile();
 
     // Replaces the file atomically (a new temporary file in DIR, then rename), so that a

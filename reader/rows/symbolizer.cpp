@@ -35,6 +35,14 @@ std::string readable_function_name(const char* symbol) {
 // Pseudo-modules such as [vdso] have no file to read symbols from.
 bool has_file(const Module& module) { return module.path.starts_with('/'); }
 
+// SymbolizerOptions::libc_lines says which modules and why. By the name the loader gave the
+// module: the one DT_NEEDED asked for (libc.so.6, also where that is a link to libc-2.31.so) or,
+// for the loader, the executable's PT_INTERP.
+bool is_glibc(const Module& module) {
+    const std::string name = std::filesystem::path(module.path).filename().string();
+    return name == "libc.so.6" || name.starts_with("ld-linux");
+}
+
 std::string display_name(const Module& module) {
     return module.path.empty() ? std::string("[anonymous]") : module.path;
 }
@@ -291,8 +299,8 @@ struct Symbolizer::DebugInfo {
     }
 };
 
-Symbolizer::Symbolizer(std::vector<Module> modules)
-    : modules_(std::move(modules)), debug_info_(modules_.size()) {}
+Symbolizer::Symbolizer(std::vector<Module> modules, SymbolizerOptions options)
+    : modules_(std::move(modules)), options_(options), debug_info_(modules_.size()) {}
 
 Symbolizer::~Symbolizer() = default;
 
@@ -382,6 +390,7 @@ AddressFrames Symbolizer::symbolize(uint64_t address, std::size_t module_index) 
     // which is what belongs to the calling line (and function, for a call at a function's end).
     const uint64_t call_address = address - 1;
     if (const char* name = function_at(info, call_address)) frame.function = readable_function_name(name);
+    if (!options_.libc_lines && is_glibc(module)) return {frame};
     if (Dwfl_Line* line = dwfl_module_getsrc(info.module, call_address)) {
         Dwarf_Addr line_address = 0;
         int line_number = 0;
@@ -427,7 +436,7 @@ const AddressFrames& Symbolizer::resolve(uint64_t address, uint32_t module_gener
 
 Symbolizer& ProcessSymbolizer::of(const Snapshot& snapshot) {
     if (!symbolizer_ || snapshot.modules.size() != modules_) {
-        symbolizer_ = std::make_unique<Symbolizer>(snapshot.modules);
+        symbolizer_ = std::make_unique<Symbolizer>(snapshot.modules, options_);
         modules_ = snapshot.modules.size();
     }
     return *symbolizer_;

@@ -2,6 +2,9 @@
 // segment, so that a dead process's kept segment resolves as well as a live one. An address in
 // code the compiler inlined stands for several frames: each inlined function with its own line,
 // then the function the code belongs to, with the line of the outermost inlined call.
+//
+// glibc's own modules are the exception: by default their frames are named from the symbol table
+// alone, without file, line or inlined functions (SymbolizerOptions::libc_lines).
 #pragma once
 
 #include "segment_snapshot.h"
@@ -34,9 +37,20 @@ struct ResolvedFrame {
 // function whose code it is (never inlined). Never empty.
 using AddressFrames = std::vector<ResolvedFrame>;
 
+struct SymbolizerOptions {
+    // Read the DWARF of glibc's C library and dynamic loader too: a module whose file name is
+    // libc.so.6 or begins with ld-linux (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1), as the
+    // loader names them. Their debug info, where installed (libc6-dbg), is compressed, and libdw
+    // inflates every section of it whole on the first line looked up: 16 MiB of the reader's
+    // memory, paid by nearly every report since nearly every stack ends in __libc_start_main.
+    // Without it their frames keep the names of the full symbol table (the debug file's .symtab
+    // where installed), which is read without touching the DWARF.
+    bool libc_lines = false;
+};
+
 class Symbolizer {
 public:
-    explicit Symbolizer(std::vector<Module> modules);
+    Symbolizer(std::vector<Module> modules, SymbolizerOptions options);
     ~Symbolizer();
     Symbolizer(const Symbolizer&) = delete;
     Symbolizer& operator=(const Symbolizer&) = delete;
@@ -54,6 +68,7 @@ private:
     AddressFrames symbolize(uint64_t address, std::size_t module_index);
 
     std::vector<Module> modules_;
+    SymbolizerOptions options_;
     std::vector<std::unique_ptr<DebugInfo>> debug_info_;  // per module, opened on first use
     std::map<std::pair<uint64_t, uint32_t>, AddressFrames> cache_;
 };
@@ -63,9 +78,12 @@ private:
 // their count tells.
 class ProcessSymbolizer {
 public:
+    explicit ProcessSymbolizer(SymbolizerOptions options) : options_(options) {}
+
     Symbolizer& of(const Snapshot& snapshot);
 
 private:
+    SymbolizerOptions options_;
     std::size_t modules_ = 0;
     std::unique_ptr<Symbolizer> symbolizer_;
 };

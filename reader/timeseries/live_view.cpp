@@ -44,7 +44,8 @@ std::optional<LiveOrder> live_order_from_name(std::string_view name) {
     return std::nullopt;
 }
 
-LiveView::LiveView(LiveViewOptions options) : options_(std::move(options)) {}
+LiveView::LiveView(LiveViewOptions options)
+    : options_(std::move(options)), symbolizers_(options_.symbolizer) {}
 
 std::size_t LiveView::RowKeyHash::operator()(const RowKey& key) const {
     const uint64_t numbers = (uint64_t{key.ruby.line} << 1 | key.overflow) ^ key.stack.first;

@@ -36,6 +36,7 @@ struct LiveViewOptions {
     Grouping by = Grouping::native;  // one row per native site or per Ruby line
     FocusPatterns focus;      // --focus, --ignore: the rows kept
     bool full_names = false;  // C++ names as they are, not shortened
+    SymbolizerOptions symbolizer;  // --libc-lines
 };
 
 class LiveView {

@@ -91,8 +91,10 @@ bool same_modules(const std::vector<Module>& a, const std::vector<Module>& b) {
 // frames it resolved) from one sample to the next while the module list stays the same.
 class SampleTaker {
 public:
-    SampleTaker(uint64_t min_bytes, FocusPatterns focus)
-        : min_bytes_(min_bytes), focus_(std::move(focus)) {}
+    SampleTaker(uint64_t min_bytes, FocusPatterns focus, SymbolizerOptions symbolizer_options)
+        : min_bytes_(min_bytes),
+          focus_(std::move(focus)),
+          symbolizer_options_(symbolizer_options) {}
 
     // Writes the snapshot's series line to `series` site by site, each site also handed to
     // `on_site`, and returns the sample without its sites: a Sample of every site of a Rails
@@ -101,7 +103,7 @@ public:
                 const std::function<void(const SampleSite&)>& on_site) {
         if (!symbolizer_ || !same_modules(modules_, snapshot.modules)) {
             modules_ = snapshot.modules;
-            symbolizer_ = std::make_unique<Symbolizer>(modules_);
+            symbolizer_ = std::make_unique<Symbolizer>(modules_, symbolizer_options_);
         }
         ReportOptions report_options;
         report_options.top = 0;
@@ -132,6 +134,7 @@ public:
 private:
     uint64_t min_bytes_;
     FocusPatterns focus_;
+    SymbolizerOptions symbolizer_options_;
     std::vector<Module> modules_;
     std::unique_ptr<Symbolizer> symbolizer_;
 };
@@ -225,7 +228,7 @@ private:
 WatchResult watch_process(const WatchOptions& options, const ProcessReader& read_process,
                           std::ostream& series, std::ostream& summary) {
     StopSignals stop_signals;
-    SampleTaker taker(options.min_bytes, options.focus);
+    SampleTaker taker(options.min_bytes, options.focus, options.symbolizer);
     SummaryWriter summary_writer(summary);
     WatchResult result;
     // The last snapshot sampled without its sites and modules, to tell what became of its

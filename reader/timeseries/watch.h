@@ -5,6 +5,7 @@
 #include "focus_patterns.h"
 #include "process_identity.h"
 #include "segment_snapshot.h"
+#include "symbolizer.h"
 
 #include <sys/types.h>
 
@@ -30,6 +31,7 @@ struct WatchOptions {
     uint64_t min_bytes = kDefaultWatchMinBytes;
     // --focus, --ignore: the series keeps only the sites they keep (the totals stay whole).
     FocusPatterns focus;
+    SymbolizerOptions symbolizer;  // --libc-lines, for the series and --openmetrics-dir alike
     // Called with the snapshot of every sample once its line is written (--openmetrics-dir).
     std::function<void(const Snapshot&)> on_sample;
 };

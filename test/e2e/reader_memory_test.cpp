@@ -23,14 +23,16 @@ namespace leakwrap::e2e {
 namespace {
 
 // What the reader needs whatever the segment: its own code and libraries (libstdc++, libdw,
-// libprotobuf, ...: 11 MiB resident for `leakwrap-report --version`), libdw's DWARF of the modules
-// it symbolizes (for libc with its debug info installed: 12 MiB of decompressed sections and
-// address ranges, heaptrack says, and 4 MiB of the debug file mapped), the allocator's arenas and
-// the output's buffers. On many_stacks (a 6.3 MiB segment, so a bound of 44.6 MiB) every report
-// and watch sample took 38.2-38.6 MiB, a watch sample of every site 40.6-40.8; before the reader's
+// libprotobuf, ...: 11 MiB resident for `leakwrap-report --version`), the symbol tables and DWARF
+// of the modules it symbolizes, the allocator's arenas and the output's buffers: 16.4 MiB for a
+// report on `sleep`. glibc's DWARF is not among them unless --libc-lines asks for it: with libc's
+// debug info installed, libdw inflated its compressed sections whole, 16 MiB more for every
+// command that symbolizes, when this base was 32 MiB. On many_stacks (a 6.0 MiB segment, so a
+// bound of 29.1 MiB) every report and watch sample takes 25.0-25.3 MiB, diff 22.7-22.8; with
+// glibc's DWARF, 38.1-38.6 MiB and a watch sample of every site 40.6-40.8; before the reader's
 // stacks, rows and samples were made compact, the reports 45.7-46.2 MiB, pprof 62.2 and a watch
-// sample of every site 113.9, so every command but diff failed this bound.
-constexpr long kBaseKiB = 32 * 1024;
+// sample of every site 113.9.
+constexpr long kBaseKiB = 17 * 1024;
 
 // The peak resident size of `leakwrap-report arguments...` in KiB (its stdout discarded). The
 // kernel's count for a child starts from the resident size of the process that spawned it (exec

@@ -14,6 +14,7 @@
 
 #include "ground_truth.h"
 #include "harness.h"
+#include "objcopy.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -46,13 +47,6 @@ private:
 void make_fifo(const fs::path& path) {
     if (mkfifo(path.c_str(), 0600) != 0)
         throw std::runtime_error("mkfifo " + path.string() + ": " + std::strerror(errno));
-}
-
-void run_objcopy(const std::vector<std::string>& arguments) {
-    std::vector<std::string> argv{LEAKWRAP_OBJCOPY};
-    argv.insert(argv.end(), arguments.begin(), arguments.end());
-    const Completed objcopy = run(argv, Environment::bare());
-    if (objcopy.exit_code != 0) throw std::runtime_error("objcopy failed: " + objcopy.err);
 }
 
 // `leakwrap-report <pid> arguments...`; one that has not finished within 20 s is killed and
@@ -107,13 +101,13 @@ TEST(ReplacedModule, FifoInPlaceOfALoadedLibraryLeavesItsFramesUnsymbolized) {
 // elfutils looks for a separate debug file beside the module, then in its .debug directory.
 // A FIFO at the first place is passed over; the debug file at the second still gives lines.
 TEST(ReplacedModule, FifoWhereASeparateDebugFileCouldBeIsPassedOver) {
-    if (std::string(LEAKWRAP_OBJCOPY).empty()) GTEST_SKIP() << "no objcopy";
+    if (!have_objcopy()) GTEST_SKIP() << "no objcopy";
     PluginDirectory directory;
     const std::string built = paths::program("libtorture_plugin.so");
     const std::string debug_name = directory.plugin().filename().string() + ".debug";
     fs::create_directory(directory.path() / ".debug");
-    run_objcopy({"--only-keep-debug", built, (directory.path() / ".debug" / debug_name).string()});
-    run_objcopy({"--strip-debug", built, directory.plugin().string()});
+    objcopy({"--only-keep-debug", built, (directory.path() / ".debug" / debug_name).string()});
+    objcopy({"--strip-debug", built, directory.plugin().string()});
     make_fifo(directory.path() / debug_name);
     Target target({paths::program("plugin_leak"), directory.plugin().string()}, Environment::profiled());
     target.wait_ready();

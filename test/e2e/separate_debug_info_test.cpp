@@ -4,16 +4,14 @@
 // server (a local stand-in) when DEBUGINFOD_URLS names one, and never otherwise.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <regex>
 #include <stdexcept>
 
 #include "ground_truth.h"
 #include "harness.h"
 #include "inline_leak_source.h"
+#include "objcopy.h"
 #include "temporary_directory.h"
 
 namespace leakwrap::e2e {
@@ -23,13 +21,6 @@ namespace fs = std::filesystem;
 using namespace ground_truth::inline_leak;
 
 using ecosystem::TemporaryDirectory;
-
-void objcopy(const std::vector<std::string>& arguments) {
-    std::vector<std::string> argv{LEAKWRAP_OBJCOPY};
-    argv.insert(argv.end(), arguments.begin(), arguments.end());
-    const Completed completed = run(argv, Environment::bare());
-    if (completed.exit_code != 0) throw std::runtime_error("objcopy failed: " + completed.err);
-}
 
 // The program's debug info in `debug_file`, and a copy of the program at `program` without it
 // and without its symbol table; with a .gnu_debuglink naming the debug file if asked.
@@ -41,23 +32,6 @@ void split_debug_info(const fs::path& program, const fs::path& debug_file, bool 
     strip.insert(strip.end(), {built, program.string()});
     objcopy(strip);
     fs::permissions(program, fs::perms::owner_all);
-}
-
-// The build-id of an ELF file, in hex: its .note.gnu.build-id is a 12-byte note header, "GNU\0",
-// then the id.
-std::string build_id_hex(const fs::path& elf, const fs::path& scratch) {
-    const fs::path note = scratch / "build-id.note";
-    objcopy({"--dump-section", ".note.gnu.build-id=" + note.string(), elf.string(), (scratch / "unused").string()});
-    std::ifstream in(note, std::ios::binary);
-    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (bytes.size() <= 16) throw std::runtime_error("no build-id in " + elf.string());
-    std::string hex;
-    for (std::size_t i = 16; i < bytes.size(); ++i) {
-        char digits[3];
-        std::snprintf(digits, sizeof(digits), "%02x", static_cast<unsigned char>(bytes[i]));
-        hex += digits;
-    }
-    return hex;
 }
 
 // The JSON report of `program` (a copy of inline_leak) run profiled, read with `environment`.
@@ -107,7 +81,7 @@ void expect_unsymbolized(const nlohmann::json& report, const fs::path& program) 
 }
 
 TEST(SeparateDebugInfo, FoundThroughTheGnuDebuglinkBesideTheProgram) {
-    if (std::string(LEAKWRAP_OBJCOPY).empty()) GTEST_SKIP() << "no objcopy";
+    if (!have_objcopy()) GTEST_SKIP() << "no objcopy";
     TemporaryDirectory directory;
     const fs::path program = directory.path() / "inline_leak";
     // Not "inline_leak.debug", which would be tried without the link.
@@ -143,7 +117,7 @@ private:
 };
 
 TEST(SeparateDebugInfo, FetchedByBuildIdFromDebuginfodOnlyWhenDebuginfodUrlsIsSet) {
-    if (std::string(LEAKWRAP_OBJCOPY).empty()) GTEST_SKIP() << "no objcopy";
+    if (!have_objcopy()) GTEST_SKIP() << "no objcopy";
     TemporaryDirectory directory;
     const fs::path program = directory.path() / "inline_leak";
     const fs::path served = directory.path() / "served";

@@ -50,7 +50,7 @@ std::vector<uint32_t> ranked_ids(const Snapshot& snapshot, const ReportOptions& 
 }
 
 std::string render(const Snapshot& snapshot, ReportOptions options) {
-    Symbolizer symbolizer(snapshot.modules);
+    Symbolizer symbolizer(snapshot.modules, {});
     std::ostringstream out;
     write_report(out, {snapshot, OwnerState::dead, symbolizer, options});
     return out.str();

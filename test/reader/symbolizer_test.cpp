@@ -103,7 +103,7 @@ protected:
 
 TEST_F(SymbolizerTest, ResolvesAReturnAddressToItsCallingFunctionAndLine) {
     ASSERT_FALSE(test_binary_.build_id.empty()) << "the linker added no build-id";
-    Symbolizer symbolizer({test_binary_});
+    Symbolizer symbolizer({test_binary_}, {});
     const ResolvedFrame& frame = symbolizer.resolve(return_address_, 1).back();
     EXPECT_EQ(frame.address, return_address_);
     EXPECT_EQ(frame.function, "leakwrap::(anonymous namespace)::symbolizer_test_marker()");
@@ -116,7 +116,7 @@ TEST_F(SymbolizerTest, ResolvesAReturnAddressToItsCallingFunctionAndLine) {
 
 TEST_F(SymbolizerTest, ExpandsAnInlinedFunctionIntoAFrameOfItsOwnWithTheCallersCallLine) {
     const uint64_t address = symbolizer_test_inlining_marker();
-    Symbolizer symbolizer({test_binary_});
+    Symbolizer symbolizer({test_binary_}, {});
     const AddressFrames& frames = symbolizer.resolve(address, 1);
     ASSERT_EQ(frames.size(), 2u);
     const ResolvedFrame& inlined = frames[0];
@@ -141,7 +141,7 @@ TEST_F(SymbolizerTest, ExpandsAnInlinedFunctionIntoAFrameOfItsOwnWithTheCallersC
 }
 
 TEST_F(SymbolizerTest, GivesOneFrameForCodeNothingWasInlinedInto) {
-    Symbolizer symbolizer({test_binary_});
+    Symbolizer symbolizer({test_binary_}, {});
     EXPECT_EQ(symbolizer.resolve(return_address_, 1).size(), 1u);
     EXPECT_FALSE(symbolizer.resolve(return_address_, 1).back().inlined);
 }
@@ -150,19 +150,19 @@ TEST_F(SymbolizerTest, DropsSymbolVersions) {
     // In libc's symbol table this is __libc_start_main@@GLIBC_2.34.
     const auto entry = reinterpret_cast<uint64_t>(::dlsym(RTLD_DEFAULT, "__libc_start_main"));
     ASSERT_NE(entry, 0u);
-    Symbolizer symbolizer({module_holding(entry)});
+    Symbolizer symbolizer({module_holding(entry)}, {});
     EXPECT_EQ(symbolizer.resolve(entry + 1, 1).back().function, "__libc_start_main");
 }
 
 TEST_F(SymbolizerTest, CachesResultsPerAddress) {
-    Symbolizer symbolizer({test_binary_});
+    Symbolizer symbolizer({test_binary_}, {});
     EXPECT_EQ(&symbolizer.resolve(return_address_, 1), &symbolizer.resolve(return_address_, 1));
 }
 
 TEST_F(SymbolizerTest, RefusesSymbolsFromAFileWithAnotherBuildId) {
     Module changed = test_binary_;
     changed.build_id.assign(20, 0xab);
-    Symbolizer symbolizer({changed});
+    Symbolizer symbolizer({changed}, {});
     const ResolvedFrame& frame = symbolizer.resolve(return_address_, 1).back();
     EXPECT_FALSE(frame.function.has_value());
     EXPECT_EQ(frame.module, test_binary_.path);
@@ -173,7 +173,7 @@ TEST_F(SymbolizerTest, RefusesSymbolsFromAFileWithAnotherBuildId) {
 TEST_F(SymbolizerTest, KeepsModuleAndOffsetWhenTheFileIsGone) {
     Module gone = test_binary_;
     gone.path = "/nonexistent/libgone.so";
-    Symbolizer symbolizer({gone});
+    Symbolizer symbolizer({gone}, {});
     const ResolvedFrame& frame = symbolizer.resolve(return_address_, 1).back();
     EXPECT_FALSE(frame.function.has_value());
     EXPECT_EQ(frame.module, "/nonexistent/libgone.so");
@@ -186,7 +186,8 @@ TEST_F(SymbolizerTest, NamesPathlessModulesWithoutOpeningThem) {
     Symbolizer symbolizer({{.path = "linux-vdso.so.1",
                             .start = 0x1000,
                             .end = 0x2000,
-                            .unload_generation = layout::kStillLoaded}});
+                            .unload_generation = layout::kStillLoaded}},
+                          {});
     const ResolvedFrame& frame = symbolizer.resolve(0x1800, 0).back();
     EXPECT_EQ(frame.module, "linux-vdso.so.1");
     EXPECT_FALSE(frame.function.has_value());
@@ -206,7 +207,7 @@ TEST_F(SymbolizerTest, PicksTheModuleMappedWhenTheStackWasCaptured) {
                     .end = 0x20000,
                     .load_generation = 3,
                     .unload_generation = layout::kStillLoaded};
-    Symbolizer symbolizer({earlier, later});
+    Symbolizer symbolizer({earlier, later}, {});
     EXPECT_EQ(symbolizer.resolve(0x10100, 2).back().module, "/old/libplugin.so");
     EXPECT_EQ(symbolizer.resolve(0x10100, 3).back().module, "/new/libplugin.so");
     // A generation no record covers (captured mid-rescan) falls back to the latest load.
@@ -218,13 +219,14 @@ TEST_F(SymbolizerTest, LooksUpTheCallNotTheInstructionAfterIt) {
     Symbolizer symbolizer({{.path = "[tail]",
                             .start = 0x1000,
                             .end = 0x2000,
-                            .unload_generation = layout::kStillLoaded}});
+                            .unload_generation = layout::kStillLoaded}},
+                          {});
     EXPECT_EQ(symbolizer.resolve(0x2000, 0).back().module, "[tail]");
     EXPECT_FALSE(symbolizer.resolve(0x1000, 0).back().module.has_value());
 }
 
 TEST_F(SymbolizerTest, SaysSoWhenNoModuleMapsAnAddress) {
-    Symbolizer symbolizer({});
+    Symbolizer symbolizer({}, {});
     const ResolvedFrame& frame = symbolizer.resolve(0xdead, 0).back();
     EXPECT_FALSE(frame.module.has_value());
     EXPECT_FALSE(frame.function.has_value());
