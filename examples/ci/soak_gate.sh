@@ -3,9 +3,12 @@
 # it works (optionally while a load command drives it), then lets `leakwrap-report suspects
 # --fail-on` decide, and exits with its status.
 #
-# Usage: examples/ci/soak_gate.sh [-d DURATION] [-i INTERVAL] [-l LOAD] [-f CHECKS] [-g SIZE]
-#                                 [-o SERIES] -- COMMAND [ARGS...]
+# Usage: examples/ci/soak_gate.sh [-d DURATION] [-i INTERVAL] [-w SECONDS] [-l LOAD] [-f CHECKS]
+#                                 [-g SIZE] [-o SERIES] -- COMMAND [ARGS...]
 #   -d DURATION  how long to watch at most (default 60s); the program is stopped after it
+#   -w SECONDS   how long the program runs before the first sample, so that its start (loading
+#                code, filling caches), which keeps what it allocates, is not taken for a leak
+#                (sleep's syntax: 5, 0.5, 1m; default 0)
 #   -i INTERVAL  time between samples (default 1s)
 #   -l LOAD      a shell command started after the first sample (siege, a test client); the soak
 #                ends when it does (default: none, the soak lasts DURATION or until COMMAND exits)
@@ -23,23 +26,25 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${LEAKWRAP_BUILD_DIR:-$here/../../build}
 preload=${LEAKWRAP_PRELOAD:-$build/lib/libleakwrap.so}
 report=${LEAKWRAP_REPORT:-$build/bin/leakwrap-report}
-duration=60s interval=1s load='' checks=leak max_growth=1MiB series=''
+duration=60s interval=1s warmup=0 load='' checks=leak max_growth=1MiB series=''
 
 die() { echo "soak_gate: $*" >&2; exit 1; }
 
-while getopts 'd:i:l:f:g:o:' option; do
+while getopts 'd:i:w:l:f:g:o:' option; do
   case $option in
     d) duration=$OPTARG ;;
     i) interval=$OPTARG ;;
+    w) warmup=$OPTARG ;;
     l) load=$OPTARG ;;
     f) checks=$OPTARG ;;
     g) max_growth=$OPTARG ;;
     o) series=$OPTARG ;;
-    *) die "usage: $0 [-d DURATION] [-i INTERVAL] [-l LOAD] [-f CHECKS] [-g SIZE] [-o SERIES] -- COMMAND [ARGS...]" ;;
+    *) die "usage: $0 [-d DURATION] [-i INTERVAL] [-w SECONDS] [-l LOAD] [-f CHECKS] [-g SIZE] [-o SERIES] -- COMMAND [ARGS...]" ;;
   esac
 done
 shift $((OPTIND - 1))
 (($# > 0)) || die "no COMMAND to soak (put it after --)"
+[[ $warmup =~ ^[0-9]+(\.[0-9]+)?[smhd]?$ ]] || die "-w $warmup is no time sleep understands (5, 0.5, 1m)"
 [[ -f $preload ]] || die "$preload is missing: build first, or set LEAKWRAP_PRELOAD"
 [[ -x $report ]] || die "$report is missing: build first, or set LEAKWRAP_REPORT"
 
@@ -74,6 +79,8 @@ for _ in $(seq 100); do
   kill -0 "$program_pid" 2>/dev/null || die "$1 exited before leakwrap could watch it"
   sleep 0.1
 done
+sleep "$warmup"
+kill -0 "$program_pid" 2>/dev/null || die "$1 exited during the warm-up"
 
 "$report" watch "$program_pid" --interval "$interval" --duration "$duration" --out "$series" \
   >"$work/watch.log" 2>&1 &
