@@ -61,6 +61,23 @@ protected:
         return table_row_shows(screen, leak_label_, kBoth * kSize, kBoth, kSecond * kSize);
     }
 
+    // The screen once it has the leak's row with the first batch, grown by nothing: growth counts
+    // from the view's first sample, which has that batch.
+    std::string wait_for_first_batch(TmuxPane& pane, const std::string& what) const {
+        return pane.wait_for(
+            [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
+            what + " with the first batch");
+    }
+
+    // Has the second batch leaked, waits for the row with both, the second as its growth, and quits.
+    void leak_second_batch_and_quit(TmuxPane& pane, const std::string& what) const {
+        kill(second_batch_pid_, SIGUSR1);
+        pane.wait_for([&](const std::string& s) { return shows_both_batches(s); },
+                      what + " with both batches, the second as its growth");
+        pane.send_keys("q");
+        pane.expect_exit_and_terminal_restored(0);
+    }
+
     std::string leak_label_;
     pid_t second_batch_pid_ = 0;
     std::unique_ptr<Target> target_;
@@ -69,10 +86,7 @@ protected:
 TEST_F(RubyTop, ShowsTheLeakingLineWithItsGrowthAndTheKeyRSwitchesToNativeSitesAndBack) {
     start();
     TmuxPane pane(top_of_target({"--by", "ruby"}));
-    // Growth counts from this first sample, which has the first batch.
-    std::string screen = pane.wait_for(
-        [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
-        "the leak's line with the first batch");
+    std::string screen = wait_for_first_batch(pane, "the leak's line");
     EXPECT_NE(screen.find("GROWTH  RUBY LINE\n"), std::string::npos) << screen;
     EXPECT_NE(screen.find("  (no Ruby frame)\n"), std::string::npos) << screen;
 
@@ -109,17 +123,9 @@ TEST_F(RubyTop, ShowsTheLeakingLineWithItsGrowthAndTheKeyRSwitchesToNativeSitesA
 TEST_F(RubyTop, WithChildrenALineLeakedByTwoWorkersIsOneRowThatKeepsItsGrowth) {
     start({"workers"});
     TmuxPane pane(top_of_target({"--by", "ruby", "--children"}));
-    const std::string screen = pane.wait_for(
-        [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
-        "the leak's line with the first batch");
+    const std::string screen = wait_for_first_batch(pane, "the leak's line");
     EXPECT_NE(screen.find("processes: 3 merged:"), std::string::npos) << screen;
-
-    kill(second_batch_pid_, SIGUSR1);
-    pane.wait_for([&](const std::string& s) { return shows_both_batches(s); },
-                  "the leak's line with both batches, the second as its growth");
-
-    pane.send_keys("q");
-    pane.expect_exit_and_terminal_restored(0);
+    leak_second_batch_and_quit(pane, "the leak's line");
 }
 
 // By native site too: the workers' records of one stack merge into one row, whose id changes when
@@ -127,26 +133,16 @@ TEST_F(RubyTop, WithChildrenALineLeakedByTwoWorkersIsOneRowThatKeepsItsGrowth) {
 TEST_F(RubyTop, WithChildrenAStackLeakedByTwoWorkersIsOneNativeRowThatKeepsItsGrowth) {
     start({}, "workers_leak_alike.rb");
     TmuxPane pane(top_of_target({"--children"}));
-    const std::string screen = pane.wait_for(
-        [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
-        "the leak's stack with the first batch");
+    const std::string screen = wait_for_first_batch(pane, "the leak's stack");
     EXPECT_NE(screen.find("GROWTH  SITE\n"), std::string::npos) << screen;
     EXPECT_NE(screen.find("processes: 3 merged:"), std::string::npos) << screen;
-
-    kill(second_batch_pid_, SIGUSR1);
-    pane.wait_for([&](const std::string& s) { return shows_both_batches(s); },
-                  "the leak's stack with both batches, the second as its growth");
-
-    pane.send_keys("q");
-    pane.expect_exit_and_terminal_restored(0);
+    leak_second_batch_and_quit(pane, "the leak's stack");
 }
 
 TEST_F(RubyTop, FocusKeepsTheRubyLinesItMatches) {
     start();
     TmuxPane pane(top_of_target({"--by", "ruby", "--focus", "leak_in_batches"}));
-    const std::string screen = pane.wait_for(
-        [&](const std::string& s) { return table_row_shows(s, leak_label_, kFirst * kSize, kFirst, 0); },
-        "the leak's line");
+    const std::string screen = wait_for_first_batch(pane, "the leak's line");
     EXPECT_NE(screen.find("focus (--focus leak_in_batches): "), std::string::npos) << screen;
     EXPECT_NE(screen.find(" Ruby lines, "), std::string::npos) << screen;
     EXPECT_EQ(screen.find("(no Ruby frame)"), std::string::npos) << screen;
