@@ -178,6 +178,32 @@ void copy_in_publication_order(std::byte* destination, const std::byte* source, 
             __atomic_load_n(reinterpret_cast<const uint8_t*>(source) + i, __ATOMIC_ACQUIRE)};
 }
 
+uint64_t page_size() {
+    static const uint64_t size = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    return size;
+}
+
+// The pages of the mapping that hold [from, to) leave this process's resident set: read through
+// the shared mapping, each page would count once there and once in the copy, doubling the
+// reader's peak for a moment. The file keeps its data, so a page shared with the next range is
+// only mapped again when that range reads it.
+void drop_mapped_pages(const std::byte* source, uint64_t from, uint64_t to) {
+    const uint64_t page = page_size();
+    const uint64_t first = from / page * page;
+    const uint64_t end = (to + page - 1) / page * page;  // within the mapping, which mmap rounds up
+    ::madvise(const_cast<std::byte*>(source) + first, end - first, MADV_DONTNEED);
+}
+
+// A megabyte at a time, each dropped from the mapping once copied.
+void copy_and_drop(std::byte* destination, const std::byte* source, uint64_t from, uint64_t to) {
+    constexpr uint64_t kChunk = uint64_t{1} << 20;
+    for (uint64_t at = from; at < to; at += kChunk) {
+        const uint64_t chunk_end = std::min(to, at + kChunk);
+        copy_in_publication_order(destination + at, source + at, chunk_end - at);
+        drop_mapped_pages(source, at, chunk_end);
+    }
+}
+
 // The writer hands out a slot or a string before it backs its page, and backing fails once
 // /dev/shm is full, so a claimed range can end in a hole. Reading a hole through the shared
 // mapping makes tmpfs allocate a page, which raises SIGBUS when there is none left. Holes read as
@@ -193,7 +219,7 @@ void copy_data_in_range(int fd, std::byte* destination, const std::byte* source,
         if (from >= end) return;
         const off_t hole = data < 0 ? -1 : ::lseek(fd, data, SEEK_HOLE);
         const uint64_t to = hole < 0 ? end : std::min(static_cast<uint64_t>(hole), end);
-        copy_in_publication_order(destination + from, source + from, to - from);
+        copy_and_drop(destination, source, from, to);
         offset = to;
     }
 }
@@ -292,6 +318,15 @@ public:
     std::byte* data() { return data_; }
     std::span<const std::byte> bytes() const { return {data_, size_}; }
 
+    // Frees the whole pages within `part` (of bytes()); they read as zero after.
+    void release(std::span<const std::byte> part) {
+        const uint64_t page = page_size();
+        const uint64_t from = static_cast<uint64_t>(part.data() - data_);
+        const uint64_t first = (from + page - 1) / page * page;
+        const uint64_t end = (from + part.size()) / page * page;
+        if (first < end) ::madvise(data_ + first, end - first, MADV_DONTNEED);
+    }
+
 private:
     std::byte* data_ = nullptr;
     uint64_t size_;
@@ -336,7 +371,8 @@ Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions&
         copy_file(fd, path, copy);
         if (!writer_still_initializing(copy.bytes()) ||
             std::chrono::steady_clock::now() >= deadline)
-            return parse_segment(copy.bytes());
+            return parse_segment(copy.bytes(),
+                                 [&](std::span<const std::byte> part) { copy.release(part); });
         std::this_thread::sleep_for(kReadyPollInterval);
     }
 }

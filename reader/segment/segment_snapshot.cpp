@@ -1,5 +1,7 @@
 #include "segment_snapshot.h"
 
+#include "reference_index.h"
+
 #include <leakwrap/segment_layout.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace leakwrap {
 namespace {
@@ -235,9 +236,18 @@ public:
     // The index in the store of the stack a site names; kNotReady if it is not ready (a live
     // writer's benign race: the site is then left out like an unready slot).
     uint32_t index(uint32_t reference, const std::string& owner) {
-        const auto [entry, is_new] = index_of_.try_emplace(reference, kNotReady);
-        if (is_new) entry->second = check(reference, owner);
-        return entry->second;
+        const auto [index, is_new] = index_of_.try_emplace(reference, kNotReady);
+        if (!is_new) return *index;
+        const uint32_t checked = check(reference, owner);
+        // check() added no entry, so the pointer still points at this one.
+        *index = checked;
+        return checked;
+    }
+
+    // Every stack has been named: what only the checks needed goes before the store is made.
+    void forget_checks() {
+        index_of_.clear();
+        checked_frames_.clear();
     }
 
     // Every stack checked so far, copied out of the segment. Each stack gets its Ruby frames in a
@@ -384,7 +394,7 @@ private:
                      (depth == stack.ruby_depth
                           ? "the stack has " + number(depth) + " Ruby frames"
                           : "the frame it calls has depth " + number(depth + 1)));
-            if (!checked_frames_.insert(reference).second) return;
+            if (!checked_frames_.try_emplace(reference, 0).second) return;
             check_ruby_file(record.frame.file, [&] { return frame_name() + ": Ruby file"; });
             if (depth == 1 && record.caller != layout::kNoRubyFrame)
                 fail(frame_name() + " has depth 1 but names a caller at " +
@@ -407,17 +417,18 @@ private:
     const StringPool& strings_;
     uint64_t size_;
     bool ruby_inline_;
-    std::unordered_map<uint32_t, uint32_t> index_of_;  // reference -> index in places_
+    ReferenceIndex index_of_;  // reference -> index in places_
     std::vector<Place> places_;
     std::size_t native_frames_ = 0;
     std::size_t ruby_frames_ = 0;
-    std::unordered_set<uint32_t> checked_frames_;  // references of Ruby frame records
+    ReferenceIndex checked_frames_;  // references of Ruby frame records
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
                               const StringPool& strings,
-                              std::vector<std::shared_ptr<const StackStore>>& stores) {
+                              std::vector<std::shared_ptr<const StackStore>>& stores,
+                              const DoneWithBytes& done_with) {
     std::vector<Site> sites;
     StackTable stacks(bytes, header, strings);
     const uint32_t count = std::min(header.sites_claimed, header.site_capacity);
@@ -458,6 +469,9 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         sites.push_back(site);
         stack_of_site.push_back(stack);
     }
+    // The store is made last and is as large as the site records: make room for it first.
+    stacks.forget_checks();
+    if (done_with) done_with(bytes.subspan(header.sites_offset, uint64_t{count} * header.site_record_size));
     const std::shared_ptr<const StackStore> store = stacks.store();
     for (std::size_t position = 0; position < sites.size(); ++position)
         if (stack_of_site[position] != StackTable::kNotReady)
@@ -533,7 +547,7 @@ Counters sum_bins(const std::vector<Counters>& bins) {
 
 }  // namespace
 
-Snapshot parse_segment(std::span<const std::byte> bytes) {
+Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& done_with) {
     const auto header = parse_header(bytes);
     // An empty pool's offset is never checked, so it must not be used to slice.
     const StringPool strings(header.strings_capacity == 0
@@ -559,7 +573,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes) {
     snapshot.process_state = header.process_state;
     snapshot.sample_interval = header.sample_interval;
     snapshot.modules = parse_modules(bytes, header, strings);
-    snapshot.sites = parse_sites(bytes, header, strings, snapshot.stack_stores);
+    snapshot.sites = parse_sites(bytes, header, strings, snapshot.stack_stores, done_with);
     add_site_deltas(bytes, header, snapshot.sites);
     flag_impossible_sites(snapshot);
     snapshot.bins = parse_bins(bytes, header);

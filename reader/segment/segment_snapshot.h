@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -201,9 +202,14 @@ struct Snapshot {
     std::size_t sites_in_use() const;
 };
 
+// Called with bytes that the parser has read for the last time, so that a caller whose memory
+// holds them can free it as the snapshot grows: the site records, once their snapshot sites are
+// made.
+using DoneWithBytes = std::function<void(std::span<const std::byte>)>;
+
 // Parses a private copy of a segment. Every offset, size and count is checked against the bytes
 // before use; anything inconsistent throws SegmentError.
-Snapshot parse_segment(std::span<const std::byte> bytes);
+Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& done_with = {});
 
 // One line saying which sites' counters are impossible and what that means, if any are.
 std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot);
