@@ -3,9 +3,9 @@
 #include "sampling_estimate.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <string_view>
-#include <unordered_map>
 
 namespace leakwrap {
 namespace {
@@ -47,6 +47,40 @@ RowKey row_key(const Site& site, Grouping grouping) {
     return {false, grouping == Grouping::native ? site.frames() : std::span<const uint64_t>(),
             ruby_key(site, grouping)};
 }
+
+// Which row a record joins, by its key: the rows' numbers in one flat array, hashed by key, each
+// row's key being that of its first record. As a std::unordered_map of keys, the 44,000 rows of
+// a Rails process took 4 MiB of small blocks that stayed resident through the report.
+class RowNumbers {
+public:
+    static constexpr uint32_t kNone = UINT32_MAX;
+
+    RowNumbers(const std::vector<Site>& sites, Grouping grouping)
+        : sites_(sites), grouping_(grouping), slots_(std::bit_ceil(2 * sites.size() + 1), kNone) {}
+
+    // The row of the record at `position` in the sites, numbered from 0 as rows are first seen.
+    uint32_t row_of(std::size_t position) {
+        const RowKey key = row_key(sites_[position], grouping_);
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t at = RowKeyHash{}(key) & mask;
+        // At most one slot per record and twice as many slots: the probe ends.
+        while (slots_[at] != kNone) {
+            if (row_key(sites_[first_site_[slots_[at]]], grouping_) == key) return slots_[at];
+            at = (at + 1) & mask;
+        }
+        slots_[at] = static_cast<uint32_t>(first_site_.size());
+        first_site_.push_back(static_cast<uint32_t>(position));
+        return slots_[at];
+    }
+
+    std::size_t rows() const { return first_site_.size(); }
+
+private:
+    const std::vector<Site>& sites_;
+    Grouping grouping_;
+    std::vector<uint32_t> slots_;       // a row number, or kNone
+    std::vector<uint32_t> first_site_;  // by row number
+};
 
 ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
     ReportRow row;
@@ -110,19 +144,17 @@ std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping) 
     std::vector<uint32_t> row_of_site(snapshot.sites.size(), kNoRow);
     std::vector<uint32_t> records_of_row;
     {
-        std::unordered_map<RowKey, uint32_t, RowKeyHash> row_of_key;
-        row_of_key.reserve(snapshot.sites.size());
+        RowNumbers row_numbers(snapshot.sites, grouping);
         for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
             const Site& site = snapshot.sites[position];
             // The writer creates every overflow site up front; only those that counted belong in use.
             if (site.overflow && site.counters.allocs == 0) continue;
             // A record that lost an insertion race counted nothing, nor has a new one yet.
             if (site.counters.allocs == 0 && site.counters.frees == 0) continue;
-            const auto [entry, is_new] = row_of_key.try_emplace(
-                row_key(site, grouping), static_cast<uint32_t>(records_of_row.size()));
-            if (is_new) records_of_row.push_back(0);
-            row_of_site[position] = entry->second;
-            ++records_of_row[entry->second];
+            const uint32_t row = row_numbers.row_of(position);
+            if (row == records_of_row.size()) records_of_row.push_back(0);
+            row_of_site[position] = row;
+            ++records_of_row[row];
         }
     }
     // Each row's records after those of the rows before it.
