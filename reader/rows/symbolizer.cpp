@@ -102,6 +102,15 @@ int open_debug_file_beside(Dwfl_Module* module, const std::filesystem::path& mod
 char g_system_debug_directory[] = "/usr/lib/debug";
 char* g_debuginfo_path = g_system_debug_directory;
 
+// To ask debuginfod, elfutils loads its client library whether or not a server is named: with
+// libcurl and the TLS, SSH and Kerberos libraries below it, 4 MiB of the reader's resident
+// memory as soon as one module has no debug info installed. Without a server the system's debug
+// directory is searched without elfutils' last step.
+bool debuginfod_configured() {
+    const char* urls = std::getenv("DEBUGINFOD_URLS");
+    return urls != nullptr && std::string_view(urls).find_first_not_of(" \t\n") != std::string_view::npos;
+}
+
 int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name, Dwarf_Addr base,
                    const char* file_name, const char* debuglink, GElf_Word debuglink_crc,
                    char** debuginfo_file_name) {
@@ -118,9 +127,18 @@ int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name
             debuginfo_file_name);
         if (fd >= 0) return fd;
     }
-    return dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name,
-                                        debuglink == nullptr ? nullptr : link.c_str(), debuglink_crc,
-                                        debuginfo_file_name);
+    const char* named_link = debuglink == nullptr ? nullptr : link.c_str();
+    if (debuginfod_configured())
+        return dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name,
+                                            named_link, debuglink_crc, debuginfo_file_name);
+    // By build-id (and a dwz file by its own), then by name under the module's path, as elfutils
+    // would; a file found by name must carry the module's build-id here too.
+    const int fd = dwfl_build_id_find_debuginfo(module, userdata, module_name, base, file_name,
+                                                named_link, debuglink_crc, debuginfo_file_name);
+    if (fd >= 0 || file_name == nullptr || debuglink == nullptr) return fd;
+    return open_debug_file_beside(
+        module, std::filesystem::path(g_system_debug_directory + std::string(file_name)), link,
+        debuginfo_file_name);
 }
 
 const Dwfl_Callbacks kOfflineCallbacks = {
