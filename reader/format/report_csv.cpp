@@ -33,7 +33,7 @@ void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const Rep
         std::string function, location, module;
         const auto shown = shown_frame_indexes(row, input.symbolizer, input.options.hide_runtime);
         for (const std::size_t i : shown) {
-            const AddressFrames& frames = input.symbolizer.resolve(row.frames[i], row.module_generation);
+            const AddressFrames& frames = input.symbolizer.resolve(row.frames()[i], row.module_generation());
             if (i == shown.front()) {
                 function = function_name(frames.front());
                 location = source_location(frames.front());

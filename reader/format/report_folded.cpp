@@ -39,11 +39,11 @@ std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer, b
     if (row.overflow) return {{"[overflow]"}};
     std::vector<RowFrame> frames;
     for (const std::size_t i : shown_frame_indexes(row, symbolizer, hide_runtime))
-        for (const ResolvedFrame& frame : symbolizer.resolve(row.frames[i], row.module_generation))
+        for (const ResolvedFrame& frame : symbolizer.resolve(row.frames()[i], row.module_generation()))
             frames.push_back({frame_name(frame), &frame, nullptr});
     // Outside the native frames: the native stack of a Ruby thread ends where the VM called in,
     // so a flame graph roots at the app's outermost Ruby frame, not at the interpreter's loop.
-    for (const RubyLocation& location : row.ruby)
+    for (const RubyLocation& location : row.ruby())
         frames.push_back({ruby_frame_name(location), nullptr, &location});
     if (frames.empty()) frames.push_back({kNoStackFrame});
     return frames;

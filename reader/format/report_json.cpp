@@ -61,7 +61,7 @@ json report_row_json(const ReportRow& row, Symbolizer& symbolizer, bool hide_run
     json frames = json::array();
     const auto shown = shown_frame_indexes(row, symbolizer, hide_runtime);
     for (const std::size_t i : shown)
-        for (const ResolvedFrame& frame : symbolizer.resolve(row.frames[i], row.module_generation))
+        for (const ResolvedFrame& frame : symbolizer.resolve(row.frames()[i], row.module_generation()))
             frames.push_back(frame_json(frame));
     json object = {
         {"id", row.id},
@@ -74,7 +74,7 @@ json report_row_json(const ReportRow& row, Symbolizer& symbolizer, bool hide_run
         {"alloc_bytes", row.counters.alloc_bytes},
         {"free_bytes", row.counters.free_bytes},
         {"ruby", ruby_json(row.innermost_ruby())},
-        {"ruby_frames", ruby_frames_json(row.ruby)},
+        {"ruby_frames", ruby_frames_json(row.ruby())},
         {"reduced", row.reduced},
         {"frames", std::move(frames)},
         {"size_classes", size_classes_json(row.size_classes())},
@@ -82,8 +82,8 @@ json report_row_json(const ReportRow& row, Symbolizer& symbolizer, bool hide_run
     };
     if (hide_runtime) {
         std::size_t all_frames = 0;  // inlined functions counted, as in "frames"
-        for (const uint64_t address : row.frames)
-            all_frames += symbolizer.resolve(address, row.module_generation).size();
+        for (const uint64_t address : row.frames())
+            all_frames += symbolizer.resolve(address, row.module_generation()).size();
         object["hidden_frames"] = all_frames - object["frames"].size();
     }
     return object;

@@ -133,8 +133,8 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
     const auto shown = shown_frame_indexes(row, input.symbolizer, input.options.hide_runtime);
     auto next_shown = shown.begin();
     std::size_t index = 0, hidden = 0;
-    for (std::size_t i = 0; i < row.frames.size(); ++i) {
-        const AddressFrames& frames = input.symbolizer.resolve(row.frames[i], row.module_generation);
+    for (std::size_t i = 0; i < row.frames().size(); ++i) {
+        const AddressFrames& frames = input.symbolizer.resolve(row.frames()[i], row.module_generation());
         const bool is_shown = next_shown != shown.end() && *next_shown == i;
         if (is_shown) ++next_shown;
         else hidden += frames.size();
@@ -146,7 +146,7 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
     if (hidden > 0) out << "    (" << hidden << " runtime frames hidden: --hide-runtime)\n";
     // The Ruby backtrace continues the native stack outwards: the VM called the native frames.
     if (input.options.by == Grouping::native)
-        for (const RubyLocation& location : row.ruby)
+        for (const RubyLocation& location : row.ruby())
             out << "    #" << index++ << " ruby " << printable(ruby_location_text(location)) << '\n';
 }
 

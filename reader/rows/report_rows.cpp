@@ -87,16 +87,14 @@ ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
     row.id = site.id;
     row.overflow = site.overflow;
     row.estimated = estimated;
-    if (grouping == Grouping::native) {
-        row.frames = site.frames();
-        row.module_generation = site.module_generation();
-    }
-    row.ruby = ruby_key(site, grouping);
+    row.by = grouping;
     row.reduced = site.reduced();
     return row;
 }
 
 }  // namespace
+
+std::span<const RubyLocation> ReportRow::ruby() const { return ruby_key(*record_sites.front(), by); }
 
 std::vector<uint32_t> ReportRow::records() const {
     std::vector<uint32_t> ids;

@@ -17,10 +17,10 @@ FocusVerdict RowMatcher::native_verdict(const ResolvedFrame& frame) {
 
 bool RowMatcher::keeps(const ReportRow& row) {
     FocusVerdict verdict;
-    for (const uint64_t address : row.frames)
-        for (const ResolvedFrame& frame : symbolizer_.resolve(address, row.module_generation))
+    for (const uint64_t address : row.frames())
+        for (const ResolvedFrame& frame : symbolizer_.resolve(address, row.module_generation()))
             verdict |= native_verdict(frame);
-    for (const RubyLocation& location : row.ruby) {
+    for (const RubyLocation& location : row.ruby()) {
         std::string text = ruby_location_text(location);
         const auto found = ruby_.find(text);
         verdict |= found != ruby_.end()

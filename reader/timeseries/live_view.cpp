@@ -64,8 +64,8 @@ LiveView::RowKey LiveView::key_of(const ReportRow& row, Grouping by) const {
     };
     stack_bytes_.clear();
     append(row.reduced);
-    for (const uint64_t address : row.frames) append(address);
-    for (const RubyLocation& frame : row.ruby) {
+    for (const uint64_t address : row.frames()) append(address);
+    for (const RubyLocation& frame : row.ruby()) {
         append(std::hash<std::string_view>{}(frame.file));
         append(frame.line);
     }

@@ -49,7 +49,7 @@ TEST(ReportRows, MergeTheSizeClassRecordsOfOneStackIntoOneRow) {
     const ReportRow& merged = rows[0];
     EXPECT_FALSE(merged.overflow);
     EXPECT_FALSE(merged.estimated);
-    EXPECT_EQ(std::vector<uint64_t>(merged.frames.begin(), merged.frames.end()),
+    EXPECT_EQ(std::vector<uint64_t>(merged.frames().begin(), merged.frames().end()),
               (std::vector<uint64_t>{0xa, 0xb}));
     EXPECT_EQ(merged.records(), (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
     EXPECT_EQ(merged.counters.allocs, 12u);
@@ -96,13 +96,13 @@ TEST(ReportRows, ByRubyMergeEveryStackOfOneFileAndLine) {
     EXPECT_EQ(line10.records(), (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 1}));
     EXPECT_EQ(line10.counters.allocs, 5u);
     EXPECT_EQ(line10.size_classes().size(), 2u);
-    EXPECT_TRUE(line10.frames.empty()) << "a Ruby line stands for several native stacks";
+    EXPECT_TRUE(line10.frames().empty()) << "a Ruby line stands for several native stacks";
 
     EXPECT_EQ(*row_with_id(rows, kFirstSiteSlot + 2).innermost_ruby(), (RubyLocation{"app.rb", 11}));
     EXPECT_EQ(*row_with_id(rows, kFirstSiteSlot + 3).innermost_ruby(), (RubyLocation{"lib.rb", 10}));
 
     const ReportRow& native_only = row_with_id(rows, kFirstSiteSlot + 4);
-    EXPECT_TRUE(native_only.ruby.empty());
+    EXPECT_TRUE(native_only.ruby().empty());
     EXPECT_FALSE(native_only.overflow);
     EXPECT_EQ(native_only.records(), (std::vector<uint32_t>{kFirstSiteSlot + 4, kFirstSiteSlot + 5}));
     EXPECT_EQ(native_only.counters.allocs, 11u);
@@ -124,8 +124,8 @@ TEST(ReportRows, MergeTheOverflowSitesOfAllClassesIntoOneRow) {
         EXPECT_EQ(overflow.counters.live_blocks(), 3u);
         EXPECT_EQ(overflow.counters.live_bytes(), 1064u);
         EXPECT_EQ(overflow.size_classes().size(), 2u);
-        EXPECT_TRUE(overflow.frames.empty());
-        EXPECT_TRUE(overflow.ruby.empty());
+        EXPECT_TRUE(overflow.frames().empty());
+        EXPECT_TRUE(overflow.ruby().empty());
         EXPECT_FALSE(rows[1].overflow);
     }
 }
