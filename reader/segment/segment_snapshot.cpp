@@ -250,24 +250,36 @@ public:
         checked_frames_.clear();
     }
 
-    // Every stack checked so far, copied out of the segment. Each stack gets its Ruby frames in a
-    // row of its own, shared outer frames copied for each: the reports take a backtrace as one
-    // span, and at 8 bytes a frame a Rails boot's 44K stacks of 7.8 Ruby frames take 2.7 MB so.
+    // Every stack checked so far, copied out of the segment. The reports take a backtrace as one
+    // span, so a backtrace is copied whole, outer frames shared with others copied for each; but
+    // once for all the stacks that name its innermost frame record (the same backtrace under
+    // other native frames): a Rails boot's 44K stacks have 345K Ruby frames, 195K so.
     std::shared_ptr<const StackStore> store() const {
         auto store = std::make_shared<StackStore>();
+        ReferenceIndex backtrace_at;  // innermost Ruby frame record -> its backtrace in store->ruby
+        std::size_t ruby_frames = 0;
+        for (const Place& place : places_)
+            if (shares_backtrace(place) ? backtrace_at.try_emplace(place.ruby, 0).second : true)
+                ruby_frames += place.ruby_depth;
+        backtrace_at.clear();
         store->frames.reserve(native_frames_);
-        store->ruby.reserve(ruby_frames_);
+        store->ruby.reserve(ruby_frames);
         store->stacks.reserve(places_.size());
         for (const Place& place : places_) {
             const uint64_t native = native_frames_offset(place.reference);
             const std::size_t first_frame = store->frames.size();
             for (uint32_t i = 0; i < place.native_depth; ++i)
                 store->frames.push_back(load<uint64_t>(bytes_, native + i * sizeof(uint64_t)));
-            const std::size_t first_ruby = store->ruby.size();
+            std::size_t first_ruby = store->ruby.size();
             const auto add_ruby = [&](const layout::RubyFrame& frame) {
                 store->ruby.push_back({ruby_files_.at(frame.file), frame.line});
             };
-            if (ruby_inline_) {
+            const auto [copied_at, is_new] =
+                shares_backtrace(place) ? backtrace_at.try_emplace(place.ruby, static_cast<uint32_t>(first_ruby))
+                                        : std::pair<uint32_t*, bool>{nullptr, true};
+            if (!is_new) {
+                first_ruby = *copied_at;
+            } else if (ruby_inline_) {
                 const uint64_t frames = inline_ruby_offset(place.reference, place.native_depth);
                 for (uint32_t i = 0; i < place.ruby_depth; ++i)
                     add_ruby(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame)));
@@ -306,6 +318,9 @@ private:
         uint8_t ruby_depth;
         bool reduced;
     };
+
+    // Layout 6 names a backtrace by its innermost frame record, so stacks naming one share it.
+    bool shares_backtrace(const Place& place) const { return !ruby_inline_ && place.ruby_depth > 0; }
 
     // The offset in the table of a record named by a reference (stack or Ruby frame).
     static uint64_t in_table(uint32_t reference) {
@@ -363,7 +378,6 @@ private:
                            static_cast<uint8_t>(record.native_depth),
                            static_cast<uint8_t>(record.ruby_depth), record.reduced});
         native_frames_ += record.native_depth;
-        ruby_frames_ += record.ruby_depth;
         return static_cast<uint32_t>(places_.size() - 1);
     }
 
@@ -420,7 +434,6 @@ private:
     ReferenceIndex index_of_;  // reference -> index in places_
     std::vector<Place> places_;
     std::size_t native_frames_ = 0;
-    std::size_t ruby_frames_ = 0;
     ReferenceIndex checked_frames_;  // references of Ruby frame records
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
