@@ -17,8 +17,8 @@
 namespace leakwrap {
 
 // `site` gets each element of "sites" in turn, as sample_site_from_json makes it, none of them
-// kept; then `head` the object without its sites and without a series line's "labels" (which
-// repeat the sites' labels). Throws std::runtime_error naming `name`.
+// kept; then `head` the object without its sites and without the "labels" of a line written by
+// an earlier version (which repeat the sites' labels). Throws std::runtime_error naming `name`.
 void visit_sample_stream(std::istream& in, const std::string& name,
                          const std::function<void(const nlohmann::json& head)>& head,
                          const std::function<void(SampleSite&& site, bool has_stack)>& site);

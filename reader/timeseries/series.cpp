@@ -124,22 +124,10 @@ void SampleLineWriter::site(const SampleSite& site) {
     entry["label"] = site.label;
     if (stacks_) entry["stack"] = site.stack_key;
     out_ << separator_ << line_text(entry);
-    std::string label = '"' + std::to_string(site.id) + "\":" + line_text(site.label);
-    if (*separator_ != '\0') label.insert(label.begin(), ',');
     separator_ = ",";
-    constexpr std::size_t kChunk = 64 * 1024;
-    if (labels_.empty() || labels_.back().size() + label.size() > labels_.back().capacity()) {
-        labels_.emplace_back().reserve(std::max(kChunk, label.size()));
-    }
-    labels_.back() += label;
 }
 
-void SampleLineWriter::end() {
-    out_ << "],\"labels\":{";
-    for (const std::string& chunk : labels_) out_ << chunk;
-    out_ << "}}";
-    labels_ = {};
-}
+void SampleLineWriter::end() { out_ << "]}"; }
 
 void write_sample_line(std::ostream& out, const Sample& sample) {
     SampleLineWriter line(out, sample);

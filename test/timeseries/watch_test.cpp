@@ -178,9 +178,9 @@ TEST(Watch, WritesOneLabelledLinePerSample) {
         EXPECT_TRUE(line.at("totals").contains("live_bytes"));
         for (const json& site : line.at("sites")) {
             EXPECT_GE(site.at("live_bytes").get<uint64_t>(), 4096u) << "below the default --min-bytes";
-            EXPECT_EQ(line.at("labels").at(std::to_string(site.at("id").get<uint64_t>())),
-                      site.at("label"));
+            EXPECT_FALSE(site.at("label").get<std::string>().empty());
         }
+        EXPECT_FALSE(line.contains("labels")) << "each site carries its label";
     }
     const json* leak = site_labelled(watched.lines.back().at("sites"), "leak_steadily");
     ASSERT_NE(leak, nullptr);
