@@ -14,7 +14,7 @@
 
 namespace leakwrap {
 
-enum class Grouping {
+enum class Grouping : uint8_t {
     native,  // one row per (native stack, Ruby backtrace)
     ruby,    // one row per innermost Ruby file:line, whatever the stacks; one for "no Ruby frame"
 };
@@ -71,6 +71,8 @@ struct ReportRow {
     // The row's share of one size class; zero if it has no blocks there.
     Counters in_size_class(uint32_t size_class) const;
 };
+// What the comment above says a row costs; rows are made for every call site of a process.
+static_assert(sizeof(ReportRow) == 72);
 
 // Every row of the snapshot, ordered by id. In sampling mode each record is scaled to its
 // estimate before it is merged, since the scale depends on the record's block size. The overflow
