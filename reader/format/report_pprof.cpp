@@ -1,5 +1,6 @@
 #include "report_pprof.h"
 
+#include "pprof_tables.h"
 #include "profile.pb.h"
 #include "report_folded.h"
 #include "row_selection.h"
@@ -7,13 +8,13 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 namespace leakwrap {
 namespace {
@@ -44,6 +45,12 @@ void append_field(std::string& bytes, int field, const google::protobuf::Message
     append_varint(bytes, (static_cast<uint64_t>(field) << 3) | 2);  // wire type 2: length-delimited
     append_varint(bytes, message.ByteSizeLong());
     message.AppendToString(&bytes);
+}
+
+void append_field(ChunkedBytes& bytes, int field, const google::protobuf::MessageLite& message) {
+    std::string serialized;
+    append_field(serialized, field, message);
+    bytes.append(serialized);
 }
 
 // Gzip written as it comes. zlib's output depends on the bytes and the settings only, not on how
@@ -91,14 +98,7 @@ class ProfileBuilder {
 public:
     explicit ProfileBuilder(const Snapshot& snapshot) : snapshot_(snapshot) { string_index(""); }
 
-    int64_t string_index(const std::string& text) {
-        if (const auto found = strings_.find(text); found != strings_.end()) return found->second;
-        const int64_t index = profile_.string_table_size();
-        // Keyed by the table's own copy, whose place RepeatedPtrField never moves.
-        profile_.add_string_table(text);
-        strings_.emplace(profile_.string_table(static_cast<int>(index)), index);
-        return index;
-    }
+    int64_t string_index(std::string_view text) { return strings_.index(text); }
 
     void add_sample_type(const std::string& type, const std::string& unit) {
         auto* value_type = profile_.add_sample_type();
@@ -123,16 +123,15 @@ public:
 
     // What follows the samples (field 2) in the profile's bytes: every field after them. The
     // sample types (field 1) go before the samples, written by the caller, and are cleared here.
-    std::string serialized_after_samples() {
+    void write_after_samples(const std::function<void(std::string_view)>& write) {
         profile_.clear_sample_type();
-        // Fields 3, 4 and 5 come before the string table (6) and the rest.
-        std::string after = std::move(mappings_);
-        after += locations_;
-        locations_ = {};
-        after += functions_bytes_;
-        functions_bytes_ = {};
-        profile_.AppendToString(&after);
-        return after;
+        // Fields 3, 4 and 5 come before the string table (6) and the rest, which protobuf
+        // writes in the order of their numbers.
+        mappings_.flush(write);
+        locations_.flush(write);
+        functions_bytes_.flush(write);
+        strings_.bytes().flush(write);
+        write(profile_.SerializeAsString());
     }
 
 private:
@@ -142,31 +141,31 @@ private:
         if (frames.front().native) return native_location_id(frames);
         // The Ruby location and the pseudo frames ([overflow]) have no address and no module.
         const RowFrame& frame = frames.front();
-        const std::string file = frame.ruby ? frame.ruby->file.str() : "";
+        const std::string_view file = frame.ruby ? std::string_view(frame.ruby->file) : "";
         const int64_t line = frame.ruby ? frame.ruby->line : 0;
         // The function names (name, file) once, so (function, line) names the location. A
         // location that exists has its function already, so this adds nothing before the lookup
         // that adding the location would not (keys of three strings took 5.5 MiB on Rails).
-        const auto key = std::make_pair(function_id(frame.name, file), line);
-        if (const auto found = synthetic_locations_.find(key); found != synthetic_locations_.end())
-            return found->second;
-        const uint64_t id = add_location(0, 0, {{key.first, line}});
-        synthetic_locations_.emplace(key, id);
+        const uint64_t function = function_id(frame.name, file);
+        const PairIds::Pair key{function, static_cast<uint64_t>(line)};
+        if (const uint64_t found = synthetic_locations_.find(key)) return found;
+        const uint64_t id = add_location(0, 0, {{function, line}});
+        synthetic_locations_.add(key, id);
         return id;
     }
 
     uint64_t native_location_id(std::span<const RowFrame> frames) {
         // The symbolizer resolves each (address, module generation) once and keeps the result,
         // so where its first frame is identifies a location.
-        const ResolvedFrame* key = frames.front().native;
-        if (const auto found = native_locations_.find(key); found != native_locations_.end())
-            return found->second;
+        const ResolvedFrame* first = frames.front().native;
+        const PairIds::Pair key{reinterpret_cast<uintptr_t>(first), 0};
+        if (const uint64_t found = native_locations_.find(key)) return found;
         std::vector<Line> lines;
         for (const RowFrame& frame : frames)
-            lines.emplace_back(function_id(frame.name, frame.native->file.value_or("")),
+            lines.emplace_back(function_id(frame.name, frame.native->file ? std::string_view(*frame.native->file) : ""),
                                frame.native->line.value_or(0));
-        const uint64_t id = add_location(mapping_id(*key), key->address, lines);
-        native_locations_.emplace(key, id);
+        const uint64_t id = add_location(mapping_id(*first), first->address, lines);
+        native_locations_.add(key, id);
         return id;
     }
 
@@ -186,20 +185,20 @@ private:
         return location.id();
     }
 
-    uint64_t function_id(const std::string& name, const std::string& file) {
+    uint64_t function_id(std::string_view name, std::string_view file) {
         // A function that exists has both its strings in the table, so looking them up first
         // adds them in the order a new function would: its name, then its file.
         const int64_t name_index = string_index(name);  // in this order, not as arguments
-        const auto key = std::make_pair(name_index, string_index(file));
-        if (const auto found = functions_.find(key); found != functions_.end())
-            return found->second;
+        const int64_t file_index = string_index(file);
+        const PairIds::Pair key{static_cast<uint64_t>(name_index), static_cast<uint64_t>(file_index)};
+        if (const uint64_t found = functions_.find(key)) return found;
         pprof::Function function;
         function.set_id(++function_count_);
-        function.set_name(key.first);
-        function.set_system_name(function.name());
-        function.set_filename(key.second);
+        function.set_name(name_index);
+        function.set_system_name(name_index);
+        function.set_filename(file_index);
         append_field(functions_bytes_, pprof::Profile::kFunctionFieldNumber, function);
-        functions_.emplace(key, function.id());
+        functions_.add(key, function.id());
         return function.id();
     }
 
@@ -237,13 +236,13 @@ private:
 
     const Snapshot& snapshot_;
     pprof::Profile profile_;
-    std::unordered_map<std::string_view, int64_t> strings_;  // views of profile_'s string table
+    PprofStringTable strings_{pprof::Profile::kStringTableFieldNumber};
     std::map<std::size_t, uint64_t> mappings_by_module_;  // module index -> mapping id
-    std::map<std::pair<int64_t, int64_t>, uint64_t> functions_;  // (name, file) string indexes
-    std::string mappings_, locations_, functions_bytes_;  // serialized as fields of the profile
+    PairIds functions_;  // (name, file) string indexes -> function id
+    ChunkedBytes mappings_, locations_, functions_bytes_;  // serialized as fields of the profile
     uint64_t mapping_count_ = 0, location_count_ = 0, function_count_ = 0;
-    std::map<const ResolvedFrame*, uint64_t> native_locations_;
-    std::map<std::pair<uint64_t, int64_t>, uint64_t> synthetic_locations_;  // (function, line)
+    PairIds native_locations_;     // (first resolved frame, 0) -> location id
+    PairIds synthetic_locations_;  // (function, line) -> location id
 };
 
 int64_t as_value(uint64_t count) {
@@ -305,7 +304,7 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
         append_field(bytes, pprof::Profile::kSampleFieldNumber, sample);
         gzip.write(bytes);
     }
-    gzip.write(builder.serialized_after_samples());
+    builder.write_after_samples([&](std::string_view part) { gzip.write(part); });
     gzip.finish();
 }
 

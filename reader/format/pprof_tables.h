@@ -1,0 +1,156 @@
+// The tables a pprof profile is built with, flat: a Rails process's profile names tens of
+// thousands of Ruby lines, each a string ("ruby:file:line"), a function and a location of its
+// own. Kept as protobuf strings with a hash map of views, std::maps of ids, and serialized fields
+// in strings grown by doubling, they took 14 MiB; here a string costs its text and 20 bytes, a
+// function or location 32 and its serialized bytes.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace leakwrap {
+
+// Open addressing over a vector of entry numbers (0: empty, else the entry's index + 1), at most
+// half full; `Table` says what an entry's key is and hashes it.
+template <class Table>
+class FlatSlots {
+public:
+    // The entry whose key is `key`, or the slot where a new one goes (*slot == 0).
+    template <class Key>
+    uint32_t* find(const Table& table, const Key& key, uint64_t hash) {
+        if (2 * (count_ + 1) > slots_.size()) grow(table);
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t at = hash & mask;
+        while (slots_[at] != 0 && !table.key_equals(slots_[at] - 1, key)) at = (at + 1) & mask;
+        return &slots_[at];
+    }
+    void occupy(uint32_t* slot, std::size_t entry) {
+        if (entry >= UINT32_MAX) throw std::length_error("more than 4 billion pprof table entries");
+        *slot = static_cast<uint32_t>(entry + 1);
+        ++count_;
+    }
+
+private:
+    void grow(const Table& table) {
+        std::vector<uint32_t> old(slots_.empty() ? 1024 : 2 * slots_.size(), 0);
+        old.swap(slots_);
+        const std::size_t mask = slots_.size() - 1;
+        for (const uint32_t entry : old) {
+            if (entry == 0) continue;
+            std::size_t at = table.hash_of(entry - 1) & mask;
+            while (slots_[at] != 0) at = (at + 1) & mask;
+            slots_[at] = entry;
+        }
+    }
+
+    std::vector<uint32_t> slots_;
+    std::size_t count_ = 0;
+};
+
+// Bytes appended in chunks that never move, so that a view of what was appended stays valid and
+// growing copies nothing: grown by doubling, the string table of a Rails profile took twice its
+// size at each copy.
+class ChunkedBytes {
+public:
+    // Where `bytes` now lie, in one piece.
+    std::string_view append(std::string_view bytes) {
+        if (chunks_.empty() || chunks_.back().capacity() - chunks_.back().size() < bytes.size())
+            chunks_.emplace_back().reserve(std::max(kChunk, bytes.size()));
+        std::string& chunk = chunks_.back();
+        chunk += bytes;
+        return std::string_view(chunk).substr(chunk.size() - bytes.size());
+    }
+    void append_varint(uint64_t value) {
+        char bytes[10];
+        std::size_t length = 0;
+        for (; value >= 0x80; value >>= 7) bytes[length++] = static_cast<char>((value & 0x7f) | 0x80);
+        bytes[length++] = static_cast<char>(value);
+        append({bytes, length});
+    }
+    // Every byte in order, then none kept.
+    void flush(const std::function<void(std::string_view)>& write) {
+        for (const std::string& chunk : chunks_) write(chunk);
+        chunks_ = {};
+    }
+
+private:
+    static constexpr std::size_t kChunk = 64 * 1024;
+    std::vector<std::string> chunks_;
+};
+
+inline uint64_t mixed(uint64_t value) {
+    value ^= value >> 33;
+    value *= 0xff51afd7ed558ccdull;
+    return value ^ (value >> 33);
+}
+
+// The profile's string table (field `field` of the profile, one member per string) kept as the
+// bytes it is written as, each string at the index pprof numbers it by.
+class PprofStringTable {
+public:
+    explicit PprofStringTable(int field) : tag_(static_cast<uint64_t>(field) << 3 | 2) {}
+
+    int64_t index(std::string_view text) {
+        uint32_t* slot = slots_.find(*this, text, hash(text));
+        if (*slot != 0) return *slot - 1;
+        bytes_.append_varint(tag_);
+        bytes_.append_varint(text.size());
+        texts_.push_back(bytes_.append(text));
+        slots_.occupy(slot, texts_.size() - 1);
+        return static_cast<int64_t>(texts_.size() - 1);
+    }
+
+    // The table's bytes, once every string is in.
+    ChunkedBytes& bytes() { return bytes_; }
+
+    bool key_equals(std::size_t entry, std::string_view text) const { return texts_[entry] == text; }
+    uint64_t hash_of(std::size_t entry) const { return hash(texts_[entry]); }
+
+private:
+    static uint64_t hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
+
+    uint64_t tag_;
+    ChunkedBytes bytes_;
+    std::vector<std::string_view> texts_;  // views of bytes_
+    FlatSlots<PprofStringTable> slots_;
+};
+
+// An id for each pair of numbers, made by the caller the first time the pair is seen.
+class PairIds {
+public:
+    using Pair = std::pair<uint64_t, uint64_t>;
+
+    // The id of `key`, or 0 if it has none yet.
+    uint64_t find(const Pair& key) {
+        slot_ = slots_.find(*this, key, hash(key));
+        return *slot_ == 0 ? 0 : entries_[*slot_ - 1].id;
+    }
+    // Gives `key`, just looked for with find() and not found, its id.
+    void add(const Pair& key, uint64_t id) {
+        entries_.push_back({key, id});
+        slots_.occupy(slot_, entries_.size() - 1);
+    }
+
+    bool key_equals(std::size_t entry, const Pair& key) const { return entries_[entry].key == key; }
+    uint64_t hash_of(std::size_t entry) const { return hash(entries_[entry].key); }
+
+private:
+    struct Entry {
+        Pair key;
+        uint64_t id;
+    };
+    static uint64_t hash(const Pair& key) { return mixed(key.first * 31 + mixed(key.second)); }
+
+    std::vector<Entry> entries_;
+    FlatSlots<PairIds> slots_;
+    uint32_t* slot_ = nullptr;
+};
+
+}  // namespace leakwrap
