@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -118,7 +119,7 @@ private:
 
     uint64_t tag_;
     ChunkedBytes bytes_;
-    std::vector<std::string_view> texts_;  // views of bytes_
+    std::deque<std::string_view> texts_;  // views of bytes_, grown without copying
     FlatSlots<PprofStringTable> slots_;
 };
 
@@ -148,7 +149,7 @@ private:
     };
     static uint64_t hash(const Pair& key) { return mixed(key.first * 31 + mixed(key.second)); }
 
-    std::vector<Entry> entries_;
+    std::deque<Entry> entries_;  // grown without copying: ids are made through the whole profile
     FlatSlots<PairIds> slots_;
     uint32_t* slot_ = nullptr;
 };
