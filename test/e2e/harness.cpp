@@ -22,6 +22,7 @@ namespace leakwrap::e2e {
 namespace paths {
 const std::string preload_library = LEAKWRAP_PRELOAD_LIBRARY;
 const std::string report_tool = LEAKWRAP_REPORT_TOOL;
+const std::string peak_rss = LEAKWRAP_PEAK_RSS;
 const std::string cxx_compiler = LEAKWRAP_CXX_COMPILER;
 const std::string python3 = LEAKWRAP_PYTHON3;
 const std::string perl = LEAKWRAP_PERL;
@@ -306,6 +307,16 @@ Completed run_report(const std::vector<std::string>& arguments) {
     std::vector<std::string> argv{paths::report_tool};
     argv.insert(argv.end(), arguments.begin(), arguments.end());
     return run(argv, Environment::bare());
+}
+
+long reader_peak_kib(const std::vector<std::string>& arguments) {
+    std::vector<std::string> argv{paths::peak_rss, paths::report_tool};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    const Completed completed = run(argv, Environment::bare());
+    if (completed.exit_code != 0)
+        throw std::runtime_error("leakwrap-report failed: exit " + std::to_string(completed.exit_code) +
+                                 ": " + completed.err);
+    return std::stol(completed.out);
 }
 
 nlohmann::json report_json(pid_t pid, const std::vector<std::string>& more_arguments) {

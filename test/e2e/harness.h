@@ -22,6 +22,7 @@ using namespace std::chrono_literals;
 namespace paths {
 extern const std::string preload_library;
 extern const std::string report_tool;
+extern const std::string peak_rss;  // test/e2e/peak_rss.cpp
 extern const std::string cxx_compiler;
 extern const std::string python3;
 extern const std::string perl;
@@ -100,6 +101,9 @@ pid_t unused_pid();
 
 // leakwrap-report, run bare with the given arguments.
 Completed run_report(const std::vector<std::string>& arguments);
+// The peak resident size of `leakwrap-report arguments...` in KiB (its stdout discarded), run
+// from peak_rss so that the test process's own size does not count; throws unless it exits 0.
+long reader_peak_kib(const std::vector<std::string>& arguments);
 // `leakwrap-report <pid> --format json --top 0 [more_arguments]`, parsed; throws unless it exits 0.
 nlohmann::json report_json(pid_t pid, const std::vector<std::string>& more_arguments = {});
 

@@ -6,56 +6,27 @@
 #include "harness.h"
 
 #include <gtest/gtest.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
-
-extern char** environ;
 
 namespace leakwrap::e2e {
 namespace {
 
 // What the reader needs whatever the segment: its own code and libraries (libstdc++, libdw,
-// libprotobuf, ...: 11 MiB resident for `leakwrap-report --version`), the symbol tables and DWARF
-// of the modules it symbolizes, the allocator's arenas and the output's buffers: 16.4 MiB for a
-// report on `sleep`. glibc's DWARF is not among them unless --libc-lines asks for it: with libc's
-// debug info installed, libdw inflated its compressed sections whole, 16 MiB more for every
-// command that symbolizes, when this base was 32 MiB. On many_stacks (a 6.0 MiB segment, so a
-// bound of 29.1 MiB) every report and watch sample takes 25.0-25.3 MiB, diff 22.7-22.8; with
-// glibc's DWARF, 38.1-38.6 MiB and a watch sample of every site 40.6-40.8; before the reader's
-// stacks, rows and samples were made compact, the reports 45.7-46.2 MiB, pprof 62.2 and a watch
-// sample of every site 113.9.
-constexpr long kBaseKiB = 17 * 1024;
-
-// The peak resident size of `leakwrap-report arguments...` in KiB (its stdout discarded). The
-// kernel's count for a child starts from the resident size of the process that spawned it (exec
-// keeps the larger of the old and the new), so the test keeps its own far below the bound.
-long reader_peak_kib(const std::vector<std::string>& arguments) {
-    std::vector<std::string> argv{paths::report_tool};
-    argv.insert(argv.end(), arguments.begin(), arguments.end());
-    std::vector<char*> pointers;
-    for (std::string& argument : argv) pointers.push_back(argument.data());
-    pointers.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    pid_t child = -1;
-    const int error = posix_spawn(&child, pointers[0], &actions, nullptr, pointers.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (error != 0) throw std::runtime_error("cannot run " + paths::report_tool);
-    int status = 0;
-    rusage usage{};
-    if (wait4(child, &status, 0, &usage) != child || exit_code_of(status) != 0)
-        throw std::runtime_error("leakwrap-report failed: exit " + std::to_string(exit_code_of(status)));
-    return usage.ru_maxrss;  // KiB on Linux
-}
+// libprotobuf, ...: 11 MiB resident for `leakwrap-report --version`), the symbol tables of the
+// modules it symbolizes, the allocator's arenas and the output's buffers: 12.4 MiB for a report
+// on `sleep`. Two things are not in it. glibc's DWARF, unless --libc-lines asks for it: libdw
+// inflates its compressed sections whole, 16 MiB more. And elfutils' debuginfod client, which it
+// loaded with libcurl and its TLS and Kerberos libraries (4 MiB) even with no server named; the
+// reader asks it only when DEBUGINFOD_URLS names one. On many_stacks (a 6.0 MiB segment, so a
+// bound of 25.1 MiB) every command takes 23.0-23.2 MiB, most of it while the segment is parsed;
+// it was 25.0-25.3 with the debuginfod client, and before the reader's stacks, rows and samples
+// were made compact the reports took 45.7-46.2 MiB, pprof 62.2 and a watch sample of every site
+// 113.9.
+constexpr long kBaseKiB = 13 * 1024;
 
 class ReaderMemory : public ::testing::Test {
 protected:
