@@ -74,9 +74,11 @@ struct ReportRow {
 // What the comment above says a row costs; rows are made for every call site of a process.
 static_assert(sizeof(ReportRow) == 72);
 
-// Every row of the snapshot, ordered by id. In sampling mode each record is scaled to its
-// estimate before it is merged, since the scale depends on the record's block size. The overflow
-// row is left out while no allocation reached it.
-std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping);
+// Every row of the snapshot, ordered by id; with `kept`, made only of the records it marks (by
+// position in snapshot.sites). In sampling mode each record is scaled to its estimate before it
+// is merged, since the scale depends on the record's block size. The overflow row is left out
+// while no allocation reached it.
+std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping,
+                                   const std::vector<bool>* kept = nullptr);
 
 }  // namespace leakwrap

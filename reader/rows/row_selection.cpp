@@ -30,6 +30,22 @@ bool RowMatcher::keeps(const ReportRow& row) {
     return patterns_.keeps(verdict);
 }
 
+std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<ReportRow> rows,
+                                    RowMatcher& matcher) {
+    if (rows.empty() || rows.front().by == Grouping::native) {
+        std::erase_if(rows, [&](const ReportRow& row) { return !matcher.keeps(row); });
+        return rows;
+    }
+    const Grouping grouping = rows.front().by;
+    rows = {};
+    std::vector<bool> kept(snapshot.sites.size());
+    for (const ReportRow& row : report_rows(snapshot, Grouping::native))
+        if (matcher.keeps(row))
+            for (const Site* site : row.record_sites)
+                kept[static_cast<std::size_t>(site - snapshot.sites.data())] = true;
+    return report_rows(snapshot, grouping, &kept);
+}
+
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
                            Symbolizer& symbolizer) {
     RowSelection selection;
@@ -44,7 +60,7 @@ RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& option
                                      (options.by == Grouping::ruby ? ", under the same --by)" : ")"));
     } else if (!options.focus.empty()) {
         RowMatcher matcher(options.focus, symbolizer);
-        std::erase_if(selection.rows, [&](const ReportRow& row) { return !matcher.keeps(row); });
+        selection.rows = focused_rows(snapshot, std::move(selection.rows), matcher);
     }
     selection.selected = options.site.has_value() || !options.focus.empty();
     for (const ReportRow& row : selection.rows) selection.counters += row.counters;

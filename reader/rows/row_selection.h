@@ -33,6 +33,15 @@ private:
     std::unordered_map<std::string, FocusVerdict> ruby_;
 };
 
+// The rows that hold what the matcher keeps, of the grouping `rows` were made with (all of a
+// snapshot's). A native row is kept or not as a whole. A Ruby line stands for many stacks and
+// shows none of them, so under --by ruby the patterns are matched against each record's own stack,
+// its native frames and whole Ruby backtrace, and the rows are made anew of the records kept:
+// `--by ruby --focus nokogiri` gives the Ruby lines whose allocations went through nokogiri, each
+// with those allocations only.
+std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<ReportRow> rows,
+                                    RowMatcher& matcher);
+
 struct RowSelection {
     std::vector<ReportRow> rows;  // ordered by id, as report_rows gives them
     std::size_t all_rows = 0;     // before --focus, --ignore or --site

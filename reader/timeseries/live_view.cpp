@@ -80,16 +80,6 @@ void LiveView::remember_first_live(const std::vector<ReportRow>& rows, Grouping 
 
 void LiveView::update(Snapshot snapshot, double seconds_since_start) {
     snapshot_ = std::move(snapshot);
-    rows_ = report_rows(snapshot_, options_.by);
-    seconds_ = seconds_since_start;
-    if (samples_++ == 0) {
-        first_live_bytes_ = snapshot_.totals.live_bytes();
-        remember_first_live(rows_, options_.by);
-        // The other grouping's rows too, now: the first sample is not kept, and their growth is
-        // since the view started whenever the key switches to them.
-        const Grouping other = options_.by == Grouping::native ? Grouping::ruby : Grouping::native;
-        remember_first_live(report_rows(snapshot_, other), other);
-    }
     Symbolizer& symbolizer = symbolizers_.of(snapshot_);
     if (&symbolizer != symbolizer_ || memory().labels.size() > kMaxKeptLabels) {
         // Modules were loaded: what was resolved with the old list may now read differently.
@@ -100,12 +90,31 @@ void LiveView::update(Snapshot snapshot, double seconds_since_start) {
         }
         matcher_ = std::make_unique<RowMatcher>(options_.focus, symbolizer);
     }
+    rows_ = rows_by(options_.by);
+    seconds_ = seconds_since_start;
+    if (samples_++ == 0) {
+        first_live_bytes_ = snapshot_.totals.live_bytes();
+        remember_first_live(rows_, options_.by);
+        // The other grouping's rows too, now: the first sample is not kept, and their growth is
+        // since the view started whenever the key switches to them.
+        const Grouping other = options_.by == Grouping::native ? Grouping::ruby : Grouping::native;
+        remember_first_live(rows_by(other), other);
+    }
+}
+
+// A Ruby line is focused by the records it keeps (focused_rows), so its rows are made focused;
+// a native row is kept or not whole, which kept() remembers by key from sample to sample.
+std::vector<ReportRow> LiveView::rows_by(Grouping by) {
+    std::vector<ReportRow> rows = report_rows(snapshot_, by);
+    if (by == options_.by) all_rows_ = rows.size();
+    if (by == Grouping::native || options_.focus.empty()) return rows;
+    return focused_rows(snapshot_, std::move(rows), *matcher_);
 }
 
 void LiveView::set_grouping(Grouping by) {
     if (by == options_.by) return;
     options_.by = by;
-    rows_ = report_rows(snapshot_, by);
+    rows_ = rows_by(by);
 }
 
 void LiveView::mark_gone(std::string reason) { gone_ = std::move(reason); }
@@ -118,7 +127,7 @@ int64_t LiveView::growth_of(const ReportRow& row) const {
 }
 
 bool LiveView::kept(const ReportRow& row) {
-    if (options_.focus.empty()) return true;
+    if (options_.focus.empty() || options_.by == Grouping::ruby) return true;
     const auto [entry, is_new] = memory().kept.try_emplace(key_of(row, options_.by), false);
     if (is_new) entry->second = matcher_->keeps(row);
     return entry->second;
@@ -200,7 +209,7 @@ std::vector<std::string> LiveView::render(std::size_t width, std::size_t height)
                 kept_counters += row.counters;
             }
         lines.push_back("focus (" + printable(options_.focus.description()) + "): " +
-                        std::to_string(kept_rows) + " of " + std::to_string(rows_.size()) +
+                        std::to_string(kept_rows) + " of " + std::to_string(all_rows_) +
                         (options_.by == Grouping::ruby ? " Ruby lines, " : " sites, ") +
                         human_bytes(kept_counters.live_bytes()) + " live");
     }

@@ -90,6 +90,7 @@ private:
     RowMemory& memory() { return memory_[static_cast<std::size_t>(options_.by)]; }
     const RowMemory& memory() const { return memory_[static_cast<std::size_t>(options_.by)]; }
     int64_t growth_of(const ReportRow& row) const;
+    std::vector<ReportRow> rows_by(Grouping by);
     bool kept(const ReportRow& row);
     const std::string& label_of(const ReportRow& row);
     std::vector<ShownRow> ranked(std::size_t count);
@@ -98,6 +99,7 @@ private:
     LiveViewOptions options_;
     Snapshot snapshot_;
     std::vector<ReportRow> rows_;
+    std::size_t all_rows_ = 0;  // rows_ before --focus and --ignore
     std::size_t samples_ = 0;
     double seconds_ = 0;
     std::string gone_;

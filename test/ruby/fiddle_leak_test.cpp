@@ -56,5 +56,29 @@ TEST(RubyFiddleLeak, TheFiddleMallocLineHoldsTheForgottenBuffersThatRubyCannotSe
     EXPECT_EQ(target.release_and_wait(), 0);
 }
 
+// Under --by ruby a row is a Ruby line, and a focus on a native module keeps of each line the
+// allocations whose stacks went through it: of the Fiddle.malloc line, exactly the buffers,
+// without Ruby's own blocks that share the line.
+TEST(RubyFiddleLeak, AFocusOnFiddleKeepsExactlyItsBuffersOnTheRubyLine) {
+    LEAKWRAP_SKIP_WITHOUT_RUBY();
+    const std::string script = paths::source("examples/ruby/fiddle_leak.rb");
+    const int malloc_line = line_containing(script, "Fiddle.malloc(");
+
+    Target target({paths::ruby, script, std::to_string(kAllocations), "--wait-enter"}, Environment::profiled());
+    target.wait_ready(" ready");
+    const nlohmann::json unfocused = report_json(target.pid(), {"--by", "ruby"});
+    const nlohmann::json focused = report_json(target.pid(), {"--by", "ruby", "--focus", "/fiddle\\.so$"});
+
+    EXPECT_EQ(counters_at_ruby_line(focused, script, malloc_line),
+              (Counters{kForgotten, kForgotten * kBufferSize, kAllocations, kAllocations - kForgotten}));
+    // Ruby's own blocks on the line were left out, not lost: the line holds them unfocused.
+    EXPECT_GT(counters_at_ruby_line(unfocused, script, malloc_line).allocs, kAllocations);
+    const auto& selection = focused.at("selection");
+    EXPECT_LT(selection.at("rows").get<long long>(), selection.at("all_rows").get<long long>());
+    for (const auto& row : focused.at("sites")) EXPECT_FALSE(without_ruby_location(row)) << row.dump(2);
+
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
 }  // namespace
 }  // namespace leakwrap::e2e::ruby
