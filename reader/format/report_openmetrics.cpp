@@ -147,6 +147,11 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
                             "The process's resident set as the kernel splits it "
                             "(/proc/PID/status RssAnon, RssFile, RssShmem).",
                             {}};
+    Family proportional{"leakwrap_process_proportional_bytes", "gauge", "bytes",
+                        "The process's proportional set (Pss summed over /proc/PID/smaps): each "
+                        "resident page divided among the processes that map it, so that a tree's "
+                        "processes add up.",
+                        {}};
     Family segment_resident{"leakwrap_segment_resident_bytes", "gauge", "bytes",
                             "Resident bytes of leakwrap's own segment in the process (part of "
                             "its shmem RSS).",
@@ -174,6 +179,7 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
                                               std::pair{"shmem", memory->rss_shmem}})
                 process_resident.samples.push_back({with(process, {{"kind", kind}}), bytes});
             segment_resident.samples.push_back({process, memory->segment_resident});
+            proportional.samples.push_back({process, memory->pss});
         }
         const auto rows = selected_rows(snapshot, input.options, input.symbolizer).rows;
         for (const ReportRow* row : ranked_rows(rows, input.options)) {
@@ -184,7 +190,7 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
     }
     for (const Family* family :
          {&live_bytes, &live_blocks, &allocations, &frees, &sample_interval, &bins,
-          &process_resident, &segment_resident, &site_bytes, &site_blocks})
+          &process_resident, &proportional, &segment_resident, &site_bytes, &site_blocks})
         write_family(out, *family, dialect);
     if (dialect == MetricsDialect::openmetrics) out << "# EOF\n";
 }

@@ -195,7 +195,12 @@ void write_memory(std::ostream& out, const ReportInput& input) {
         << human_bytes(memory->rss_shmem) << "); tracked live "
         << human_bytes(input.snapshot.totals.live_bytes()) << "; leakwrap's segment "
         << human_bytes(memory->segment_resident)
-        << " resident (in shared; its private indexes are in anon, not counted)\n";
+        << " resident (in shared; its private indexes are in anon, not counted); PSS "
+        << human_bytes(memory->pss)
+        << (input.snapshot.members.empty() ? ""
+                                           : " (what the processes hold together: their RSS "
+                                             "count a page they share once in each)")
+        << '\n';
 }
 
 // A merged process tree (--children): which processes, and what each holds.

@@ -45,7 +45,8 @@ std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesyste
     // A process that exited between the two reads has no memory fields (a zombie) or no file.
     if (found != 3) return std::nullopt;
 
-    // smaps: a header line per mapping (address range … path), then its "Name: value kB" fields.
+    // smaps: a header line per mapping (address range … path), then its "Name: value kB" fields,
+    // among them its Rss and Pss.
     std::ifstream smaps(proc_file(pid, "smaps"));
     bool in_segment = false;
     const std::string segment_path = segment.string();
@@ -57,6 +58,7 @@ std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesyste
                          line.compare(path, std::string::npos, segment_path) == 0;
             continue;
         }
+        if (const auto bytes = kilobyte_field(line, "Pss")) memory.pss += *bytes;
         if (in_segment)
             if (const auto bytes = kilobyte_field(line, "Rss")) memory.segment_resident += *bytes;
     }
@@ -69,7 +71,8 @@ nlohmann::json process_memory_json(const std::optional<ProcessMemory>& memory) {
             {"rss_anon_bytes", memory->rss_anon},
             {"rss_file_bytes", memory->rss_file},
             {"rss_shmem_bytes", memory->rss_shmem},
-            {"leakwrap_segment_resident_bytes", memory->segment_resident}};
+            {"leakwrap_segment_resident_bytes", memory->segment_resident},
+            {"pss_bytes", memory->pss}};
 }
 
 std::optional<ProcessMemory> process_memory_from_json(const nlohmann::json& object) {
@@ -79,6 +82,7 @@ std::optional<ProcessMemory> process_memory_from_json(const nlohmann::json& obje
         .rss_file = object.value("rss_file_bytes", uint64_t{0}),
         .rss_shmem = object.value("rss_shmem_bytes", uint64_t{0}),
         .segment_resident = object.value("leakwrap_segment_resident_bytes", uint64_t{0}),
+        .pss = object.value("pss_bytes", uint64_t{0}),
     };
 }
 

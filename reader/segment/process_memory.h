@@ -21,6 +21,11 @@ struct ProcessMemory {
     // rss_shmem. leakwrap's private memory (its hash indexes, per-thread memos) is anonymous and
     // unnamed, so it is in rss_anon and not counted here.
     uint64_t segment_resident = 0;
+    // The proportional set (Pss summed over /proc/PID/smaps): each resident page divided among
+    // the processes that map it. The RSS of puma's master and workers counts a page they share
+    // (libruby's code, the heap the workers were forked with) once in each; their PSS add up to
+    // what the tree holds.
+    uint64_t pss = 0;
 
     uint64_t rss() const { return rss_anon + rss_file + rss_shmem; }
     bool operator==(const ProcessMemory&) const = default;
@@ -30,7 +35,8 @@ struct ProcessMemory {
 std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesystem::path& segment);
 
 // {"rss_bytes", "rss_anon_bytes", "rss_file_bytes", "rss_shmem_bytes",
-// "leakwrap_segment_resident_bytes"}, or null for none; and back.
+// "leakwrap_segment_resident_bytes", "pss_bytes"}, or null for none; and back (0 for a member an
+// older line lacks).
 nlohmann::json process_memory_json(const std::optional<ProcessMemory>& memory);
 std::optional<ProcessMemory> process_memory_from_json(const nlohmann::json& object);
 

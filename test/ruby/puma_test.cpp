@@ -145,8 +145,21 @@ TEST_F(PumaCluster, ChildrenMergeTheClusterIntoOneReportWithOneLeakPerRequest) {
         }
     }
     EXPECT_EQ(split, kRequests);
+    // The tree's memory is the sum of its processes'; the workers were forked from the master and
+    // share its pages, which their RSS count in each and their PSS divide.
+    const auto& memory = report.at("totals").at("memory");
+    uint64_t rss = 0, pss = 0;
+    for (const auto& process : report.at("processes")) {
+        rss += process.at("memory").at("rss_bytes").get<uint64_t>();
+        pss += process.at("memory").at("pss_bytes").get<uint64_t>();
+    }
+    EXPECT_EQ(memory.at("rss_bytes"), rss);
+    EXPECT_EQ(memory.at("pss_bytes"), pss);
+    EXPECT_GT(pss, 0u);
+    EXPECT_LT(pss, rss) << "three processes sharing libruby and the master's heap";
     const Completed text = run_report({std::to_string(puma().pid()), "--children", "--top", "1"});
     EXPECT_NE(text.out.find("processes: 3 merged"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("; PSS "), std::string::npos) << text.out;
 
     EXPECT_EQ(puma().stop(), 0);
 }
