@@ -37,10 +37,13 @@ std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
     growth.segment = change(first.memory->segment_resident, last.memory->segment_resident);
     growth.rss = change(first.memory->rss(), last.memory->rss()) - growth.segment;
     growth.rss_anon = change(first.memory->rss_anon, last.memory->rss_anon);
+    if (first.memory->pss > 0 && last.memory->pss > 0)
+        growth.pss = change(first.memory->pss, last.memory->pss) - growth.segment;
+    growth.by_pss = growth.pss && !first.pids.empty() && !last.pids.empty();
     growth.tracked_live = change(first.totals.live_bytes, last.totals.live_bytes);
-    const double untracked = growth.rss - std::max(growth.tracked_live, 0.0);
-    growth.untracked =
-        untracked >= kMinUntrackedGrowth && untracked >= kMinUntrackedShare * growth.rss;
+    const double grown = growth.by_pss ? *growth.pss : growth.rss;
+    const double untracked = grown - std::max(growth.tracked_live, 0.0);
+    growth.untracked = untracked >= kMinUntrackedGrowth && untracked >= kMinUntrackedShare * grown;
     if (growth.untracked) growth.churning = churning_classes(first, last);
     return growth;
 }

@@ -24,12 +24,18 @@ struct ChurningClass {
 };
 
 struct MemoryGrowth {
-    // From the first to the last sample. The RSS growth leaves out leakwrap's own segment.
+    // From the first to the last sample. The RSS and PSS growths leave out leakwrap's own segment.
     double rss = 0;
     double rss_anon = 0;
+    std::optional<double> pss;  // none when a sample has no PSS (a series of an older watch)
     double segment = 0;
     double tracked_live = 0;
-    bool untracked = false;  // RSS grew well beyond what the tracked live bytes explain
+    // A process tree's (watch --children) growth is its PSS's: its processes' RSS count a page
+    // they share once in each, so a worker unsharing a page it got from the master (copy on
+    // write) grows the tree by a page and their RSS not at all. A single process's is its RSS's,
+    // which the pages others map or unmap do not move.
+    bool by_pss = false;
+    bool untracked = false;  // RSS (PSS) grew well beyond what the tracked live bytes explain
     std::vector<ChurningClass> churning;  // most blocks freed first; only when untracked
 };
 

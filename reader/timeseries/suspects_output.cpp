@@ -44,6 +44,8 @@ nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
     }
     return {{"rss_growth_bytes", growth->rss},
             {"rss_anon_growth_bytes", growth->rss_anon},
+            {"pss_growth_bytes", growth->pss ? nlohmann::json(*growth->pss) : nlohmann::json(nullptr)},
+            {"measured_by", growth->by_pss ? "pss" : "rss"},
             {"segment_growth_bytes", growth->segment},
             {"tracked_live_growth_bytes", growth->tracked_live},
             {"untracked", growth->untracked},
@@ -84,12 +86,16 @@ std::string memory_note(const std::vector<Sample>& series) {
     if (!growth) return "";
     std::string note = "RSS " + signed_human_bytes(growth->rss) + " (anon " +
                        signed_human_bytes(growth->rss_anon) + "; leakwrap's segment " +
-                       signed_human_bytes(growth->segment) + ", left out), tracked live bytes " +
-                       signed_human_bytes(growth->tracked_live) + ".";
+                       signed_human_bytes(growth->segment) + ", left out), ";
+    if (growth->by_pss)
+        note += "PSS " + signed_human_bytes(*growth->pss) +
+                " (the processes' RSS count a page they share in each; their PSS adds up), ";
+    note += "tracked live bytes " + signed_human_bytes(growth->tracked_live) + ".";
     if (!growth->untracked) return note;
-    note += " RSS grew while the tracked live bytes did not: that growth is not a leak at any "
+    note += std::string(" ") + (growth->by_pss ? "PSS" : "RSS") +
+            " grew while the tracked live bytes did not: that growth is not a leak at any "
             "call site, but fragmentation, the allocator keeping freed memory, or memory outside "
-            "malloc (mmap, a runtime's own heap).";
+            "malloc (mmap, a runtime's own heap, pages a forked worker unshares).";
     if (growth->churning.empty()) return note;
     note += " The size classes that churned most, the likely fragmenters:";
     const char* separator = " ";

@@ -434,6 +434,66 @@ TEST(Memory, RssGrowthOutsideMallocIsNamedWithTheClassesThatChurnMost) {
     EXPECT_TRUE(contains(text, "≤2 KiB (")) << text;
 }
 
+// A process that maps kSharedMiB of its own, touches it and forks; when told (a file appears), the
+// child writes to every page, which copy on write gives it privately; it exits with its parent.
+constexpr long kSharedMiB = 48;
+constexpr const char* kUnsharingTree = R"py(
+import mmap, os, sys, time
+go, size = sys.argv[1], int(sys.argv[2]) << 20
+region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+for offset in range(0, size, mmap.PAGESIZE):
+    region[offset] = 1
+parent = os.getpid()
+if os.fork() == 0:
+    while not os.path.exists(go):
+        time.sleep(0.02)
+    for offset in range(0, size, mmap.PAGESIZE):
+        region[offset] = 2
+    print("UNSHARED", flush=True)
+    while os.getppid() == parent:
+        time.sleep(0.05)
+    os._exit(0)
+print("READY", flush=True)
+sys.stdin.readline()
+)py";
+
+std::size_t lines_in(const fs::path& path) {
+    std::ifstream in(path);
+    std::size_t lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    return lines;
+}
+
+// The growth of a tree is its PSS's: the child's writes add kSharedMiB to what the two processes
+// hold, and nothing to the sum of their RSS, which counted the shared pages in each already.
+TEST(Memory, AForkedChildUnsharingItsParentsPagesGrowsTheTreesPssNotItsRss) {
+    const TemporaryDirectory directory;
+    const fs::path go = directory / "go";
+    const fs::path series = directory / "tree.jsonl";
+    Target tree({paths::python3, "-c", kUnsharingTree, go.string(), std::to_string(kSharedMiB)},
+                Environment::profiled());
+    tree.wait_ready();
+    Target watch({paths::report_tool, "watch", std::to_string(tree.pid()), "--children",
+                  "--interval", kInterval, "--out", series.string()},
+                 Environment::bare());
+    watch.wait_ready("sample 1:");
+    std::ofstream(go).put('\n');
+    tree.wait_for_line("UNSHARED");
+    const std::size_t wanted = lines_in(series) + 2;
+    for (int waited = 0; lines_in(series) < wanted && waited < 600; ++waited)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kill(watch.pid(), SIGTERM);
+    EXPECT_EQ(watch.release_and_wait(), 0);
+    EXPECT_EQ(tree.release_and_wait(), 0);
+
+    const json memory = json::parse(report_tool({"suspects", series.string(), "--format", "json"})).at("memory");
+    const double unshared = kSharedMiB * 1024.0 * 1024.0;
+    EXPECT_EQ(memory.at("measured_by"), "pss") << memory.dump(2);
+    EXPECT_GE(memory.at("pss_growth_bytes").get<double>(), 0.9 * unshared) << memory.dump(2);
+    EXPECT_LT(std::abs(memory.at("rss_growth_bytes").get<double>()), 0.2 * unshared) << memory.dump(2);
+    EXPECT_TRUE(memory.at("untracked").get<bool>()) << memory.dump(2);
+}
+
 TEST(Memory, PlotDrawsRssAndTrackedBytesAboveTheSites) {
     const WatchedRun& watched = mapping_run();
     const fs::path svg = watched.directory / "memory.svg";
