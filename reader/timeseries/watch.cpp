@@ -202,7 +202,9 @@ public:
         if (sample.memory)
             out_ << "RSS " << human_bytes(sample.memory->rss()) << " (anon "
                  << human_bytes(sample.memory->rss_anon) << ", leakwrap's segment "
-                 << human_bytes(sample.memory->segment_resident) << "); ";
+                 << human_bytes(sample.memory->segment_resident) << ")"
+                 // Summed over a tree, RSS counts a shared page in each process.
+                 << (sample.pids.empty() ? "" : "; PSS " + human_bytes(sample.memory->pss)) << "; ";
         out_ << "top grower: ";
         if (top_label_)
             out_ << short_site_label(*top_label_) << ' ' << signed_human_bytes(top_growth_);

@@ -126,6 +126,7 @@ TEST_F(RubyTop, WithChildrenALineLeakedByTwoWorkersIsOneRowThatKeepsItsGrowth) {
     TmuxPane pane(top_of_target({"--by", "ruby", "--children"}));
     const std::string screen = wait_for_first_batch(pane, "the leak's line");
     EXPECT_NE(screen.find("processes: 3 merged:"), std::string::npos) << screen;
+    EXPECT_NE(screen.find("; PSS "), std::string::npos) << "a tree's RSS counts shared pages in each\n" << screen;
     leak_second_batch_and_quit(pane, "the leak's line");
 }
 
