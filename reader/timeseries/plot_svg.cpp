@@ -169,6 +169,11 @@ std::vector<ChartLine> process_memory_lines(const std::vector<Sample>& series) {
     if (with_rss) {
         lines.push_back({"RSS", values([](const Sample& s) { return s.memory->rss(); })});
         lines.push_back({"RSS anon", values([](const Sample& s) { return s.memory->rss_anon; })});
+        // A tree's RSS counts a page its processes share in each; its PSS is what it holds.
+        const bool tree_with_pss = std::all_of(series.begin(), series.end(), [](const Sample& sample) {
+            return !sample.pids.empty() && sample.memory->pss > 0;
+        });
+        if (tree_with_pss) lines.push_back({"PSS", values([](const Sample& s) { return s.memory->pss; })});
     }
     lines.push_back({"tracked live bytes", values([](const Sample& s) { return s.totals.live_bytes; })});
     if (with_rss)

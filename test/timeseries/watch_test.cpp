@@ -492,6 +492,10 @@ TEST(Memory, AForkedChildUnsharingItsParentsPagesGrowsTheTreesPssNotItsRss) {
     EXPECT_GE(memory.at("pss_growth_bytes").get<double>(), 0.9 * unshared) << memory.dump(2);
     EXPECT_LT(std::abs(memory.at("rss_growth_bytes").get<double>()), 0.2 * unshared) << memory.dump(2);
     EXPECT_TRUE(memory.at("untracked").get<bool>()) << memory.dump(2);
+
+    const fs::path svg = directory / "tree.svg";
+    report_tool({"plot", series.string(), "-o", svg.string()});
+    EXPECT_NE(read_file(svg).find(">PSS  ("), std::string::npos) << "the tree's PSS line's legend";
 }
 
 TEST(Memory, PlotDrawsRssAndTrackedBytesAboveTheSites) {
