@@ -50,7 +50,7 @@ RowKey row_key(const Site& site, Grouping grouping) {
 
 // Which row a record joins, by its key: the rows' numbers in one flat array, hashed by key, each
 // row's key being that of its first record. As a std::unordered_map of keys, the 44,000 rows of
-// a Rails process took 4 MiB of small blocks that stayed resident through the report.
+// a Rails process took 3.4 MiB of small blocks that stayed resident through the report.
 class RowNumbers {
 public:
     static constexpr uint32_t kNone = UINT32_MAX;
@@ -72,8 +72,6 @@ public:
         first_site_.push_back(static_cast<uint32_t>(position));
         return slots_[at];
     }
-
-    std::size_t rows() const { return first_site_.size(); }
 
 private:
     const std::vector<Site>& sites_;

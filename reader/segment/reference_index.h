@@ -35,8 +35,8 @@ private:
         uint32_t key;
         uint32_t value;
     };
-    // No reference is this: a stack table holds at most 2^32 units, and the last cannot start a
-    // record.
+    // No reference looked up is this: it is the layout's kNoStack and kNoRubyFrame, which the
+    // parser rejects or passes over before it looks a reference up.
     static constexpr uint32_t kEmpty = UINT32_MAX;
 
     // The slot of `reference`, or the empty one where it belongs. The array is a power of two in
