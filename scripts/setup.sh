@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config                     # toolchain
   liburcu-dev libunwind-dev libdw-dev                  # libleakwrap.so and leakwrap-report
   libcli11-dev                                         # leakwrap-report's command line
-  libprotobuf-dev protobuf-compiler zlib1g-dev         # leakwrap-report --format pprof
+  zlib1g-dev                                           # leakwrap-report --format pprof (gzip)
   libcpp-httplib-dev                                   # leakwrap-report serve, and the tests' HTTP client
   prometheus prometheus-node-exporter                  # promtool and the end-to-end metrics tests
   golang-go                                            # go tool pprof, reads it in the tests

@@ -6,6 +6,8 @@
 // serialized bytes.
 #pragma once
 
+#include "proto_wire.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -71,10 +73,7 @@ public:
     }
     void append_varint(uint64_t value) {
         char bytes[10];
-        std::size_t length = 0;
-        for (; value >= 0x80; value >>= 7) bytes[length++] = static_cast<char>((value & 0x7f) | 0x80);
-        bytes[length++] = static_cast<char>(value);
-        append({bytes, length});
+        append({bytes, encode_varint(value, bytes)});
     }
     // Every byte in order, then none kept.
     void flush(const std::function<void(std::string_view)>& write) {
@@ -97,7 +96,7 @@ inline uint64_t mixed(uint64_t value) {
 // bytes it is written as, each string at the index pprof numbers it by.
 class PprofStringTable {
 public:
-    explicit PprofStringTable(int field) : tag_(static_cast<uint64_t>(field) << 3 | 2) {}
+    explicit PprofStringTable(int field) : tag_(field_key(field, WireType::length_delimited)) {}
 
     int64_t index(std::string_view text) {
         uint32_t* slot = slots_.find(*this, text, hash(text));

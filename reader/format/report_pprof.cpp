@@ -1,7 +1,7 @@
 #include "report_pprof.h"
 
 #include "pprof_tables.h"
-#include "profile.pb.h"
+#include "proto_wire.h"
 #include "report_folded.h"
 #include "row_selection.h"
 
@@ -19,7 +19,34 @@
 namespace leakwrap {
 namespace {
 
-namespace pprof = perftools::profiles;
+// Field numbers of pprof's profile.proto (perftools.profiles).
+namespace profile {
+constexpr int kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5,
+              kStringTable = 6, kTimeNanos = 9, kPeriodType = 11, kPeriod = 12, kComment = 13,
+              kDefaultSampleType = 14;
+}
+namespace value_type {
+constexpr int kType = 1, kUnit = 2;
+}
+namespace sample {
+constexpr int kLocationId = 1, kValue = 2, kLabel = 3;
+}
+namespace label {
+constexpr int kKey = 1, kNum = 3;
+}
+namespace mapping {
+constexpr int kId = 1, kMemoryStart = 2, kMemoryLimit = 3, kFileOffset = 4, kFilename = 5,
+              kBuildId = 6, kHasFunctions = 7, kHasFilenames = 8, kHasLineNumbers = 9;
+}
+namespace location {
+constexpr int kId = 1, kMappingId = 2, kAddress = 3, kLine = 4;
+}
+namespace line {
+constexpr int kFunctionId = 1, kLine = 2;
+}
+namespace function {
+constexpr int kId = 1, kName = 2, kSystemName = 3, kFilename = 4;
+}
 
 std::string hex_bytes(const std::vector<uint8_t>& bytes) {
     std::string hex;
@@ -29,28 +56,6 @@ std::string hex_bytes(const std::vector<uint8_t>& bytes) {
         hex += digits;
     }
     return hex;
-}
-
-void append_varint(std::string& bytes, uint64_t value) {
-    while (value >= 0x80) {
-        bytes += static_cast<char>((value & 0x7f) | 0x80);
-        value >>= 7;
-    }
-    bytes += static_cast<char>(value);
-}
-
-// A message as a member of field `field` of the message around it, as that one's serialization
-// has it: the tag, the length, the bytes.
-void append_field(std::string& bytes, int field, const google::protobuf::MessageLite& message) {
-    append_varint(bytes, (static_cast<uint64_t>(field) << 3) | 2);  // wire type 2: length-delimited
-    append_varint(bytes, message.ByteSizeLong());
-    message.AppendToString(&bytes);
-}
-
-void append_field(ChunkedBytes& bytes, int field, const google::protobuf::MessageLite& message) {
-    std::string serialized;
-    append_field(serialized, field, message);
-    bytes.append(serialized);
 }
 
 // Gzip written as it comes. zlib's output depends on the bytes and the settings only, not on how
@@ -100,38 +105,38 @@ public:
 
     int64_t string_index(std::string_view text) { return strings_.index(text); }
 
-    void add_sample_type(const std::string& type, const std::string& unit) {
-        auto* value_type = profile_.add_sample_type();
-        value_type->set_type(string_index(type));
-        value_type->set_unit(string_index(unit));
+    // A ValueType message: a sample type, or the period type.
+    ProtoMessage value_type(std::string_view type, std::string_view unit) {
+        ProtoMessage message;
+        message.number(value_type::kType, string_index(type));
+        message.number(value_type::kUnit, string_index(unit));
+        return message;
     }
 
     // The sample's locations, innermost first. The frames of one address (its inlined functions,
     // then the function holding them) are one location with a line for each, innermost first:
     // pprof's own form of inlining, which keeps the address one location.
-    void add_locations(pprof::Sample& sample, const std::vector<RowFrame>& frames) {
+    std::vector<uint64_t> location_ids(const std::vector<RowFrame>& frames) {
+        std::vector<uint64_t> ids;
         for (std::size_t first = 0; first < frames.size();) {
             std::size_t last = first;
             while (frames[last].native && frames[last].native->inlined && last + 1 < frames.size())
                 ++last;
-            sample.add_location_id(location_id(std::span(frames).subspan(first, last - first + 1)));
+            ids.push_back(location_id(std::span(frames).subspan(first, last - first + 1)));
             first = last + 1;
         }
+        return ids;
     }
 
-    pprof::Profile& profile() { return profile_; }
-
-    // What follows the samples (field 2) in the profile's bytes: every field after them. The
-    // sample types (field 1) go before the samples, written by the caller, and are cleared here.
-    void write_after_samples(const std::function<void(std::string_view)>& write) {
-        profile_.clear_sample_type();
-        // Fields 3, 4 and 5 come before the string table (6) and the rest, which protobuf
-        // writes in the order of their numbers.
+    // What follows the samples (field 2) in the profile's bytes: the mappings, locations and
+    // functions (fields 3, 4 and 5), the string table (6), then `rest`, the profile's fields from
+    // 9 on.
+    void write_after_samples(const ProtoMessage& rest, const std::function<void(std::string_view)>& write) {
         mappings_.flush(write);
         locations_.flush(write);
         functions_bytes_.flush(write);
         strings_.bytes().flush(write);
-        write(profile_.SerializeAsString());
+        write(rest.serialized());
     }
 
 private:
@@ -172,17 +177,14 @@ private:
     // Locations, functions and mappings are kept serialized, as they will be written: as
     // messages, those of a Rails process took 20 MiB.
     uint64_t add_location(uint64_t mapping, uint64_t address, const std::vector<Line>& lines) {
-        pprof::Location location;
-        location.set_id(++location_count_);
-        location.set_mapping_id(mapping);
-        location.set_address(address);
-        for (const auto& [function, line] : lines) {
-            auto* entry = location.add_line();
-            entry->set_function_id(function);
-            entry->set_line(line);
-        }
-        append_field(locations_, pprof::Profile::kLocationFieldNumber, location);
-        return location.id();
+        const uint64_t id = ++location_count_;
+        ProtoMessage message;
+        message.number(location::kId, id).number(location::kMappingId, mapping).number(location::kAddress, address);
+        for (const auto& [function, number] : lines)
+            message.message(location::kLine,
+                            ProtoMessage().number(line::kFunctionId, function).number(line::kLine, number));
+        locations_.append(ProtoMessage().message(profile::kLocation, message).serialized());
+        return id;
     }
 
     uint64_t function_id(std::string_view name, std::string_view file) {
@@ -192,14 +194,15 @@ private:
         const int64_t file_index = string_index(file);
         const PairIds::Pair key{static_cast<uint64_t>(name_index), static_cast<uint64_t>(file_index)};
         if (const uint64_t found = functions_.find(key)) return found;
-        pprof::Function function;
-        function.set_id(++function_count_);
-        function.set_name(name_index);
-        function.set_system_name(name_index);
-        function.set_filename(file_index);
-        append_field(functions_bytes_, pprof::Profile::kFunctionFieldNumber, function);
-        functions_.add(key, function.id());
-        return function.id();
+        const uint64_t id = ++function_count_;
+        ProtoMessage message;
+        message.number(function::kId, id)
+            .number(function::kName, name_index)
+            .number(function::kSystemName, name_index)
+            .number(function::kFilename, file_index);
+        functions_bytes_.append(ProtoMessage().message(profile::kFunction, message).serialized());
+        functions_.add(key, id);
+        return id;
     }
 
     // The module the address lies in, as the symbolizer found it; 0 (no mapping) if none.
@@ -218,25 +221,27 @@ private:
     }
 
     uint64_t add_mapping(const Module& module) {
-        pprof::Mapping mapping;
-        mapping.set_id(++mapping_count_);
-        mapping.set_memory_start(module.start);
-        mapping.set_memory_limit(module.end);
-        // `start` is where the first PT_LOAD segment is mapped, and that one begins the file.
-        mapping.set_file_offset(0);
-        mapping.set_filename(string_index(module.path));
-        mapping.set_build_id(string_index(hex_bytes(module.build_id)));
-        // Every location is resolved already: pprof must not look for the binaries.
-        mapping.set_has_functions(true);
-        mapping.set_has_filenames(true);
-        mapping.set_has_line_numbers(true);
-        append_field(mappings_, pprof::Profile::kMappingFieldNumber, mapping);
-        return mapping.id();
+        const uint64_t id = ++mapping_count_;
+        const int64_t filename = string_index(module.path);  // in this order, not as arguments
+        const int64_t build_id = string_index(hex_bytes(module.build_id));
+        ProtoMessage message;
+        message.number(mapping::kId, id)
+            .number(mapping::kMemoryStart, module.start)
+            .number(mapping::kMemoryLimit, module.end)
+            // `start` is where the first PT_LOAD segment is mapped, and that one begins the file.
+            .number(mapping::kFileOffset, uint64_t{0})
+            .number(mapping::kFilename, filename)
+            .number(mapping::kBuildId, build_id)
+            // Every location is resolved already: pprof must not look for the binaries.
+            .flag(mapping::kHasFunctions, true)
+            .flag(mapping::kHasFilenames, true)
+            .flag(mapping::kHasLineNumbers, true);
+        mappings_.append(ProtoMessage().message(profile::kMapping, message).serialized());
+        return id;
     }
 
     const Snapshot& snapshot_;
-    pprof::Profile profile_;
-    PprofStringTable strings_{pprof::Profile::kStringTableFieldNumber};
+    PprofStringTable strings_{profile::kStringTable};
     std::map<std::size_t, uint64_t> mappings_by_module_;  // module index -> mapping id
     PairIds functions_;  // (name, file) string indexes -> function id
     ChunkedBytes mappings_, locations_, functions_bytes_;  // serialized as fields of the profile
@@ -254,57 +259,51 @@ int64_t as_value(uint64_t count) {
 void write_pprof_report(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
     ProfileBuilder builder(snapshot);
-    builder.add_sample_type("live_space", "bytes");
-    builder.add_sample_type("live_objects", "count");
-    builder.add_sample_type("alloc_space", "bytes");
-    builder.add_sample_type("alloc_objects", "count");
-
-    pprof::Profile& profile = builder.profile();
+    // Written as they come, each sample serialized and compressed on its own: the profile of a
+    // Rails process built whole, serialized and compressed took 45 MiB more than its rows. The
+    // sample types come first in the profile's bytes, the fields from 9 on last.
+    ProtoMessage head;
+    for (const auto& [type, unit] : {std::pair{"live_space", "bytes"}, std::pair{"live_objects", "count"},
+                                     std::pair{"alloc_space", "bytes"}, std::pair{"alloc_objects", "count"}})
+        head.message(profile::kSampleType, builder.value_type(type, unit));
     // The field names the type by its string-table index, not by its position among the sample
     // types: 0 is the empty string, which pprof reads as "no default" and then opens on the last
     // type (alloc_objects).
-    profile.set_default_sample_type(builder.string_index("live_space"));
-    profile.set_time_nanos(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count());
+    const int64_t default_sample_type = builder.string_index("live_space");
+    std::vector<int64_t> comments;
     for (const std::string& comment :
          {"leakwrap-report: pid " + std::to_string(snapshot.pid) + " (" +
               std::string(owner_state_name(input.owner)) + ") " + snapshot.exe,
           "command: " + snapshot.command_line})
-        profile.add_comment(builder.string_index(comment));
+        comments.push_back(builder.string_index(comment));
+    ProtoMessage rest;
+    rest.number(profile::kTimeNanos, static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                             std::chrono::system_clock::now().time_since_epoch())
+                                                             .count()));
     if (snapshot.sampled()) {
-        profile.add_comment(builder.string_index(
+        comments.push_back(builder.string_index(
             "sampling mode (LEAKWRAP_SAMPLE): the values are estimates, totals are exact"));
-        auto* period_type = profile.mutable_period_type();
-        period_type->set_type(builder.string_index("space"));
-        period_type->set_unit(builder.string_index("bytes"));
-        profile.set_period(as_value(snapshot.sample_interval));
+        rest.message(profile::kPeriodType, builder.value_type("space", "bytes"));
+        rest.number(profile::kPeriod, as_value(snapshot.sample_interval));
     }
+    rest.numbers(profile::kComment, std::span<const int64_t>(comments));
+    rest.number(profile::kDefaultSampleType, default_sample_type);
 
-    // Written as they come, each sample serialized and compressed on its own: the profile of a
-    // Rails process built whole, serialized and compressed took 45 MiB more than its rows.
-    // The sample types come first in the profile's bytes; they are known by now.
-    pprof::Profile sample_types;
-    *sample_types.mutable_sample_type() = profile.sample_type();
     GzipWriter gzip(out);
-    gzip.write(sample_types.SerializeAsString());
-
+    gzip.write(head.serialized());
     const int64_t site_key = builder.string_index("site");
-    std::string bytes;
     for (const ReportRow& row : selected_rows(snapshot, input.options, input.symbolizer).rows) {
-        pprof::Sample sample;
-        builder.add_locations(sample, row_frames(row, input.symbolizer, input.options.hide_runtime));
-        for (const uint64_t value : {row.counters.live_bytes(), row.counters.live_blocks(),
-                                     row.counters.alloc_bytes, row.counters.allocs})
-            sample.add_value(as_value(value));
-        auto* label = sample.add_label();
-        label->set_key(site_key);
-        label->set_num(row.id);
-        bytes.clear();
-        append_field(bytes, pprof::Profile::kSampleFieldNumber, sample);
-        gzip.write(bytes);
+        const std::vector<uint64_t> locations =
+            builder.location_ids(row_frames(row, input.symbolizer, input.options.hide_runtime));
+        const int64_t values[] = {as_value(row.counters.live_bytes()), as_value(row.counters.live_blocks()),
+                                  as_value(row.counters.alloc_bytes), as_value(row.counters.allocs)};
+        ProtoMessage sample_message;
+        sample_message.numbers(sample::kLocationId, std::span<const uint64_t>(locations))
+            .numbers(sample::kValue, std::span<const int64_t>(values))
+            .message(sample::kLabel, ProtoMessage().number(label::kKey, site_key).number(label::kNum, uint64_t{row.id}));
+        gzip.write(ProtoMessage().message(profile::kSample, sample_message).serialized());
     }
-    builder.write_after_samples([&](std::string_view part) { gzip.write(part); });
+    builder.write_after_samples(rest, [&](std::string_view part) { gzip.write(part); });
     gzip.finish();
 }
 

@@ -16,17 +16,17 @@ namespace leakwrap::e2e {
 namespace {
 
 // What the reader needs whatever the segment: its own code and libraries (libstdc++, libdw,
-// libprotobuf, ...: 11 MiB resident for `leakwrap-report --version`), the symbol tables of the
-// modules it symbolizes, the allocator's arenas and the output's buffers: 12.4 MiB for a report
-// on `sleep`. Two things are not in it. glibc's DWARF, unless --libc-lines asks for it: libdw
-// inflates its compressed sections whole, 16 MiB more. And elfutils' debuginfod client, which it
-// loaded with libcurl and its TLS and Kerberos libraries (4 MiB) even with no server named; the
-// reader asks it only when DEBUGINFOD_URLS names one. On many_stacks (a 6.0 MiB segment, so a
-// bound of 25.1 MiB) every command takes 23.0-23.2 MiB, most of it while the segment is parsed;
-// it was 25.0-25.3 with the debuginfod client, and before the reader's stacks, rows and samples
-// were made compact the reports took 45.7-46.2 MiB, pprof 62.2 and a watch sample of every site
-// 113.9.
-constexpr long kBaseKiB = 13 * 1024;
+// cpp-httplib with OpenSSL, ...: 9.1 MiB resident for `leakwrap-report --version`), the symbol
+// tables of the modules it symbolizes, the allocator's arenas and the output's buffers: 10.4 MiB
+// for a report on `sleep`. Three things are not in it. glibc's DWARF, unless --libc-lines asks
+// for it: libdw inflates its compressed sections whole, 16 MiB more. elfutils' debuginfod client,
+// which it loaded with libcurl and its TLS and Kerberos libraries (4 MiB) even with no server
+// named; the reader asks it only when DEBUGINFOD_URLS names one. And libprotobuf (1.8 MiB), which
+// pprof no longer needs. On many_stacks (a 6.0 MiB segment, so a bound of 23.1 MiB) every command
+// takes 21.1-21.3 MiB, most of it while the segment is parsed; it was 25.0-25.3 with the
+// debuginfod client and libprotobuf, and before the reader's stacks, rows and samples were made
+// compact the reports took 45.7-46.2 MiB, pprof 62.2 and a watch sample of every site 113.9.
+constexpr long kBaseKiB = 11 * 1024;
 
 class ReaderMemory : public ::testing::Test {
 protected:
