@@ -6,6 +6,7 @@
 // serialized bytes.
 #pragma once
 
+#include "flat_slots.h"
 #include "proto_wire.h"
 
 #include <algorithm>
@@ -13,50 +14,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace leakwrap {
-
-// Open addressing over a vector of entry numbers (0: empty, else the entry's index + 1), at most
-// half full; `Table` says what an entry's key is and hashes it.
-template <class Table>
-class FlatSlots {
-public:
-    // The entry whose key is `key`, or the slot where a new one goes (*slot == 0).
-    template <class Key>
-    uint32_t* find(const Table& table, const Key& key, uint64_t hash) {
-        if (2 * (count_ + 1) > slots_.size()) grow(table);
-        const std::size_t mask = slots_.size() - 1;
-        std::size_t at = hash & mask;
-        while (slots_[at] != 0 && !table.key_equals(slots_[at] - 1, key)) at = (at + 1) & mask;
-        return &slots_[at];
-    }
-    void occupy(uint32_t* slot, std::size_t entry) {
-        if (entry >= UINT32_MAX) throw std::length_error("more than 4 billion pprof table entries");
-        *slot = static_cast<uint32_t>(entry + 1);
-        ++count_;
-    }
-
-private:
-    void grow(const Table& table) {
-        std::vector<uint32_t> old(slots_.empty() ? 1024 : 2 * slots_.size(), 0);
-        old.swap(slots_);
-        const std::size_t mask = slots_.size() - 1;
-        for (const uint32_t entry : old) {
-            if (entry == 0) continue;
-            std::size_t at = table.hash_of(entry - 1) & mask;
-            while (slots_[at] != 0) at = (at + 1) & mask;
-            slots_[at] = entry;
-        }
-    }
-
-    std::vector<uint32_t> slots_;
-    std::size_t count_ = 0;
-};
 
 // Bytes appended in chunks that never move, so that a view of what was appended stays valid and
 // growing copies nothing: grown by doubling, the string table of a Rails profile took twice its

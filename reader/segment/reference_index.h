@@ -1,9 +1,11 @@
-// A map from 32-bit references (offsets into a segment's stack table, in units) to 32-bit values,
-// in one flat array: what the parser remembers about each stack and Ruby frame record it has
-// checked. A Rails boot names 44,000 stacks and 55,000 frame records; as std::unordered_map and
-// std::unordered_set nodes they took 4 MiB of small blocks, which stayed resident after the
-// parse. Here it is 8 bytes a slot, at most half full, in one block that is unmapped when freed.
+// A map from 32-bit references (offsets into a segment's stack table, in units) to 32-bit values:
+// what the parser remembers about each stack and Ruby frame record it has checked. A Rails boot
+// names 44,000 stacks and 55,000 frame records; as std::unordered_map and std::unordered_set
+// nodes they took 4 MiB of small blocks, which stayed resident after the parse. Here an entry is
+// 8 bytes and its share of the slots 8 more (FlatSlots), in blocks unmapped when freed.
 #pragma once
+
+#include "flat_slots.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -15,48 +17,33 @@ namespace leakwrap {
 class ReferenceIndex {
 public:
     // The value of `reference`, inserting `value` first if it has none; and whether it was new.
+    // The pointer is valid until the next insertion.
     std::pair<uint32_t*, bool> try_emplace(uint32_t reference, uint32_t value) {
-        if (2 * (count_ + 1) > slots_.size()) grow();
-        Slot* slot = find(reference);
-        if (slot->key != kEmpty) return {&slot->value, false};
-        *slot = {reference, value};
-        ++count_;
-        return {&slot->value, true};
+        uint32_t* slot = slots_.find(*this, reference, hash(reference));
+        if (*slot != 0) return {&entries_[*slot - 1].value, false};
+        entries_.push_back({reference, value});
+        slots_.occupy(slot, entries_.size() - 1);
+        return {&entries_.back().value, true};
     }
 
-    // Frees the array.
+    // Frees the tables.
     void clear() {
-        std::vector<Slot>().swap(slots_);
-        count_ = 0;
+        std::vector<Entry>().swap(entries_);
+        slots_.clear();
     }
+
+    bool key_equals(std::size_t entry, uint32_t reference) const { return entries_[entry].reference == reference; }
+    uint64_t hash_of(std::size_t entry) const { return hash(entries_[entry].reference); }
 
 private:
-    struct Slot {
-        uint32_t key;
+    struct Entry {
+        uint32_t reference;
         uint32_t value;
     };
-    // No reference looked up is this: it is the layout's kNoStack and kNoRubyFrame, which the
-    // parser rejects or passes over before it looks a reference up.
-    static constexpr uint32_t kEmpty = UINT32_MAX;
+    static uint64_t hash(uint32_t reference) { return (reference * 0x9e3779b97f4a7c15ull) >> 32; }
 
-    // The slot of `reference`, or the empty one where it belongs. The array is a power of two in
-    // size and never full, so the probe ends.
-    Slot* find(uint32_t reference) {
-        const std::size_t mask = slots_.size() - 1;
-        std::size_t at = (reference * 0x9e3779b97f4a7c15ull) >> 32 & mask;
-        while (slots_[at].key != kEmpty && slots_[at].key != reference) at = (at + 1) & mask;
-        return &slots_[at];
-    }
-
-    void grow() {
-        std::vector<Slot> old(slots_.empty() ? 1024 : 2 * slots_.size(), Slot{kEmpty, 0});
-        old.swap(slots_);
-        for (const Slot& slot : old)
-            if (slot.key != kEmpty) *find(slot.key) = slot;
-    }
-
-    std::vector<Slot> slots_;
-    std::size_t count_ = 0;
+    std::vector<Entry> entries_;
+    FlatSlots<ReferenceIndex> slots_;
 };
 
 }  // namespace leakwrap
