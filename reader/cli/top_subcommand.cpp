@@ -153,8 +153,9 @@ Subcommand add_top_subcommand(CLI::App& app, TreeReader read_process) {
                   "every sample (default: off)");
     add_focus_options(*top, line->focus,
                       "a native frame's function, source file or module path, or a Ruby frame's "
-                      "file:line (under --by ruby a row has its Ruby file:line alone; each row is "
-                      "matched once, when it first appears)");
+                      "file:line (a native site is matched once, when it first appears; under --by "
+                      "ruby each sample keeps of a Ruby line the allocations whose native frames or "
+                      "Ruby backtrace match)");
     top->add_flag("--full-names", line->full_names,
                   "Show the sites' C++ names in full instead of shortened (default: off)");
     add_libc_lines_flag(*top, line->symbolizer);
