@@ -1,11 +1,10 @@
 #include "report_pprof.h"
 
+#include "gzip_writer.h"
 #include "pprof_tables.h"
 #include "proto_wire.h"
 #include "report_folded.h"
 #include "row_selection.h"
-
-#include <zlib.h>
 
 #include <chrono>
 #include <functional>
@@ -57,45 +56,6 @@ std::string hex_bytes(const std::vector<uint8_t>& bytes) {
     }
     return hex;
 }
-
-// Gzip written as it comes. zlib's output depends on the bytes and the settings only, not on how
-// they are handed in, so this is what compressing the whole profile at once gave.
-class GzipWriter {
-public:
-    explicit GzipWriter(std::ostream& out) : out_(out) {
-        // 15 bits of window, +16: a gzip header and trailer instead of zlib's.
-        if (deflateInit2(&stream_, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-                         Z_DEFAULT_STRATEGY) != Z_OK)
-            throw std::runtime_error("cannot initialize zlib");
-    }
-    GzipWriter(const GzipWriter&) = delete;
-    GzipWriter& operator=(const GzipWriter&) = delete;
-    ~GzipWriter() { deflateEnd(&stream_); }
-
-    void write(std::string_view data) { deflate_all(data, Z_NO_FLUSH); }
-    void finish() {
-        if (deflate_all({}, Z_FINISH) != Z_STREAM_END) throw std::runtime_error("cannot gzip the profile");
-    }
-
-private:
-    int deflate_all(std::string_view data, int flush) {
-        stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-        stream_.avail_in = static_cast<uInt>(data.size());
-        int status = Z_OK;
-        do {
-            stream_.next_out = reinterpret_cast<Bytef*>(buffer_);
-            stream_.avail_out = sizeof(buffer_);
-            status = deflate(&stream_, flush);
-            if (status == Z_STREAM_ERROR) throw std::runtime_error("cannot gzip the profile");
-            out_.write(buffer_, static_cast<std::streamsize>(sizeof(buffer_) - stream_.avail_out));
-        } while (stream_.avail_out == 0 || (flush == Z_FINISH && status != Z_STREAM_END));
-        return status;
-    }
-
-    std::ostream& out_;
-    z_stream stream_{};
-    char buffer_[1 << 16];
-};
 
 // Builds the profile's tables, each entry once: strings, mappings, functions and locations are
 // referred to by index or id from the samples.
@@ -289,7 +249,7 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
     rest.numbers(profile::kComment, std::span<const int64_t>(comments));
     rest.number(profile::kDefaultSampleType, default_sample_type);
 
-    GzipWriter gzip(out);
+    GzipWriter gzip(out, GzipWriter::kSmallest);
     gzip.write(head.serialized());
     const int64_t site_key = builder.string_index("site");
     for (const ReportRow& row : selected_rows(snapshot, input.options, input.symbolizer).rows) {
