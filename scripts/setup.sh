@@ -8,7 +8,7 @@ packages=(
   liburcu-dev libunwind-dev libdw-dev                  # libleakwrap.so and leakwrap-report
   libcli11-dev                                         # leakwrap-report's command line
   zlib1g-dev                                           # leakwrap-report --format pprof (gzip)
-  libcpp-httplib-dev                                   # leakwrap-report serve, and the tests' HTTP client
+  libcpp-httplib-dev                                   # the tests' HTTP client (serve has a server of its own)
   prometheus prometheus-node-exporter                  # promtool and the end-to-end metrics tests
   golang-go                                            # go tool pprof, reads it in the tests
   libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark

@@ -1,5 +1,6 @@
 #include "profile_server.h"
 
+#include "http_server.h"
 #include "process_identity.h"
 #include "process_memory.h"
 #include "process_tree.h"
@@ -8,7 +9,6 @@
 #include "segment_directory.h"
 #include "segment_file.h"
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>
@@ -32,12 +32,6 @@
 
 namespace leakwrap {
 namespace {
-
-// Requests are worked on by this many threads; more wait in the queue. Building a report is
-// CPU work, and the host runs the programs being profiled.
-constexpr std::size_t kWorkers = 2;
-// A client that stops reading or writing for this long is dropped, so it cannot hold a worker.
-constexpr time_t kSocketTimeoutSeconds = 5;
 
 struct HttpError {
     int status;
@@ -143,10 +137,11 @@ std::vector<Process> live_processes() {
     return processes;
 }
 
-pid_t pid_parameter(const httplib::Request& request) {
-    if (!request.has_param("pid"))
+pid_t pid_parameter(const HttpRequest& request) {
+    const std::string* given = request.query_value("pid");
+    if (given == nullptr)
         throw HttpError{400, "give the process as ?pid=N (GET /processes lists them)"};
-    const std::string text = request.get_param_value("pid");
+    const std::string& text = *given;
     int64_t pid = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), pid);
     if (error != std::errc() || end != text.data() + text.size() || pid <= 0 || pid > INT_MAX)
@@ -154,31 +149,30 @@ pid_t pid_parameter(const httplib::Request& request) {
     return static_cast<pid_t>(pid);
 }
 
-void set_body(httplib::Response& response, std::string body, const std::string& content_type) {
+void set_body(HttpResponse& response, std::string body, const std::string& content_type) {
     if (body.size() > kMaxResponseBytes)
         throw HttpError{503, "the response would be " + std::to_string(body.size() >> 20) +
                                  " MiB, over the limit of " +
                                  std::to_string(kMaxResponseBytes >> 20) + " MiB"};
-    response.set_content(std::move(body), content_type);
+    response.body = std::move(body);
+    response.content_type = content_type;
 }
 
 // Runs a handler; whatever it throws becomes a one-line plain-text answer.
 template <typename Handler>
-void answer(httplib::Response& response, Handler handler) {
+void answer(HttpResponse& response, Handler handler) {
     try {
         handler();
     } catch (const HttpError& error) {
+        response = HttpResponse{};
         response.status = error.status;
-        response.set_content(error.message + "\n", "text/plain; charset=utf-8");
-    } catch (const std::exception& error) {
-        response.status = 500;
-        response.set_content(std::string(error.what()) + "\n", "text/plain; charset=utf-8");
+        response.body = error.message + "\n";
     }
 }
 
-void serve_metrics(const httplib::Request& request, httplib::Response& response,
+void serve_metrics(const HttpRequest& request, HttpResponse& response,
                    const ServeOptions& options, SymbolizerCache& symbolizers) {
-    const MetricsDialect dialect = accepts_openmetrics(request.get_header_value("Accept"))
+    const MetricsDialect dialect = accepts_openmetrics(request.header("accept"))
                                        ? MetricsDialect::openmetrics
                                        : MetricsDialect::prometheus;
     ReportOptions report;
@@ -198,15 +192,16 @@ void serve_metrics(const httplib::Request& request, httplib::Response& response,
 }
 
 // ?children=1 asks for the process and its live descendants merged, as --children does.
-bool children_parameter(const httplib::Request& request) {
-    if (!request.has_param("children")) return false;
-    const std::string value = request.get_param_value("children");
+bool children_parameter(const HttpRequest& request) {
+    const std::string* given = request.query_value("children");
+    if (given == nullptr) return false;
+    const std::string& value = *given;
     if (value == "1" || value == "true") return true;
     if (value == "0" || value == "false") return false;
     throw HttpError{400, "children must be 1 or 0 (true or false), not " + value};
 }
 
-void serve_heap(const httplib::Request& request, httplib::Response& response,
+void serve_heap(const HttpRequest& request, HttpResponse& response,
                 SymbolizerCache& symbolizers) {
     Process process = live_process(pid_parameter(request));
     if (children_parameter(request))
@@ -223,11 +218,11 @@ void serve_heap(const httplib::Request& request, httplib::Response& response,
                                   symbolizers.of(process.snapshot), ReportOptions{}});
     }
     // As Go's net/http/pprof answers: the gzipped profile as a download.
-    response.set_header("Content-Disposition", "attachment; filename=\"heap\"");
+    response.headers.emplace_back("Content-Disposition", "attachment; filename=\"heap\"");
     set_body(response, body.str(), "application/octet-stream");
 }
 
-void serve_process_list(httplib::Response& response) {
+void serve_process_list(HttpResponse& response) {
     nlohmann::json list = nlohmann::json::array();
     for (const SegmentEntry& entry : find_segments()) {
         try {
@@ -250,11 +245,12 @@ void serve_process_list(httplib::Response& response) {
              "application/json");
 }
 
-// SIGINT and SIGTERM are blocked in every thread and taken by one that waits for them, since
-// stopping the server is no work for a signal handler.
+// SIGINT and SIGTERM are blocked in every thread (the server's workers start after this, with
+// the mask) and taken by one that waits for them, since stopping the server is no work for a
+// signal handler.
 class StopOnSignal {
 public:
-    explicit StopOnSignal(httplib::Server& server) {
+    explicit StopOnSignal(HttpServer& server) {
         sigemptyset(&signals_);
         sigaddset(&signals_, SIGINT);
         sigaddset(&signals_, SIGTERM);
@@ -262,11 +258,8 @@ public:
         waiter_ = std::thread([this, &server] {
             int signal = 0;
             sigwait(&signals_, &signal);
-            if (stopping_.exchange(true)) return;  // woken by the destructor
+            if (stopping_.exchange(true)) return;  // woken by listening_ended()
             signal_ = signal;
-            // stop() does nothing before the server runs, and a signal can come just before.
-            while (!server.is_running() && !listening_ended_)
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
             server.stop();
         });
     }
@@ -279,7 +272,6 @@ public:
     // Once the server stopped: wakes the waiting thread if no signal came, and returns the signal
     // that stopped the server, 0 if none did.
     int listening_ended() {
-        listening_ended_ = true;
         if (!stopping_.exchange(true)) pthread_kill(waiter_.native_handle(), SIGTERM);
         waiter_.join();
         return signal_;
@@ -287,7 +279,7 @@ public:
 
 private:
     sigset_t signals_;
-    std::atomic<bool> stopping_{false}, listening_ended_{false};
+    std::atomic<bool> stopping_{false};
     int signal_ = 0;
     std::thread waiter_;
 };
@@ -353,44 +345,28 @@ bool accepts_openmetrics(const std::string& accept) {
 
 int serve_profiles(const ServeOptions& options) {
     SymbolizerCache symbolizers(options.symbolizer);
-    httplib::Server server;
-    server.new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
-    server.set_read_timeout(kSocketTimeoutSeconds);
-    server.set_write_timeout(kSocketTimeoutSeconds);
-    server.set_payload_max_length(0);  // GET only: no request body is ever read
-    // httplib's default adds SO_REUSEPORT, with which a second server on the same port would
-    // share it silently instead of failing.
-    server.set_socket_options([](socket_t socket) {
-        const int yes = 1;
-        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    });
-    server.Get("/metrics", [&](const httplib::Request& request, httplib::Response& response) {
+    HttpServer server;
+    server.get("/metrics", [&](const HttpRequest& request, HttpResponse& response) {
         answer(response, [&] { serve_metrics(request, response, options, symbolizers); });
     });
-    server.Get("/debug/pprof/heap",
-               [&symbolizers](const httplib::Request& request, httplib::Response& response) {
-                   answer(response, [&] { serve_heap(request, response, symbolizers); });
-               });
-    server.Get("/processes", [](const httplib::Request&, httplib::Response& response) {
+    server.get("/debug/pprof/heap", [&symbolizers](const HttpRequest& request, HttpResponse& response) {
+        answer(response, [&] { serve_heap(request, response, symbolizers); });
+    });
+    server.get("/processes", [](const HttpRequest&, HttpResponse& response) {
         answer(response, [&] { serve_process_list(response); });
     });
 
     ListenAddress bound = options.listen;
-    errno = 0;
-    const bool listening =
-        bound.port == 0 ? (bound.port = server.bind_to_any_port(bound.host)) > 0
-                        : server.bind_to_port(bound.host, bound.port);
-    if (!listening)
-        throw std::runtime_error("cannot listen on " + options.listen.text() +
-                                 (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
-    // A client that hangs up early must not end the server.
-    signal(SIGPIPE, SIG_IGN);
+    try {
+        bound.port = server.listen(bound.host, bound.port);
+    } catch (const std::runtime_error& error) {
+        throw std::runtime_error("cannot listen on " + options.listen.text() + ": " + error.what());
+    }
     StopOnSignal stop(server);
     std::cout << "serving on http://" << bound.text()
               << "/ (GET /metrics, /debug/pprof/heap?pid=N, /processes)" << std::endl;
-    const bool listened = server.listen_after_bind();
+    server.run();
     const int signal = stop.listening_ended();
-    if (!listened) throw std::runtime_error("stopped listening on " + bound.text());
     std::cout << "serve: stopped"
               << (signal != 0 ? std::string(" by ") + sigabbrev_np(signal) : "") << std::endl;
     return 0;

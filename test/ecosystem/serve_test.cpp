@@ -2,8 +2,13 @@
 // what Prometheus, go tool pprof and a script get from it, and what a bad or gone pid gets.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -23,6 +28,70 @@ using namespace ground_truth::alloc_kinds;
 
 const std::vector<std::pair<std::string, std::string>> kAcceptOpenMetrics = {
     {"Accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"}};
+
+// A connection to serve on 127.0.0.1 made by hand, for what an HTTP library would not send.
+class RawClient {
+public:
+    explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(static_cast<uint16_t>(port));
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+        const timeval timeout{30, 0};
+        setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+        if (connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0)
+            throw std::runtime_error("cannot connect to serve");
+    }
+    RawClient(const RawClient&) = delete;
+    RawClient& operator=(const RawClient&) = delete;
+    ~RawClient() { close(fd_); }
+
+    void send_bytes(const std::string& bytes) { ASSERT_EQ(send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size())); }
+
+    // Everything up to the server's end of the connection (or 30 s of silence).
+    std::string receive_all() {
+        std::string received;
+        char buffer[4096];
+        for (ssize_t got; (got = recv(fd_, buffer, sizeof(buffer), 0)) > 0;) received.append(buffer, static_cast<std::size_t>(got));
+        return received;
+    }
+
+private:
+    int fd_;
+};
+
+struct RawAnswer {
+    int status = 0;
+    std::string head;  // status line and headers
+    std::string body;
+};
+
+RawAnswer raw_request(int port, const std::string& request) {
+    RawClient client(port);
+    client.send_bytes(request);
+    const std::string received = client.receive_all();
+    const std::size_t end_of_head = received.find("\r\n\r\n");
+    if (!received.starts_with("HTTP/1.1 ") || end_of_head == std::string::npos) return {0, received, ""};
+    return {std::stoi(received.substr(9, 3)), received.substr(0, end_of_head), received.substr(end_of_head + 4)};
+}
+
+std::string gunzip(const std::string& compressed) {
+    z_stream stream{};
+    if (inflateInit2(&stream, 15 + 16) != Z_OK) return "";
+    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+    stream.avail_in = static_cast<uInt>(compressed.size());
+    std::string out;
+    char buffer[1 << 16];
+    int status = Z_OK;
+    while (status == Z_OK) {
+        stream.next_out = reinterpret_cast<Bytef*>(buffer);
+        stream.avail_out = sizeof(buffer);
+        status = inflate(&stream, Z_NO_FLUSH);
+        out.append(buffer, sizeof(buffer) - stream.avail_out);
+    }
+    inflateEnd(&stream);
+    return status == Z_STREAM_END ? out : "";
+}
 
 class Serve : public ::testing::Test {
 protected:
@@ -171,6 +240,69 @@ TEST_F(Serve, AnswersABadOrGonePidWithTheReason) {
     EXPECT_EQ(metrics.body.find("pid=\"" + pid + "\""), std::string::npos) << "a dead process in /metrics";
     std::filesystem::remove(e2e::segment_path(std::stoi(pid)));
     EXPECT_EQ(heap("?pid=" + pid).status, 404);
+}
+
+// serve's HTTP server is its own: what it refuses, each with its status and one line of why.
+TEST_F(Serve, RefusesWhatItDoesNotServeWithTheStatusAndWhy) {
+    const RawAnswer post = raw_request(port, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    EXPECT_EQ(post.status, 405) << post.head;
+    EXPECT_NE(post.head.find("\r\nAllow: GET"), std::string::npos) << post.head;
+    const RawAnswer unknown = raw_request(port, "GET /heap HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(unknown.status, 404) << unknown.head;
+    EXPECT_NE(unknown.body.find("/debug/pprof/heap"), std::string::npos) << unknown.body;
+    EXPECT_EQ(raw_request(port, "hello\r\n\r\n").status, 400);
+    EXPECT_EQ(raw_request(port, "GET http://example.invalid/metrics HTTP/1.1\r\n\r\n").status, 400);
+    EXPECT_EQ(raw_request(port, "GET /debug/pprof/heap?pid=%zz HTTP/1.1\r\n\r\n").status, 400);
+    EXPECT_EQ(raw_request(port, "GET /processes HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").status, 413);
+    const RawAnswer huge =
+        raw_request(port, "GET /metrics HTTP/1.1\r\nX-Padding: " + std::string(20000, 'a') + "\r\n\r\n");
+    EXPECT_EQ(huge.status, 431) << huge.head;
+    for (const RawAnswer& answer : {post, unknown, huge}) {
+        EXPECT_NE(answer.head.find("\r\nConnection: close"), std::string::npos) << answer.head;
+        EXPECT_EQ(std::count(answer.body.begin(), answer.body.end(), '\n'), 1) << answer.body;
+    }
+}
+
+// Query parameters are percent-decoded ("pid" spelt %70%69%64, the number %31...), and a text
+// answer is gzipped only for a client that accepts gzip.
+TEST_F(Serve, DecodesTheQueryAndGzipsTextForClientsThatAcceptIt) {
+    std::string encoded_pid;
+    for (const char digit : pid) encoded_pid += "%3" + std::string(1, digit);
+    const RawAnswer heap = raw_request(port, "GET /debug/pprof/heap?%70%69%64=" + encoded_pid + " HTTP/1.1\r\n\r\n");
+    ASSERT_EQ(heap.status, 200) << heap.head << heap.body;
+    EXPECT_TRUE(heap.body.starts_with("\x1f\x8b")) << "not the gzipped profile";
+    EXPECT_EQ(heap.head.find("Content-Encoding"), std::string::npos) << "the profile is gzipped once";
+
+    const RawAnswer plain = raw_request(port, "GET /metrics HTTP/1.1\r\n\r\n");
+    const RawAnswer gzipped = raw_request(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: br, gzip;q=0.8\r\n\r\n");
+    const RawAnswer refused = raw_request(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip;q=0\r\n\r\n");
+    ASSERT_EQ(plain.status, 200);
+    ASSERT_EQ(gzipped.status, 200);
+    EXPECT_EQ(plain.head.find("Content-Encoding"), std::string::npos) << plain.head;
+    EXPECT_EQ(refused.head.find("Content-Encoding"), std::string::npos) << refused.head;
+    EXPECT_NE(gzipped.head.find("\r\nContent-Encoding: gzip"), std::string::npos) << gzipped.head;
+    const std::string unpacked = gunzip(gzipped.body);
+    EXPECT_LT(gzipped.body.size(), unpacked.size());
+    const std::string live = "leakwrap_live_bytes{";
+    for (const std::string* body : {&plain.body, &unpacked}) {
+        const std::size_t at = body->find(live);
+        ASSERT_NE(at, std::string::npos) << *body;
+        EXPECT_NE(body->find("pid=\"" + pid + "\"", at), std::string::npos);
+    }
+}
+
+// Three clients that connect and never finish their request, more than serve has workers: each is
+// dropped after serve's socket timeout, and a request made meanwhile is answered.
+TEST_F(Serve, DropsClientsThatStallSoTheyCannotHoldItsWorkers) {
+    std::vector<std::unique_ptr<RawClient>> stalled;
+    for (int i = 0; i < 3; ++i) {
+        stalled.push_back(std::make_unique<RawClient>(port));
+        stalled.back()->send_bytes("GET /metrics HT");
+    }
+    const HttpAnswer answer = http_get(port, "/processes");
+    EXPECT_EQ(answer.status, 200) << answer.body;
+    EXPECT_NE(answer.body.find("\"pid\": " + pid), std::string::npos) << answer.body;
+    for (const auto& client : stalled) EXPECT_EQ(client->receive_all(), "") << "a stalled client got an answer";
 }
 
 TEST_F(Serve, StopsCleanlyOnSigterm) {

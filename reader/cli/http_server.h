@@ -1,0 +1,91 @@
+// The HTTP side of `serve`: a small HTTP/1.1 server for GET requests, written for it so that
+// leakwrap-report links no HTTP library (Debian's cpp-httplib brought OpenSSL and brotli into
+// every command: 6.4 MiB resident before any work, two thirds of `--version`).
+//
+// What it does, and all it does:
+//  - one request per connection: every answer says `Connection: close`;
+//  - GET only (405 otherwise), a request head of at most kMaxRequestHead bytes (431), no body
+//    (413): nothing here takes input beyond a path and a query;
+//  - kWorkers threads answer; connections beyond kMaxWaiting waiting ones get 503 at once;
+//  - a client silent for kSocketTimeoutSeconds while sending its request or taking the answer is
+//    dropped, so a stalled client cannot hold a worker;
+//  - an answer whose type is text or JSON is gzipped for a client that accepts gzip.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace leakwrap {
+
+struct HttpRequest {
+    std::string method;
+    std::string path;  // percent-decoded, without the query
+    std::vector<std::pair<std::string, std::string>> query;    // decoded, in order
+    std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
+
+    // The first value of a query parameter; null if it is not given.
+    const std::string* query_value(std::string_view name) const;
+    // A header's value, "" if it is not given; `name` in lower case.
+    std::string header(std::string_view name) const;
+};
+
+struct HttpResponse {
+    int status = 200;
+    std::string content_type = "text/plain; charset=utf-8";
+    std::vector<std::pair<std::string, std::string>> headers;  // beyond those the server writes
+    std::string body;
+};
+
+using HttpHandler = std::function<void(const HttpRequest&, HttpResponse&)>;
+
+class HttpServer {
+public:
+    static constexpr std::size_t kWorkers = 2;
+    static constexpr std::size_t kMaxWaiting = 64;
+    static constexpr std::size_t kMaxRequestHead = 16 * 1024;
+    static constexpr int kSocketTimeoutSeconds = 5;
+
+    HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+    ~HttpServer();
+
+    // Answers GET `path` (exactly, whatever the query). Handlers run on the worker threads, two
+    // at a time; what they throw becomes a 500 with the exception's message.
+    void get(std::string path, HttpHandler handler);
+
+    // Listens on a numeric IPv4 or IPv6 address; port 0 lets the kernel pick one. Returns the
+    // port; throws std::runtime_error saying why it cannot listen.
+    int listen(const std::string& host, int port);
+
+    // Serves until stop(), then lets the requests being answered finish; returns at once if
+    // stop() came first.
+    void run();
+
+    // From any thread, at any time, also before run().
+    void stop();
+
+private:
+    void accept_connections();
+    void work();
+    void answer(int connection);
+
+    std::map<std::string, HttpHandler, std::less<>> handlers_;
+    int listening_ = -1;
+    int stop_event_ = -1;  // an eventfd, readable once stop() is called
+    std::atomic<bool> stopping_{false};
+    std::mutex waiting_mutex_;
+    std::condition_variable connection_waiting_;
+    std::deque<int> waiting_;  // accepted connections no worker has taken yet
+};
+
+}  // namespace leakwrap
