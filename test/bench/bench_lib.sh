@@ -14,6 +14,16 @@ bench_sample_bytes=524288
 # the sampled stacks, as leakwrap's sampling mode does.
 bench_jemalloc_conf=prof:true,lg_prof_sample:19
 
+# bench_padding N: the value of LEAKWRAP_BENCH_PADDING for the N-th run (from 0), 40 x N bytes.
+# The environment lies at the top of the stack, so its size moves everything below it. Ruby's GC
+# marks the machine stack conservatively, and for one command line and environment it takes the
+# same course run after run (when major GCs come, how many heap pages it keeps); a different
+# padding per run samples its courses, so that a median does not repeat one of them
+# (test/bench/ruby_gc_sensitivity.sh shows the effect).
+bench_padding() {
+  printf "%$((40 * $1))s" "" | tr ' ' x
+}
+
 # bench_find_build [DIR]: sets bench_build and bench_preload. DIR, else $LEAKWRAP_BUILD_DIR, else
 # build/ in the repository. Refuses a build that checks the preload's invariants at run time
 # (LEAKWRAP_DEBUG=ON, as scripts/test.sh configures): that is not what users run.

@@ -29,6 +29,10 @@
 # compared with bare's, is siege's count of successful and failed requests, and the page Rails
 # serves after boot.
 #
+# Run N of every variant gets an environment variable LEAKWRAP_BENCH_PADDING of 40 x (N - 1)
+# bytes (bench_lib.sh, bench_padding): it moves the stack, so that the runs sample the courses of
+# Ruby's conservative GC instead of repeating one (test/bench/ruby_gc_sensitivity.sh).
+#
 # A run that exits non-zero, times out, or prints other output than bare is marked failed and
 # left out of the medians. A job or variant that cannot run on this machine is skipped, with the
 # reason in the table.
@@ -227,6 +231,7 @@ run_command() {
     cd "$scratch"
     if is_leakwrap "$variant"; then export LEAKWRAP_KEEP=1; fi
     ((${#job_env[@]} == 0)) || export "${job_env[@]}"
+    export LEAKWRAP_BENCH_PADDING=$run_padding
     # shellcheck disable=SC2016 # $$ and $@ are the inner sh's
     exec timeout -k 10 "$limit" /usr/bin/time -f '%e %M' -o "$scratch/time" \
       sh -c 'echo $$ > "$0" && exec "$@"' "$scratch/pid" "${bench_prefix[@]}" "${job_argv[@]}" \
@@ -271,6 +276,7 @@ run_server() {
     exec > "$scratch/log.fifo" 2>&1 < /dev/null # first: the reader below waits for it
     cd "$scratch"
     ((${#job_env[@]} == 0)) || export "${job_env[@]}"
+    export LEAKWRAP_BENCH_PADDING=$run_padding
     exec "${bench_prefix[@]}" "${job_argv[@]}" --pidfile "$pid_file"
   ) &
   root=$!
@@ -347,6 +353,7 @@ measure() {
   : > "$scratch/stderr"
   job_command "$job" "$scratch"
   bench_variant_prefix "$variant" "$scratch"
+  run_padding=$(bench_padding $((run - 1)))
   status=ok value=- rss=- sites=- segment_kib=-
   if is_server "$job"; then
     run_server "$job" "$variant" "$limit" "$scratch"
