@@ -17,7 +17,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <charconv>
 #include <climits>
 #include <cstring>
@@ -362,6 +361,9 @@ int serve_profiles(const ServeOptions& options) {
     } catch (const std::runtime_error& error) {
         throw std::runtime_error("cannot listen on " + options.listen.text() + ": " + error.what());
     }
+    // Sockets are written with MSG_NOSIGNAL; stdout may be a pipe whose reader goes away, which
+    // must not end the server either.
+    signal(SIGPIPE, SIG_IGN);
     StopOnSignal stop(server);
     std::cout << "serving on http://" << bound.text()
               << "/ (GET /metrics, /debug/pprof/heap?pid=N, /processes)" << std::endl;
