@@ -270,7 +270,11 @@ int HttpServer::listen(const std::string& host, int port) {
 }
 
 void HttpServer::stop() {
-    stopping_.store(true);
+    {
+        const std::scoped_lock lock(waiting_mutex_);
+        stopping_.store(true);
+        for (const int connection : answering_) shutdown(connection, SHUT_RDWR);
+    }
     const uint64_t one = 1;
     // The eventfd's counter cannot overflow from these: one write per stop().
     [[maybe_unused]] const ssize_t written = write(stop_event_, &one, sizeof(one));
@@ -327,10 +331,10 @@ namespace {
 // Closing a socket with unread input makes the kernel reset the connection, and a client may then
 // lose the answer before reading it (one refused for its size, or for its body). So the answer is
 // ended with a FIN and what the client still sends is read and dropped, until it closes its side,
-// kMaxDrainedBytes have come or it has been silent for a second.
+// kMaxDrainedBytes have come or it has been silent for a second. The caller then closes it.
 constexpr std::size_t kMaxDrainedBytes = 1 << 20;
 
-void close_after_answer(int connection) {
+void end_answer(int connection) {
     shutdown(connection, SHUT_WR);
     const timeval timeout{1, 0};
     setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
@@ -341,7 +345,6 @@ void close_after_answer(int connection) {
         if (got <= 0) break;
         drained += static_cast<std::size_t>(got);
     }
-    close(connection);
 }
 
 }  // namespace
@@ -353,9 +356,14 @@ void HttpServer::work() {
         if (stopping_.load()) return;
         const int connection = waiting_.front();
         waiting_.pop_front();
+        answering_.push_back(connection);
         lock.unlock();
         answer(connection);
-        close_after_answer(connection);
+        end_answer(connection);
+        lock.lock();
+        std::erase(answering_, connection);
+        lock.unlock();
+        close(connection);
     }
 }
 

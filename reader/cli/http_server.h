@@ -71,7 +71,8 @@ public:
     // stop() came first.
     void run();
 
-    // From any thread, at any time, also before run().
+    // From any thread, at any time, also before run(). Connections being answered are shut
+    // down, so that a stalled client does not hold the stop for its timeout.
     void stop();
 
 private:
@@ -86,6 +87,9 @@ private:
     std::mutex waiting_mutex_;
     std::condition_variable connection_waiting_;
     std::deque<int> waiting_;  // accepted connections no worker has taken yet
+    // Connections the workers are answering: a worker takes one off this list, under the mutex,
+    // before it closes it, so that stop() never shuts down a descriptor reused meanwhile.
+    std::vector<int> answering_;
 };
 
 }  // namespace leakwrap

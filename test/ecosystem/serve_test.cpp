@@ -310,6 +310,18 @@ TEST_F(Serve, StopsCleanlyOnSigterm) {
     EXPECT_NE(server->wait_for_line("serve: stopped").find("TERM"), std::string::npos);
 }
 
+// A client in the middle of its request when the signal comes: the server shuts its connection
+// down and stops all the same.
+TEST_F(Serve, StopsOnSigtermWhileAClientStalls) {
+    RawClient stalled(port);
+    stalled.send_bytes("GET /metrics HT");
+    // Answered, so a worker has taken the stalled connection before the signal.
+    ASSERT_EQ(http_get(port, "/processes").status, 200);
+    EXPECT_EQ(server->signal_and_wait(SIGTERM), 0);
+    EXPECT_NE(server->wait_for_line("serve: stopped").find("TERM"), std::string::npos);
+    EXPECT_EQ(stalled.receive_all(), "");
+}
+
 TEST_F(Serve, RefusesAnAddressInUseOrNotAnAddressAndWarnsBeyondLoopback) {
     const e2e::Completed in_use = e2e::run_report({"serve", "--listen", "127.0.0.1:" + std::to_string(port)});
     EXPECT_EQ(in_use.exit_code, 1);
