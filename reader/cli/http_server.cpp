@@ -69,6 +69,7 @@ const char* reason_phrase(int status) {
         case 403: return "Forbidden";
         case 404: return "Not Found";
         case 405: return "Method Not Allowed";
+        case 408: return "Request Timeout";
         case 410: return "Gone";
         case 413: return "Content Too Large";
         case 431: return "Request Header Fields Too Large";
@@ -191,8 +192,9 @@ void send_error(int connection, int status, const std::string& message) {
     send_response(connection, std::move(response), false);
 }
 
-// Reads up to the end of the request head; its length, 0 if the client went away or stalled,
-// or throws BadRequest when the head is too large.
+// Reads up to the end of the request head; its length, or 0 if the client sent nothing at all
+// before it went away or stalled. Throws BadRequest when the head is too large, or when a client
+// stops in the middle of it.
 std::size_t read_request_head(int connection, std::string* buffer) {
     char chunk[4096];
     while (true) {
@@ -205,7 +207,11 @@ std::size_t read_request_head(int connection, std::string* buffer) {
         if (length != std::string::npos) return length;
         const ssize_t got = recv(connection, chunk, sizeof(chunk), 0);
         if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return 0;
+        if (got <= 0 && buffer->empty()) return 0;
+        if (got == 0) throw BadRequest{400, "the request ended before its head did"};
+        if (got < 0)
+            throw BadRequest{408, "no more of the request came for " +
+                                      std::to_string(HttpServer::kSocketTimeoutSeconds) + " seconds"};
         buffer->append(chunk, static_cast<std::size_t>(got));
     }
 }
