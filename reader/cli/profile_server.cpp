@@ -157,7 +157,8 @@ void set_body(HttpResponse& response, std::string body, const std::string& conte
     response.content_type = content_type;
 }
 
-// Runs a handler; whatever it throws becomes a one-line plain-text answer.
+// Runs a handler; an HttpError it throws becomes a one-line plain-text answer with its status
+// (anything else it throws, the server answers 500 with the message).
 template <typename Handler>
 void answer(HttpResponse& response, Handler handler) {
     try {
