@@ -134,18 +134,10 @@ HttpRequest parse_request_head(std::string_view head) {
     return request;
 }
 
-// Whether Accept-Encoding lists gzip (or *) without q=0.
+// Whether Accept-Encoding takes gzip (or anything, *) with a quality above 0.
 bool accepts_gzip(const std::string& accept_encoding) {
-    std::istringstream codings(accept_encoding);
-    for (std::string coding; std::getline(codings, coding, ',');) {
-        const std::size_t semicolon = coding.find(';');
-        const std::string name = lower_case(trimmed(std::string_view(coding).substr(0, semicolon)));
-        if (name != "gzip" && name != "*") continue;
-        if (semicolon == std::string::npos) return true;
-        const std::string_view parameter = trimmed(std::string_view(coding).substr(semicolon + 1));
-        if (!parameter.starts_with("q=") || std::strtod(std::string(parameter.substr(2)).c_str(), nullptr) > 0)
-            return true;
-    }
+    for (const auto& [coding, quality] : weighted_items(accept_encoding))
+        if ((coding == "gzip" || coding == "*") && quality > 0) return true;
     return false;
 }
 
@@ -217,6 +209,28 @@ std::size_t read_request_head(int connection, std::string* buffer) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, double>> weighted_items(std::string_view header) {
+    std::vector<std::pair<std::string, double>> items;
+    while (!header.empty()) {
+        const std::size_t comma = header.find(',');
+        std::string_view item = header.substr(0, comma);
+        header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
+        const std::size_t semicolon = item.find(';');
+        const std::string name = lower_case(trimmed(item.substr(0, semicolon)));
+        if (name.empty()) continue;
+        double quality = 1;
+        for (std::string_view parameters = semicolon == std::string_view::npos ? std::string_view{} : item.substr(semicolon + 1);
+             !parameters.empty();) {
+            const std::size_t next = parameters.find(';');
+            const std::string_view parameter = trimmed(parameters.substr(0, next));
+            parameters = next == std::string_view::npos ? std::string_view{} : parameters.substr(next + 1);
+            if (parameter.starts_with("q=")) quality = std::strtod(std::string(parameter.substr(2)).c_str(), nullptr);
+        }
+        items.emplace_back(name, quality);
+    }
+    return items;
+}
 
 const std::string* HttpRequest::query_value(std::string_view name) const {
     for (const auto& [key, value] : query)

@@ -47,6 +47,11 @@ struct HttpResponse {
 
 using HttpHandler = std::function<void(const HttpRequest&, HttpResponse&)>;
 
+// The items of a header that lists them with qualities (Accept, Accept-Encoding), in order and in
+// lower case, each with its q (1 when not given): "text/plain;q=0.5, Gzip" gives
+// {{"text/plain", 0.5}, {"gzip", 1}}. Parameters other than q are dropped.
+std::vector<std::pair<std::string, double>> weighted_items(std::string_view header);
+
 class HttpServer {
 public:
     static constexpr std::size_t kWorkers = 2;

@@ -322,23 +322,11 @@ ListenAddress parse_listen_address(const std::string& text) {
 }
 
 bool accepts_openmetrics(const std::string& accept) {
-    // The best quality (q) given to each format; a range without q has 1.
+    // The best quality given to each format.
     double openmetrics = 0, text = 0;
-    std::istringstream ranges(accept);
-    for (std::string range; std::getline(ranges, range, ',');) {
-        std::istringstream parts(range);
-        std::string type;
-        std::getline(parts, type, ';');
-        type.erase(0, type.find_first_not_of(" \t"));
-        type.erase(type.find_last_not_of(" \t") + 1);
-        double quality = 1;
-        for (std::string parameter; std::getline(parts, parameter, ';');) {
-            parameter.erase(0, parameter.find_first_not_of(" \t"));
-            if (parameter.starts_with("q=")) quality = std::strtod(parameter.c_str() + 2, nullptr);
-        }
+    for (const auto& [type, quality] : weighted_items(accept)) {
         if (type == "application/openmetrics-text") openmetrics = std::max(openmetrics, quality);
-        else if (type == "text/plain" || type == "text/*" || type == "*/*")
-            text = std::max(text, quality);
+        else if (type == "text/plain" || type == "text/*" || type == "*/*") text = std::max(text, quality);
     }
     return openmetrics > 0 && openmetrics >= text;
 }
