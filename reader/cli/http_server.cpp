@@ -38,6 +38,15 @@ std::string_view trimmed(std::string_view text) {
     return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
 }
 
+// The part of `rest` before the first `delimiter` (all of it if there is none); `rest` keeps what
+// follows the delimiter.
+std::string_view take_part(std::string_view* rest, char delimiter) {
+    const std::size_t at = rest->find(delimiter);
+    const std::string_view part = rest->substr(0, at);
+    *rest = at == std::string_view::npos ? std::string_view{} : rest->substr(at + 1);
+    return part;
+}
+
 int hex_digit(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -86,13 +95,10 @@ struct BadRequest {
 // The request line and headers, up to the empty line.
 HttpRequest parse_request_head(std::string_view head) {
     std::vector<std::string_view> lines;
-    for (std::size_t start = 0; start < head.size();) {
-        std::size_t end = head.find('\n', start);
-        if (end == std::string_view::npos) end = head.size();
-        std::string_view line = head.substr(start, end - start);
+    for (std::string_view rest = head; !rest.empty();) {
+        std::string_view line = take_part(&rest, '\n');
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         lines.push_back(line);
-        start = end + 1;
     }
     if (lines.empty()) throw BadRequest{400, "an empty request"};
     const std::string_view request_line = lines.front();
@@ -111,15 +117,11 @@ HttpRequest parse_request_head(std::string_view head) {
     if (question != std::string_view::npos) {
         std::string_view query = target.substr(question + 1);
         while (!query.empty()) {
-            const std::size_t amp = query.find('&');
-            const std::string_view part = query.substr(0, amp);
-            query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-            if (part.empty()) continue;
-            const std::size_t equals = part.find('=');
+            std::string_view value_text = take_part(&query, '&');
+            if (value_text.empty()) continue;
+            const std::string_view name_text = take_part(&value_text, '=');
             std::string name, value;
-            if (!percent_decode(part.substr(0, equals), true, &name) ||
-                (equals != std::string_view::npos &&
-                 !percent_decode(part.substr(equals + 1), true, &value)))
+            if (!percent_decode(name_text, true, &name) || !percent_decode(value_text, true, &value))
                 throw BadRequest{400, "a broken %-escape in the query"};
             request.query.emplace_back(std::move(name), std::move(value));
         }
@@ -213,18 +215,12 @@ std::size_t read_request_head(int connection, std::string* buffer) {
 std::vector<std::pair<std::string, double>> weighted_items(std::string_view header) {
     std::vector<std::pair<std::string, double>> items;
     while (!header.empty()) {
-        const std::size_t comma = header.find(',');
-        std::string_view item = header.substr(0, comma);
-        header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
-        const std::size_t semicolon = item.find(';');
-        const std::string name = lower_case(trimmed(item.substr(0, semicolon)));
+        std::string_view parameters = take_part(&header, ',');
+        const std::string name = lower_case(trimmed(take_part(&parameters, ';')));
         if (name.empty()) continue;
         double quality = 1;
-        for (std::string_view parameters = semicolon == std::string_view::npos ? std::string_view{} : item.substr(semicolon + 1);
-             !parameters.empty();) {
-            const std::size_t next = parameters.find(';');
-            const std::string_view parameter = trimmed(parameters.substr(0, next));
-            parameters = next == std::string_view::npos ? std::string_view{} : parameters.substr(next + 1);
+        while (!parameters.empty()) {
+            const std::string_view parameter = trimmed(take_part(&parameters, ';'));
             if (parameter.starts_with("q=")) quality = std::strtod(std::string(parameter.substr(2)).c_str(), nullptr);
         }
         items.emplace_back(name, quality);
