@@ -24,6 +24,28 @@ bench_padding() {
   printf "%$((40 * $1))s" "" | tr ' ' x
 }
 
+# The input of the rdoc job: Ruby 3.1's irb library.
+bench_rdoc_input=/usr/lib/ruby/3.1.0/irb
+
+# bench_ruby_job_argv JOB SCRATCH_DIR: sets the array job_argv to the command line of the Ruby
+# job JOB, rdoc or ruby_json, as compare.sh and ruby_gc_sensitivity.sh run it; rdoc writes into
+# SCRATCH_DIR/ri. bench_ruby_job_check JOB prints why JOB cannot run here, or nothing.
+# shellcheck disable=SC2034 # job_argv is for the caller
+bench_ruby_job_argv() {
+  case $1 in
+    rdoc) job_argv=(rdoc --quiet --format=ri --output="$2/ri" "$bench_rdoc_input") ;;
+    ruby_json) job_argv=(ruby "$bench_repo/test/bench/jobs/json_round_trips.rb") ;;
+  esac
+}
+bench_ruby_job_check() {
+  case $1 in
+    rdoc)
+      if ! command -v rdoc > /dev/null || [[ ! -d $bench_rdoc_input ]]; then echo "no rdoc or no $bench_rdoc_input"; fi ;;
+    ruby_json)
+      ruby -rjson -e '' 2> /dev/null || echo "no ruby with json" ;;
+  esac
+}
+
 # bench_find_build [DIR]: sets bench_build and bench_preload. DIR, else $LEAKWRAP_BUILD_DIR, else
 # build/ in the repository. Refuses a build that checks the preload's invariants at run time
 # (LEAKWRAP_DEBUG=ON, as scripts/test.sh configures): that is not what users run.

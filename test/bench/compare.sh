@@ -79,8 +79,6 @@ bench_require "$bench_preload" "$report"
 bench_find_jemalloc
 [[ -x /usr/bin/time ]] || { echo "compare.sh: /usr/bin/time is missing: run scripts/setup.sh (package time)" >&2; exit 1; }
 
-ruby_library=/usr/lib/ruby/3.1.0
-rdoc_input=$ruby_library/irb
 python=/usr/bin/python3.11
 python_library=/usr/lib/python3.11
 python_packages=(email xml logging asyncio json unittest http multiprocessing concurrent)
@@ -106,10 +104,8 @@ job_check() {
   case $job in
     server_churn | producer_consumer | small_objects)
       [[ -x $bench_build/bin/workload_$job ]] || reason="not built (target bench_tools)" ;;
-    rdoc)
-      if ! command -v rdoc > /dev/null || [[ ! -d $rdoc_input ]]; then reason="no rdoc or no $rdoc_input"; fi ;;
-    ruby_json)
-      ruby -rjson -e '' 2> /dev/null || reason="no ruby with json" ;;
+    rdoc | ruby_json)
+      reason=$(bench_ruby_job_check "$job") ;;
     python_ast)
       [[ -x $python && -d $python_library ]] || reason="no $python or no $python_library" ;;
     cc1plus)
@@ -154,10 +150,8 @@ job_command() {
   case $job in
     server_churn | producer_consumer | small_objects)
       job_argv=("$bench_build/bin/workload_$job") ;;
-    rdoc)
-      job_argv=(rdoc --quiet --format=ri --output="$scratch/ri" "$rdoc_input") ;;
-    ruby_json)
-      job_argv=(ruby "$bench_repo/test/bench/jobs/json_round_trips.rb") ;;
+    rdoc | ruby_json)
+      bench_ruby_job_argv "$job" "$scratch" ;;
     python_ast)
       job_argv=("$python" -I -B "$bench_repo/test/bench/jobs/ast_census.py")
       job_argv+=("${python_packages[@]/#/$python_library/}") ;;

@@ -45,23 +45,16 @@ bench_find_build "$build_dir"
 touch_preload=$bench_build/lib/libbench_stack_touch.so
 bench_require "$bench_preload" "$touch_preload"
 command -v ruby > /dev/null || { echo "no ruby in PATH" >&2; exit 1; }
-rdoc_input=$(ruby -e 'print RbConfig::CONFIG["rubylibdir"]')/irb
+for job in "${jobs[@]}"; do
+  case $job in
+    rdoc | ruby_json) ;;
+    *) echo "unknown job $job (ruby_json, rdoc)" >&2; exit 2 ;;
+  esac
+  reason=$(bench_ruby_job_check "$job")
+  [[ -z $reason ]] || { echo "$job: $reason" >&2; exit 1; }
+done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-
-# job_argv_of JOB: sets job_argv, as compare.sh runs JOB.
-job_argv_of() {
-  case $1 in
-    ruby_json) job_argv=(ruby "$bench_repo/test/bench/jobs/json_round_trips.rb") ;;
-    rdoc)
-      if ! command -v rdoc > /dev/null || [[ ! -d $rdoc_input ]]; then
-        echo "no rdoc or no $rdoc_input" >&2
-        exit 1
-      fi
-      job_argv=(rdoc --quiet --format=ri --output="$scratch/ri" "$rdoc_input") ;;
-    *) echo "unknown job $1 (ruby_json, rdoc)" >&2; exit 2 ;;
-  esac
-}
 
 # peak_rss_kib VARIANT RUN
 peak_rss_kib() {
@@ -87,7 +80,7 @@ variants=(bare touch exact)
 echo "| job | peak RSS MiB, median (min–max): bare | touch | exact | touch / bare | exact / bare | exact / touch |"
 echo "|---|---|---|---|---|---|---|"
 for job in "${jobs[@]}"; do
-  job_argv_of "$job"
+  bench_ruby_job_argv "$job" "$scratch"
   declare -A samples=() median=() cell=()
   for ((run = 0; run < paddings; ++run)); do
     for variant in "${variants[@]}"; do samples[$variant]+="$(peak_rss_kib "$variant" "$run")"$'\n'; done
