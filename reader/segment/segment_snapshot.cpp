@@ -455,8 +455,15 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
     sites.reserve(ready);
     std::vector<uint32_t> stack_of_site;  // by position in `sites`: the index in the store
     stack_of_site.reserve(ready);
+    // The records already parsed are given back a megabyte at a time, so that the copy's records
+    // and the sites made of them are not both resident at the end.
+    const uint32_t slots_per_release =
+        std::max<uint32_t>(1, (uint32_t{1} << 20) / header.site_record_size);
     for (uint32_t slot = 0; slot < count; ++slot) {
         const uint64_t at = header.sites_offset + uint64_t{slot} * header.site_record_size;
+        if (done_with && slot > 0 && slot % slots_per_release == 0)
+            done_with(bytes.subspan(at - uint64_t{slots_per_release} * header.site_record_size,
+                                    uint64_t{slots_per_release} * header.site_record_size));
         const auto record = load<layout::SiteRecord>(bytes, at);
         if (record.state != layout::kReady) continue;
         const std::string owner = "site " + number(slot);
