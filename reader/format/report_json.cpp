@@ -95,7 +95,7 @@ namespace {
 json selection_json(const RowSelection& selection, const ReportOptions& options) {
     return {{"focus", options.focus.description()},
             {"site", or_null(options.site)},
-            {"rows", selection.rows.size()},
+            {"rows", selection.kept_rows},
             {"all_rows", selection.all_rows},
             {"live_bytes", selection.counters.live_bytes()},
             {"live_blocks", selection.counters.live_blocks()}};

@@ -181,7 +181,8 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
             segment_resident.samples.push_back({process, memory->segment_resident});
             proportional.samples.push_back({process, memory->pss});
         }
-        const auto rows = selected_rows(snapshot, input.options, input.symbolizer).rows;
+        const auto rows =
+            selected_rows(snapshot, input.options, input.symbolizer, RowsWanted::ranked_only).rows;
         for (const ReportRow* row : ranked_rows(rows, input.options)) {
             const Labels labels = with(process, row_labels(*row, input.symbolizer));
             site_bytes.samples.push_back({labels, row->counters.live_bytes()});

@@ -150,13 +150,14 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
             out << "    #" << index++ << " ruby " << printable(ruby_location_text(location)) << '\n';
 }
 
-void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
-    if (input.options.site) return write_row(out, 1, rows.front(), input);
-    const auto ranked = ranked_rows(rows, input.options);
+void write_rows(std::ostream& out, const RowSelection& selection, const ReportInput& input) {
+    if (input.options.site) return write_row(out, 1, selection.rows.front(), input);
+    const auto ranked = ranked_rows(selection.rows, input.options);
     for (std::size_t rank = 0; rank < ranked.size(); ++rank)
         write_row(out, rank + 1, *ranked[rank], input);
-    if (ranked.size() < rows.size())
-        out << "\n(" << rows.size() - ranked.size() << " more rows not shown; --top 0 shows all)\n";
+    if (ranked.size() < selection.kept_rows)
+        out << "\n(" << selection.kept_rows - ranked.size()
+            << " more rows not shown; --top 0 shows all)\n";
 }
 
 void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows,
@@ -236,17 +237,20 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
             << " allocations from stacks without a record were counted in the overflow site "
                "(raise LEAKWRAP_MAX_SITES to see them separately)\n";
 
-    const RowSelection selection = selected_rows(snapshot, input.options, input.symbolizer);
+    // The size-class table names each class's top rows, whichever rows rank first overall.
+    const RowSelection selection =
+        selected_rows(snapshot, input.options, input.symbolizer,
+                      input.options.bins ? RowsWanted::every_row : RowsWanted::ranked_only);
     // The totals above are the whole process's; say what the rows below hold of it.
     if (selection.selected && !input.options.site)
         out << "focus (" << printable(input.options.focus.description()) << "): "
-            << selection.rows.size() << " of " << selection.all_rows << " rows, "
+            << selection.kept_rows << " of " << selection.all_rows << " rows, "
             << bytes_with_human(selection.counters.live_bytes()) << " live in "
             << selection.counters.live_blocks() << " blocks\n";
     if (input.options.bins)
         write_size_class_table(out, selection.rows, input);
     else
-        write_rows(out, selection.rows, input);
+        write_rows(out, selection, input);
 }
 
 }  // namespace leakwrap

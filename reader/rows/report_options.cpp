@@ -40,31 +40,42 @@ std::optional<ValueKind> value_kind_from_name(std::string_view name) {
     return value_named<ValueKind>(name, {{"live", ValueKind::live}, {"alloc", ValueKind::alloc}});
 }
 
-std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows,
-                                          const ReportOptions& options) {
-    std::vector<const ReportRow*> ranked;
-    ranked.reserve(rows.size());
-    for (const auto& row : rows)
-        if (row.counters.live_bytes() >= options.min_live_bytes) ranked.push_back(&row);
+bool RowRanking::shown(const Counters& counters) const {
+    return counters.live_bytes() >= options_.min_live_bytes;
+}
 
-    const auto primary = [&](const ReportRow& row) {
-        switch (options.sort) {
+bool RowRanking::before(const Counters& a, uint32_t a_id, const Counters& b, uint32_t b_id) const {
+    const auto primary = [&](const Counters& counters) {
+        switch (options_.sort) {
             case SortKey::allocs:
-                return row.counters.allocs;
+                return counters.allocs;
             case SortKey::bytes:
-                return row.counters.alloc_bytes;
+                return counters.alloc_bytes;
             case SortKey::live:
                 break;
         }
-        return row.counters.live_bytes();
+        return counters.live_bytes();
     };
-    const auto ranks_before = [&](const ReportRow* a, const ReportRow* b) {
-        return std::make_tuple(primary(*a), a->counters.live_blocks(), b->id) >
-               std::make_tuple(primary(*b), b->counters.live_blocks(), a->id);
-    };
-    const std::size_t shown =
-        options.top == 0 ? ranked.size() : std::min(options.top, ranked.size());
-    std::partial_sort(ranked.begin(), ranked.begin() + shown, ranked.end(), ranks_before);
+    return std::make_tuple(primary(a), a.live_blocks(), b_id) >
+           std::make_tuple(primary(b), b.live_blocks(), a_id);
+}
+
+std::size_t RowRanking::shown_of(std::size_t candidates) const {
+    return options_.top == 0 ? candidates : std::min(options_.top, candidates);
+}
+
+std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows,
+                                          const ReportOptions& options) {
+    const RowRanking ranking(options);
+    std::vector<const ReportRow*> ranked;
+    ranked.reserve(rows.size());
+    for (const auto& row : rows)
+        if (ranking.shown(row.counters)) ranked.push_back(&row);
+    const std::size_t shown = ranking.shown_of(ranked.size());
+    std::partial_sort(ranked.begin(), ranked.begin() + shown, ranked.end(),
+                      [&](const ReportRow* a, const ReportRow* b) {
+                          return ranking.before(a->counters, a->id, b->counters, b->id);
+                      });
     ranked.resize(shown);
     return ranked;
 }

@@ -36,7 +36,22 @@ struct ReportOptions {
     bool full_names = false;       // --full-names: text shows C++ names unshortened
 };
 
-// Descending by the sort key; ties by live blocks, then ascending id, so output is stable.
+// The order of a report's rows: descending by the sort key; ties by live blocks, then ascending
+// id, so output is stable. Rows under --min-bytes are not shown, and at most --top are.
+class RowRanking {
+public:
+    explicit RowRanking(const ReportOptions& options) : options_(options) {}
+    bool shown(const Counters& counters) const;
+    // Whether the row (a, a_id) ranks before the row (b, b_id).
+    bool before(const Counters& a, uint32_t a_id, const Counters& b, uint32_t b_id) const;
+    // How many of `candidates` shown rows make the report.
+    std::size_t shown_of(std::size_t candidates) const;
+
+private:
+    const ReportOptions& options_;
+};
+
+// The rows a report shows, in the order RowRanking gives.
 std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows,
                                           const ReportOptions& options);
 

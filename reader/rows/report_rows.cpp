@@ -129,59 +129,74 @@ std::string_view grouping_name(Grouping grouping) {
     return grouping == Grouping::ruby ? "ruby" : "native";
 }
 
-// In two passes, so that the rows and their records are allocated once, at their size: grown
-// as they came, the rows of a Rails process took 9.5 MiB for 7.
-std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping,
-                                   const std::vector<bool>* kept) {
-    constexpr uint32_t kNoRow = UINT32_MAX;
-    // Which row each site joins, in slot order, so that a row's first record has its smallest id.
-    std::vector<uint32_t> row_of_site(snapshot.sites.size(), kNoRow);
-    std::vector<uint32_t> records_of_row;
-    {
-        RowNumbers row_numbers(snapshot.sites, grouping);
-        for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
-            const Site& site = snapshot.sites[position];
-            // The writer creates every overflow site up front; only those that counted belong in use.
-            if (site.overflow && site.counters.allocs == 0) continue;
-            // A record that lost an insertion race counted nothing, nor has a new one yet.
-            if (site.counters.allocs == 0 && site.counters.frees == 0) continue;
-            if (kept != nullptr && !(*kept)[position]) continue;
-            const uint32_t row = row_numbers.row_of(position);
-            if (row == records_of_row.size()) records_of_row.push_back(0);
-            row_of_site[position] = row;
-            ++records_of_row[row];
-        }
+RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
+                          const std::vector<bool>* kept) {
+    RowAssignment assignment;
+    assignment.row_of_site.assign(snapshot.sites.size(), RowAssignment::kNoRow);
+    RowNumbers row_numbers(snapshot.sites, grouping);
+    for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
+        const Site& site = snapshot.sites[position];
+        // The writer creates every overflow site up front; only those that counted belong in use.
+        if (site.overflow && site.counters.allocs == 0) continue;
+        // A record that lost an insertion race counted nothing, nor has a new one yet.
+        if (site.counters.allocs == 0 && site.counters.frees == 0) continue;
+        if (kept != nullptr && !(*kept)[position]) continue;
+        const uint32_t row = row_numbers.row_of(position);
+        if (row == assignment.records_of_row.size()) assignment.records_of_row.push_back(0);
+        assignment.row_of_site[position] = row;
+        ++assignment.records_of_row[row];
     }
-    // Each row's records after those of the rows before it.
-    std::vector<uint32_t> next_record(records_of_row.size());
+    return assignment;
+}
+
+// Allocated once, at their size: grown as they came, the rows of a Rails process took 9.5 MiB
+// for 7.
+std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping,
+                                 const RowAssignment& assignment, const std::vector<bool>* wanted) {
+    constexpr uint32_t kNoRow = RowAssignment::kNoRow;
+    const auto is_wanted = [&](uint32_t row) { return wanted == nullptr || (*wanted)[row]; };
+    // Each wanted row's records after those of the wanted rows before it; and its place in `rows`,
+    // rows being made in the order of their numbers, which is the order of their first records.
+    std::vector<uint32_t> next_record(assignment.records_of_row.size());
+    std::vector<uint32_t> place_of_row(assignment.records_of_row.size(), kNoRow);
     uint32_t records = 0;
-    for (std::size_t row = 0; row < records_of_row.size(); ++row) {
+    uint32_t places = 0;
+    for (uint32_t row = 0; row < assignment.records_of_row.size(); ++row) {
+        if (!is_wanted(row)) continue;
         next_record[row] = records;
-        records += records_of_row[row];
+        records += assignment.records_of_row[row];
+        place_of_row[row] = places++;
     }
     auto table = std::make_shared<RowRecords>();
     table->sample_interval = snapshot.sample_interval;
     table->sites.resize(records);
     std::vector<ReportRow> rows;
-    rows.reserve(records_of_row.size());
+    rows.reserve(places);
     for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
-        const uint32_t row_index = row_of_site[position];
-        if (row_index == kNoRow) continue;
+        const uint32_t row_number = assignment.row_of_site[position];
+        if (row_number == kNoRow || !is_wanted(row_number)) continue;
         const Site& site = snapshot.sites[position];
-        if (row_index == rows.size()) {
+        const uint32_t place = place_of_row[row_number];
+        if (place == rows.size()) {
             ReportRow& row = rows.emplace_back(first_row_of(site, grouping, snapshot.sampled()));
-            row.record_sites =
-                std::span<const Site* const>(table->sites).subspan(next_record[row_index],
-                                                                   records_of_row[row_index]);
+            row.record_sites = std::span<const Site* const>(table->sites)
+                                   .subspan(next_record[row_number],
+                                            assignment.records_of_row[row_number]);
             row.record_table = table;
         }
-        rows[row_index].counters += estimated_counters(site.counters, snapshot.sample_interval);
+        ReportRow& row = rows[place];
+        row.counters += estimated_counters(site.counters, snapshot.sample_interval);
         // A reduced stack can have the frames of a whole one (a backtrace of one Ruby frame): the
         // row holds allocations whose outer frames are unknown.
-        rows[row_index].reduced = rows[row_index].reduced || site.reduced();
-        table->sites[next_record[row_index]++] = &site;
+        row.reduced = row.reduced || site.reduced();
+        table->sites[next_record[row_number]++] = &site;
     }
     return rows;
+}
+
+std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping,
+                                   const std::vector<bool>* kept) {
+    return make_rows(snapshot, grouping, assign_rows(snapshot, grouping, kept), nullptr);
 }
 
 }  // namespace leakwrap

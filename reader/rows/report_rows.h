@@ -5,6 +5,7 @@
 
 #include "segment_snapshot.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -73,6 +74,24 @@ struct ReportRow {
 };
 // What the comment above says a row costs; rows are made for every call site of a process.
 static_assert(sizeof(ReportRow) == 72);
+
+// Which row each of the snapshot's records joins, by its position in snapshot.sites (kNoRow for
+// a record in none: an unused overflow site, an empty record, one `kept` leaves out), rows being
+// numbered in the order of their first records; and how many records each row has.
+struct RowAssignment {
+    static constexpr uint32_t kNoRow = UINT32_MAX;
+    std::vector<uint32_t> row_of_site;
+    std::vector<uint32_t> records_of_row;
+    std::size_t row_count() const { return records_of_row.size(); }
+};
+RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
+                          const std::vector<bool>* kept = nullptr);
+
+// The rows of an assignment, ordered by id; with `wanted` (by row number), only those it marks,
+// their records alone listed.
+std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping,
+                                 const RowAssignment& assignment,
+                                 const std::vector<bool>* wanted = nullptr);
 
 // Every row of the snapshot, ordered by id; with `kept`, made only of the records it marks (by
 // position in snapshot.sites). In sampling mode each record is scaled to its estimate before it

@@ -1,7 +1,9 @@
 #include "row_selection.h"
 
 #include "report_labels.h"
+#include "sampling_estimate.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace leakwrap {
@@ -46,8 +48,49 @@ std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<Report
     return report_rows(snapshot, grouping, &kept);
 }
 
+namespace {
+
+// Every row counted, only the ranked ones made: the others' counters are summed and dropped.
+RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& options) {
+    const RowAssignment assignment = assign_rows(snapshot, options.by);
+    std::vector<bool> wanted(assignment.row_count());
+    RowSelection selection;
+    selection.all_rows = selection.kept_rows = assignment.row_count();
+    {
+        std::vector<Counters> row_counters(assignment.row_count());
+        std::vector<uint32_t> row_ids(assignment.row_count(), RowAssignment::kNoRow);
+        for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
+            const uint32_t row = assignment.row_of_site[position];
+            if (row == RowAssignment::kNoRow) continue;
+            const Site& site = snapshot.sites[position];
+            const Counters counters = estimated_counters(site.counters, snapshot.sample_interval);
+            row_counters[row] += counters;
+            selection.counters += counters;
+            // Records come in slot order: a row's id is its first record's.
+            if (row_ids[row] == RowAssignment::kNoRow) row_ids[row] = site.id;
+        }
+        const RowRanking ranking(options);
+        std::vector<uint32_t> ranked;
+        for (uint32_t row = 0; row < assignment.row_count(); ++row)
+            if (ranking.shown(row_counters[row])) ranked.push_back(row);
+        const std::size_t shown = ranking.shown_of(ranked.size());
+        std::partial_sort(ranked.begin(), ranked.begin() + shown, ranked.end(),
+                          [&](uint32_t a, uint32_t b) {
+                              return ranking.before(row_counters[a], row_ids[a], row_counters[b],
+                                                    row_ids[b]);
+                          });
+        for (std::size_t rank = 0; rank < shown; ++rank) wanted[ranked[rank]] = true;
+    }
+    selection.rows = make_rows(snapshot, options.by, assignment, &wanted);
+    return selection;
+}
+
+}  // namespace
+
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
-                           Symbolizer& symbolizer) {
+                           Symbolizer& symbolizer, RowsWanted wanted) {
+    if (wanted == RowsWanted::ranked_only && !options.site && options.focus.empty())
+        return ranked_selection(snapshot, options);
     RowSelection selection;
     selection.rows = report_rows(snapshot, options.by);
     selection.all_rows = selection.rows.size();
@@ -62,6 +105,7 @@ RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& option
         RowMatcher matcher(options.focus, symbolizer);
         selection.rows = focused_rows(snapshot, std::move(selection.rows), matcher);
     }
+    selection.kept_rows = selection.rows.size();
     selection.selected = options.site.has_value() || !options.focus.empty();
     for (const ReportRow& row : selection.rows) selection.counters += row.counters;
     return selection;

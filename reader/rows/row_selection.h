@@ -45,13 +45,19 @@ std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<Report
 struct RowSelection {
     std::vector<ReportRow> rows;  // ordered by id, as report_rows gives them
     std::size_t all_rows = 0;     // before --focus, --ignore or --site
+    std::size_t kept_rows = 0;    // after them: rows.size(), unless only the ranked rows were made
     bool selected = false;        // whether any of them was given
     Counters counters;            // summed over the rows kept
 };
 
+// Which rows a caller reads: all of them, or only those ranked_rows shows (--top, --min-bytes),
+// the others then being counted but not made (72 bytes a row, 50,000 rows for a Rails process).
+enum class RowsWanted : uint8_t { every_row, ranked_only };
+
 // report_rows, then --site (throws std::runtime_error when no row has that id) or --focus and
-// --ignore. Those symbolize every row's frames; without them nothing is resolved here.
+// --ignore. Those symbolize every row's frames; without them nothing is resolved here. With
+// ranked_only, ranked_rows of the result gives what it would give of every row.
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
-                           Symbolizer& symbolizer);
+                           Symbolizer& symbolizer, RowsWanted wanted = RowsWanted::every_row);
 
 }  // namespace leakwrap

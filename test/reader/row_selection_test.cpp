@@ -1,0 +1,81 @@
+#include "row_selection.h"
+#include "segment_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <tuple>
+
+namespace leakwrap {
+namespace {
+
+using testing::SegmentBuilder;
+
+// Sites that share stacks across size classes and Ruby lines across stacks, with ties in every
+// sort key, empty records and an overflow site that counted.
+SegmentBuilder crowded_segment(uint64_t sample_interval) {
+    SegmentBuilder builder;
+    builder.sample_interval = sample_interval;
+    builder.site_capacity = testing::kFirstSiteSlot + 300;
+    std::mt19937_64 random(7);
+    const auto pick = [&](uint64_t below) { return random() % below; };
+    for (int i = 0; i < 300; ++i) {
+        const uint64_t allocs = pick(4) == 0 ? 0 : 1 + pick(2);
+        const uint64_t frees = allocs == 0 ? 0 : pick(allocs + 1);
+        const uint64_t block = uint64_t{16} << pick(2);
+        const bool ruby = pick(3) != 0;
+        builder.sites.push_back({.allocs = allocs,
+                                 .frees = frees,
+                                 .alloc_bytes = allocs * block,
+                                 .free_bytes = frees * block,
+                                 .frames = {0x1000 + pick(40), 0x2000 + pick(2)},
+                                 .ruby_file = ruby ? "app/file" + std::to_string(pick(5)) + ".rb" : "",
+                                 .ruby_line = ruby ? static_cast<uint32_t>(1 + pick(3)) : 0});
+    }
+    builder.overflow_sites[layout::size_class_of(64)] = {.allocs = 3, .alloc_bytes = 192};
+    return builder;
+}
+
+using Ranked = std::vector<std::tuple<uint32_t, Counters, std::vector<uint32_t>>>;
+
+Ranked ranked_of(const RowSelection& selection, const ReportOptions& options) {
+    Ranked ranked;
+    for (const ReportRow* row : ranked_rows(selection.rows, options))
+        ranked.emplace_back(row->id, row->counters, row->records());
+    return ranked;
+}
+
+// Text, CSV and OpenMetrics make only the rows they show; what they show must not change.
+TEST(RowSelection, RankedOnlyShowsWhatEveryRowWouldInTheSameOrder) {
+    for (const uint64_t interval : {uint64_t{0}, uint64_t{4096}}) {
+        const Snapshot snapshot = parse_segment(crowded_segment(interval).build());
+        Symbolizer symbolizer(snapshot.modules, {});
+        for (const Grouping by : {Grouping::native, Grouping::ruby})
+            for (const SortKey sort : {SortKey::live, SortKey::allocs, SortKey::bytes})
+                for (const std::size_t top : {std::size_t{0}, std::size_t{1}, std::size_t{7}})
+                    for (const uint64_t min_live_bytes : {uint64_t{0}, uint64_t{100}}) {
+                        const ReportOptions options{.top = top,
+                                                    .sort = sort,
+                                                    .by = by,
+                                                    .min_live_bytes = min_live_bytes};
+                        SCOPED_TRACE(::testing::Message()
+                                     << "interval " << interval << " by " << grouping_name(by)
+                                     << " top " << top << " min " << min_live_bytes);
+                        const RowSelection every =
+                            selected_rows(snapshot, options, symbolizer, RowsWanted::every_row);
+                        const RowSelection ranked =
+                            selected_rows(snapshot, options, symbolizer, RowsWanted::ranked_only);
+                        ASSERT_GT(every.rows.size(), 10u);  // so that --top 7 leaves rows out
+                        EXPECT_EQ(ranked_of(ranked, options), ranked_of(every, options));
+                        EXPECT_EQ(ranked.kept_rows, every.rows.size());
+                        EXPECT_EQ(ranked.all_rows, every.all_rows);
+                        EXPECT_EQ(ranked.counters, every.counters);
+                        if (top != 0) {
+                            EXPECT_LE(ranked.rows.size(), top);
+                        }
+                    }
+    }
+}
+
+}  // namespace
+}  // namespace leakwrap
