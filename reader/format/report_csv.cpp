@@ -75,11 +75,8 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
 }  // namespace
 
 void write_csv_report(std::ostream& out, const ReportInput& input) {
-    // The size-class table names each class's top rows, whichever rows rank first overall.
-    const auto rows = selected_rows(input.snapshot, input.options, input.symbolizer,
-                                    input.options.bins ? RowsWanted::every_row
-                                                       : RowsWanted::ranked_only)
-                          .rows;
+    const auto rows =
+        selected_rows(input.snapshot, input.options, input.symbolizer, RowsWanted::ranked_only).rows;
     if (input.options.bins)
         write_size_class_table(out, rows, input);
     else

@@ -237,10 +237,8 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
             << " allocations from stacks without a record were counted in the overflow site "
                "(raise LEAKWRAP_MAX_SITES to see them separately)\n";
 
-    // The size-class table names each class's top rows, whichever rows rank first overall.
     const RowSelection selection =
-        selected_rows(snapshot, input.options, input.symbolizer,
-                      input.options.bins ? RowsWanted::every_row : RowsWanted::ranked_only);
+        selected_rows(snapshot, input.options, input.symbolizer, RowsWanted::ranked_only);
     // The totals above are the whole process's; say what the rows below hold of it.
     if (selection.selected && !input.options.site)
         out << "focus (" << printable(input.options.focus.description()) << "): "

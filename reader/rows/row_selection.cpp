@@ -1,5 +1,6 @@
 #include "row_selection.h"
 
+#include "report_bins.h"
 #include "report_labels.h"
 #include "sampling_estimate.h"
 
@@ -50,15 +51,16 @@ std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<Report
 
 namespace {
 
-// Every row counted, only the ranked ones made: the others' counters are summed and dropped.
+// Every row counted, only the ranked ones and the size-class table's made: the others' counters
+// are summed and dropped.
 RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& options) {
     const RowAssignment assignment = assign_rows(snapshot, options.by);
     std::vector<bool> wanted(assignment.row_count());
     RowSelection selection;
     selection.all_rows = selection.kept_rows = assignment.row_count();
+    std::vector<uint32_t> row_ids(assignment.row_count(), RowAssignment::kNoRow);
     {
         std::vector<Counters> row_counters(assignment.row_count());
-        std::vector<uint32_t> row_ids(assignment.row_count(), RowAssignment::kNoRow);
         for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
             const uint32_t row = assignment.row_of_site[position];
             if (row == RowAssignment::kNoRow) continue;
@@ -81,6 +83,7 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
                           });
         for (std::size_t rank = 0; rank < shown; ++rank) wanted[ranked[rank]] = true;
     }
+    mark_size_class_top_rows(snapshot, assignment, row_ids, wanted);
     selection.rows = make_rows(snapshot, options.by, assignment, &wanted);
     return selection;
 }
@@ -89,7 +92,9 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
 
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
                            Symbolizer& symbolizer, RowsWanted wanted) {
-    if (wanted == RowsWanted::ranked_only && !options.site && options.focus.empty())
+    const bool every_row_ranks = options.top == 0 && options.min_live_bytes == 0;
+    if (wanted == RowsWanted::ranked_only && !every_row_ranks && !options.site &&
+        options.focus.empty())
         return ranked_selection(snapshot, options);
     RowSelection selection;
     selection.rows = report_rows(snapshot, options.by);

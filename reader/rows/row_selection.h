@@ -50,13 +50,14 @@ struct RowSelection {
     Counters counters;            // summed over the rows kept
 };
 
-// Which rows a caller reads: all of them, or only those ranked_rows shows (--top, --min-bytes),
-// the others then being counted but not made (72 bytes a row, 50,000 rows for a Rails process).
+// Which rows a caller reads: all of them, or only those that ranked_rows shows (--top,
+// --min-bytes) and those that size_class_table names, the others then being counted but not
+// made (72 bytes a row, 50,000 rows for a Rails process).
 enum class RowsWanted : uint8_t { every_row, ranked_only };
 
 // report_rows, then --site (throws std::runtime_error when no row has that id) or --focus and
 // --ignore. Those symbolize every row's frames; without them nothing is resolved here. With
-// ranked_only, ranked_rows of the result gives what it would give of every row.
+// ranked_only, ranked_rows and size_class_table of the result give what they give of every row.
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
                            Symbolizer& symbolizer, RowsWanted wanted = RowsWanted::every_row);
 

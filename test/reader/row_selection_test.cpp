@@ -1,3 +1,4 @@
+#include "report_bins.h"
 #include "row_selection.h"
 #include "segment_builder.h"
 
@@ -37,6 +38,17 @@ SegmentBuilder crowded_segment(uint64_t sample_interval) {
 }
 
 using Ranked = std::vector<std::tuple<uint32_t, Counters, std::vector<uint32_t>>>;
+using ClassTops = std::vector<std::pair<uint32_t, std::vector<uint32_t>>>;
+
+ClassTops class_tops_of(const Snapshot& snapshot, const RowSelection& selection) {
+    ClassTops tops;
+    for (const SizeClassEntry& entry : size_class_table(snapshot, selection.rows)) {
+        std::vector<uint32_t> ids;
+        for (const ReportRow* row : entry.top_rows) ids.push_back(row->id);
+        tops.emplace_back(entry.size_class, ids);
+    }
+    return tops;
+}
 
 Ranked ranked_of(const RowSelection& selection, const ReportOptions& options) {
     Ranked ranked;
@@ -45,7 +57,8 @@ Ranked ranked_of(const RowSelection& selection, const ReportOptions& options) {
     return ranked;
 }
 
-// Text, CSV and OpenMetrics make only the rows they show; what they show must not change.
+// Reports make only the rows they show and those the size-class table names; what they show
+// must not change.
 TEST(RowSelection, RankedOnlyShowsWhatEveryRowWouldInTheSameOrder) {
     for (const uint64_t interval : {uint64_t{0}, uint64_t{4096}}) {
         const Snapshot snapshot = parse_segment(crowded_segment(interval).build());
@@ -67,11 +80,15 @@ TEST(RowSelection, RankedOnlyShowsWhatEveryRowWouldInTheSameOrder) {
                             selected_rows(snapshot, options, symbolizer, RowsWanted::ranked_only);
                         ASSERT_GT(every.rows.size(), 10u);  // so that --top 7 leaves rows out
                         EXPECT_EQ(ranked_of(ranked, options), ranked_of(every, options));
+                        EXPECT_EQ(class_tops_of(snapshot, ranked), class_tops_of(snapshot, every));
                         EXPECT_EQ(ranked.kept_rows, every.rows.size());
                         EXPECT_EQ(ranked.all_rows, every.all_rows);
                         EXPECT_EQ(ranked.counters, every.counters);
                         if (top != 0) {
-                            EXPECT_LE(ranked.rows.size(), top);
+                            const std::size_t class_tops =
+                                kTopRowsPerSizeClass * size_class_table(snapshot, every.rows).size();
+                            EXPECT_LE(ranked.rows.size(), top + class_tops);
+                            EXPECT_LT(ranked.rows.size(), every.rows.size());
                         }
                     }
     }
