@@ -21,36 +21,30 @@ std::string csv_field(std::string_view text) {
 
 std::string function_name(const ResolvedFrame& frame) { return frame.function.value_or("??"); }
 
-void write_rows(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
-    out << "rank,id,live_bytes,live_blocks,allocs,frees,alloc_bytes,free_bytes,"
-           "function,location,module,stack,ruby,estimated\n";
-    const auto ranked = ranked_rows(rows, input.options);
-    for (std::size_t rank = 0; rank < ranked.size(); ++rank) {
-        const ReportRow& row = *ranked[rank];
-        std::string stack;
-        // The innermost frame shown, malloc's caller unless --hide-runtime passed over it, stands
-        // for the row in the single-value columns.
-        std::string function, location, module;
-        const auto shown = shown_frame_indexes(row, input.symbolizer, input.options.hide_runtime);
-        for (const std::size_t i : shown) {
-            const AddressFrames& frames = input.symbolizer.resolve(row.frames()[i], row.module_generation());
-            if (i == shown.front()) {
-                function = function_name(frames.front());
-                location = source_location(frames.front());
-                module = frames.front().module.value_or("");
-            }
-            for (const ResolvedFrame& frame : frames)
-                stack += (stack.empty() ? "" : ";") + function_name(frame);
+void write_row(std::ostream& out, std::size_t rank, const ReportRow& row, const ReportInput& input) {
+    std::string stack;
+    // The innermost frame shown, malloc's caller unless --hide-runtime passed over it, stands
+    // for the row in the single-value columns.
+    std::string function, location, module;
+    const auto shown = shown_frame_indexes(row, input.symbolizer, input.options.hide_runtime);
+    for (const std::size_t i : shown) {
+        const AddressFrames& frames = input.symbolizer.resolve(row.frames()[i], row.module_generation());
+        if (i == shown.front()) {
+            function = function_name(frames.front());
+            location = source_location(frames.front());
+            module = frames.front().module.value_or("");
         }
-        if (row.overflow) function = "[overflow site]";
-        const Counters& counters = row.counters;
-        out << rank + 1 << ',' << row.id << ',' << counters.live_bytes() << ','
-            << counters.live_blocks() << ',' << counters.allocs << ',' << counters.frees << ','
-            << counters.alloc_bytes << ',' << counters.free_bytes << ',' << csv_field(function)
-            << ',' << csv_field(location) << ',' << csv_field(module) << ',' << csv_field(stack)
-            << ',' << csv_field(row.innermost_ruby() ? ruby_location_text(*row.innermost_ruby()) : "") << ','
-            << (row.estimated ? "true" : "false") << '\n';
+        for (const ResolvedFrame& frame : frames)
+            stack += (stack.empty() ? "" : ";") + function_name(frame);
     }
+    if (row.overflow) function = "[overflow site]";
+    const Counters& counters = row.counters;
+    out << rank << ',' << row.id << ',' << counters.live_bytes() << ','
+        << counters.live_blocks() << ',' << counters.allocs << ',' << counters.frees << ','
+        << counters.alloc_bytes << ',' << counters.free_bytes << ',' << csv_field(function)
+        << ',' << csv_field(location) << ',' << csv_field(module) << ',' << csv_field(stack)
+        << ',' << csv_field(row.innermost_ruby() ? ruby_location_text(*row.innermost_ruby()) : "") << ','
+        << (row.estimated ? "true" : "false") << '\n';
 }
 
 // Several rows per class go into one field each, separated by ';'.
@@ -75,12 +69,14 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
 }  // namespace
 
 void write_csv_report(std::ostream& out, const ReportInput& input) {
-    const auto rows =
-        selected_rows(input.snapshot, input.options, input.symbolizer, RowsWanted::ranked_only).rows;
-    if (input.options.bins)
-        write_size_class_table(out, rows, input);
-    else
-        write_rows(out, rows, input);
+    const RowSelection selection =
+        selected_rows(input.snapshot, input.options, input.symbolizer, RowsWanted::ranked_only);
+    if (input.options.bins) return write_size_class_table(out, selection.rows, input);
+    out << "rank,id,live_bytes,live_blocks,allocs,frees,alloc_bytes,free_bytes,"
+           "function,location,module,stack,ruby,estimated\n";
+    std::size_t rank = 0;
+    for_each_ranked_row(input.snapshot, selection, input.options,
+                        [&](const ReportRow& row) { write_row(out, ++rank, row, input); });
 }
 
 }  // namespace leakwrap

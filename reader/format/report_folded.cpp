@@ -55,15 +55,16 @@ void write_folded_report(std::ostream& out, const ReportInput& input) {
     every_row_by_value.top = 0;
     every_row_by_value.sort = value == ValueKind::alloc ? SortKey::bytes : SortKey::live;
 
-    const auto rows = selected_rows(input.snapshot, input.options, input.symbolizer).rows;
-    for (const ReportRow* row : ranked_rows(rows, every_row_by_value)) {
-        const uint64_t bytes = folded_value(*row, value);
-        if (bytes == 0) continue;
-        const auto frames = row_frames(*row, input.symbolizer, input.options.hide_runtime);
+    const RowSelection selection = selected_rows(input.snapshot, every_row_by_value,
+                                                 input.symbolizer, RowsWanted::ranked_only);
+    for_each_ranked_row(input.snapshot, selection, every_row_by_value, [&](const ReportRow& row) {
+        const uint64_t bytes = folded_value(row, value);
+        if (bytes == 0) return;
+        const auto frames = row_frames(row, input.symbolizer, input.options.hide_runtime);
         for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame)
             out << (frame == frames.rbegin() ? "" : ";") << folded_frame(frame->name);
         out << ' ' << bytes << '\n';
-    }
+    });
 }
 
 }  // namespace leakwrap

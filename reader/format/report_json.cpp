@@ -175,16 +175,16 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
     if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
     if (selection.selected) report["selection"] = selection_json(selection, input.options);
     head(report);
-    for (const ReportRow* row : ranked_rows(rows, input.options)) {
-        json object = report_row_json(*row, input.symbolizer, input.options.hide_runtime);
+    for_each_ranked_row(snapshot, selection, input.options, [&](const ReportRow& row) {
+        json object = report_row_json(row, input.symbolizer, input.options.hide_runtime);
         if (!snapshot.members.empty()) {
             json split = json::array();
-            for (const ProcessShare& share : row_split_by_process(*row, snapshot))
+            for (const ProcessShare& share : row_split_by_process(row, snapshot))
                 split.push_back(process_json(share.pid, share.counters));
             object["processes"] = std::move(split);
         }
         site(object);
-    }
+    });
 }
 
 // Streamed: every member but the sites, then one site a line, each rendered and written on its

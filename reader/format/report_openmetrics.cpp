@@ -181,13 +181,13 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
             segment_resident.samples.push_back({process, memory->segment_resident});
             proportional.samples.push_back({process, memory->pss});
         }
-        const auto rows =
-            selected_rows(snapshot, input.options, input.symbolizer, RowsWanted::ranked_only).rows;
-        for (const ReportRow* row : ranked_rows(rows, input.options)) {
-            const Labels labels = with(process, row_labels(*row, input.symbolizer));
-            site_bytes.samples.push_back({labels, row->counters.live_bytes()});
-            site_blocks.samples.push_back({labels, row->counters.live_blocks()});
-        }
+        const RowSelection selection =
+            selected_rows(snapshot, input.options, input.symbolizer, RowsWanted::ranked_only);
+        for_each_ranked_row(snapshot, selection, input.options, [&](const ReportRow& row) {
+            const Labels labels = with(process, row_labels(row, input.symbolizer));
+            site_bytes.samples.push_back({labels, row.counters.live_bytes()});
+            site_blocks.samples.push_back({labels, row.counters.live_blocks()});
+        });
     }
     for (const Family* family :
          {&live_bytes, &live_blocks, &allocations, &frees, &sample_interval, &bins,

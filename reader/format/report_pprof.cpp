@@ -252,7 +252,12 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
     GzipWriter gzip(out, GzipWriter::kSmallest);
     gzip.write(head.serialized());
     const int64_t site_key = builder.string_index("site");
-    for (const ReportRow& row : selected_rows(snapshot, input.options, input.symbolizer).rows) {
+    ReportOptions every_row = input.options;
+    every_row.top = 0;
+    every_row.min_live_bytes = 0;
+    const RowSelection selection =
+        selected_rows(snapshot, every_row, input.symbolizer, RowsWanted::ranked_only);
+    for_each_ranked_row(snapshot, selection, every_row, [&](const ReportRow& row) {
         const std::vector<uint64_t> locations =
             builder.location_ids(row_frames(row, input.symbolizer, input.options.hide_runtime));
         const int64_t values[] = {as_value(row.counters.live_bytes()), as_value(row.counters.live_blocks()),
@@ -262,7 +267,7 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
             .numbers(sample::kValue, std::span<const int64_t>(values))
             .message(sample::kLabel, ProtoMessage().number(label::kKey, site_key).number(label::kNum, uint64_t{row.id}));
         gzip.write(ProtoMessage().message(profile::kSample, sample_message).serialized());
-    }
+    });
     builder.write_after_samples(rest, [&](std::string_view part) { gzip.write(part); });
     gzip.finish();
 }

@@ -152,12 +152,11 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
 
 void write_rows(std::ostream& out, const RowSelection& selection, const ReportInput& input) {
     if (input.options.site) return write_row(out, 1, selection.rows.front(), input);
-    const auto ranked = ranked_rows(selection.rows, input.options);
-    for (std::size_t rank = 0; rank < ranked.size(); ++rank)
-        write_row(out, rank + 1, *ranked[rank], input);
-    if (ranked.size() < selection.kept_rows)
-        out << "\n(" << selection.kept_rows - ranked.size()
-            << " more rows not shown; --top 0 shows all)\n";
+    std::size_t rank = 0;
+    for_each_ranked_row(input.snapshot, selection, input.options,
+                        [&](const ReportRow& row) { write_row(out, ++rank, row, input); });
+    if (rank < selection.kept_rows)
+        out << "\n(" << selection.kept_rows - rank << " more rows not shown; --top 0 shows all)\n";
 }
 
 void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows,

@@ -5,6 +5,7 @@
 #include "sampling_estimate.h"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 namespace leakwrap {
@@ -51,12 +52,12 @@ std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<Report
 
 namespace {
 
-// Every row counted, only the ranked ones and the size-class table's made: the others' counters
-// are summed and dropped.
+// Every row counted and ranked, only the size-class table's made: the ranked ones are made when
+// visited, a batch at a time.
 RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& options) {
-    const RowAssignment assignment = assign_rows(snapshot, options.by);
-    std::vector<bool> wanted(assignment.row_count());
     RowSelection selection;
+    selection.assignment = assign_rows(snapshot, options.by);
+    const RowAssignment& assignment = selection.assignment;
     selection.all_rows = selection.kept_rows = assignment.row_count();
     std::vector<uint32_t> row_ids(assignment.row_count(), RowAssignment::kNoRow);
     {
@@ -72,7 +73,7 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
             if (row_ids[row] == RowAssignment::kNoRow) row_ids[row] = site.id;
         }
         const RowRanking ranking(options);
-        std::vector<uint32_t> ranked;
+        std::vector<uint32_t>& ranked = selection.ranked;
         for (uint32_t row = 0; row < assignment.row_count(); ++row)
             if (ranking.shown(row_counters[row])) ranked.push_back(row);
         const std::size_t shown = ranking.shown_of(ranked.size());
@@ -81,20 +82,48 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
                               return ranking.before(row_counters[a], row_ids[a], row_counters[b],
                                                     row_ids[b]);
                           });
-        for (std::size_t rank = 0; rank < shown; ++rank) wanted[ranked[rank]] = true;
+        ranked.resize(shown);
+        ranked.shrink_to_fit();
     }
-    mark_size_class_top_rows(snapshot, assignment, row_ids, wanted);
-    selection.rows = make_rows(snapshot, options.by, assignment, &wanted);
+    std::vector<bool> class_tops(assignment.row_count());
+    mark_size_class_top_rows(snapshot, assignment, row_ids, class_tops);
+    selection.rows = make_rows(snapshot, options.by, assignment, &class_tops);
+    selection.rows_made_when_visited = true;
     return selection;
 }
 
 }  // namespace
 
+std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& selection,
+                                const ReportOptions& options,
+                                const std::function<void(const ReportRow&)>& visit) {
+    if (!selection.rows_made_when_visited) {
+        const auto ranked = ranked_rows(selection.rows, options);
+        for (const ReportRow* row : ranked) visit(*row);
+        return ranked.size();
+    }
+    // A batch's rows come out of make_rows by row number; they are visited in rank order.
+    constexpr std::size_t kBatch = 4096;
+    std::vector<bool> wanted(selection.assignment.row_count());
+    for (std::size_t first = 0; first < selection.ranked.size(); first += kBatch) {
+        const auto batch = std::span<const uint32_t>(selection.ranked)
+                               .subspan(first, std::min(kBatch, selection.ranked.size() - first));
+        for (const uint32_t row : batch) wanted[row] = true;
+        const std::vector<ReportRow> rows = make_rows(snapshot, options.by, selection.assignment, &wanted);
+        std::vector<uint32_t> by_number(batch.begin(), batch.end());
+        std::sort(by_number.begin(), by_number.end());
+        for (const uint32_t row : batch) {
+            const auto place = std::lower_bound(by_number.begin(), by_number.end(), row) - by_number.begin();
+            visit(rows[static_cast<std::size_t>(place)]);
+        }
+        for (const uint32_t row : batch) wanted[row] = false;
+    }
+    return selection.ranked.size();
+}
+
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
                            Symbolizer& symbolizer, RowsWanted wanted) {
-    const bool every_row_ranks = options.top == 0 && options.min_live_bytes == 0;
-    if (wanted == RowsWanted::ranked_only && !every_row_ranks && !options.site &&
-        options.focus.empty())
+    if (wanted == RowsWanted::ranked_only && !options.site && options.focus.empty())
         return ranked_selection(snapshot, options);
     RowSelection selection;
     selection.rows = report_rows(snapshot, options.by);

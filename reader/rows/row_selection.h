@@ -9,6 +9,7 @@
 #include "symbolizer.h"
 
 #include <cstddef>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -43,22 +44,38 @@ std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<Report
                                     RowMatcher& matcher);
 
 struct RowSelection {
-    std::vector<ReportRow> rows;  // ordered by id, as report_rows gives them
+    // Ordered by id, as report_rows gives them: every row kept, or with rows_made_when_visited,
+    // only those size_class_table names.
+    std::vector<ReportRow> rows;
     std::size_t all_rows = 0;     // before --focus, --ignore or --site
-    std::size_t kept_rows = 0;    // after them: rows.size(), unless only the ranked rows were made
+    std::size_t kept_rows = 0;    // after them
     bool selected = false;        // whether any of them was given
     Counters counters;            // summed over the rows kept
+    // The rows shown are made by for_each_ranked_row, from these: which row each record joins,
+    // and the numbers of the rows shown, in rank order.
+    bool rows_made_when_visited = false;
+    RowAssignment assignment;
+    std::vector<uint32_t> ranked;
 };
 
-// Which rows a caller reads: all of them, or only those that ranked_rows shows (--top,
-// --min-bytes) and those that size_class_table names, the others then being counted but not
-// made (72 bytes a row, 50,000 rows for a Rails process).
+// Which rows a caller reads: all of them, or those that ranked_rows shows (--top, --min-bytes),
+// through for_each_ranked_row, and size_class_table. Every row of a Rails process, made at
+// once, took 4 MiB (72 bytes a row, 50,000 rows, and a pointer a record).
 enum class RowsWanted : uint8_t { every_row, ranked_only };
 
 // report_rows, then --site (throws std::runtime_error when no row has that id) or --focus and
 // --ignore. Those symbolize every row's frames; without them nothing is resolved here. With
-// ranked_only, ranked_rows and size_class_table of the result give what they give of every row.
+// ranked_only (and no --site, --focus or --ignore), rows are counted and ranked but only those
+// of size_class_table made; for_each_ranked_row and size_class_table of the result give what
+// they give of every row.
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
                            Symbolizer& symbolizer, RowsWanted wanted = RowsWanted::every_row);
+
+// Hands `visit` the rows ranked_rows would give of every row kept, in that order, made a few
+// thousand at a time; a row lives for its visit only. `options` are those selected_rows was
+// given. Returns how many were visited.
+std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& selection,
+                                const ReportOptions& options,
+                                const std::function<void(const ReportRow&)>& visit);
 
 }  // namespace leakwrap
