@@ -493,6 +493,10 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
     stacks.forget_checks();
     if (done_with) done_with(bytes.subspan(header.sites_offset, uint64_t{count} * header.site_record_size));
     const std::shared_ptr<const StackStore> store = stacks.store();
+    // The store holds all that the sites need of the stack table.
+    if (done_with)
+        done_with(bytes.subspan(header.stacks_offset,
+                                std::min(header.stacks_used, header.stacks_capacity)));
     for (std::size_t position = 0; position < sites.size(); ++position)
         if (stack_of_site[position] != StackTable::kNotReady)
             sites[position].stack = &store->stacks[stack_of_site[position]];
@@ -595,6 +599,10 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     snapshot.modules = parse_modules(bytes, header, strings);
     snapshot.sites = parse_sites(bytes, header, strings, snapshot.stack_stores, done_with);
     add_site_deltas(bytes, header, snapshot.sites);
+    if (done_with)
+        done_with(bytes.subspan(header.site_deltas_offset, uint64_t{header.bin_shards} *
+                                                               header.site_delta_slots *
+                                                               sizeof(layout::SiteDelta)));
     flag_impossible_sites(snapshot);
     snapshot.bins = parse_bins(bytes, header);
     snapshot.totals = sum_bins(snapshot.bins);
