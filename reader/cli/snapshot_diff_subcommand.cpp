@@ -54,6 +54,7 @@ Subcommand add_diff_subcommand(CLI::App& app) {
                 for (const std::string& file : line->files)
                     snapshots.push_back(read_diff_snapshot(file, *labels, line->focus.patterns()));
                 const SnapshotDiff aligned = align_snapshots(snapshots, std::move(labels));
+                std::vector<DiffSnapshot>().swap(snapshots);  // the rows hold what is shown
                 const DiffOutputOptions options{static_cast<std::size_t>(line->top),
                                                 line->kept_percent, line->full_names};
                 if (line->format == "json")

@@ -48,6 +48,10 @@ DiffRow& row_of(std::unordered_map<Key, std::size_t, Hash>& index, std::vector<D
 std::vector<DiffRow> aligned_sites(const std::vector<DiffSnapshot>& snapshots,
                                    SiteMatching matching) {
     std::vector<DiffRow> rows;
+    // At least as many rows as the largest snapshot has sites: room for them from the start.
+    std::size_t largest = 0;
+    for (const DiffSnapshot& snapshot : snapshots) largest = std::max(largest, snapshot.sites.size());
+    rows.reserve(largest);
     std::unordered_map<uint64_t, std::size_t> by_id;
     std::unordered_map<StackDigest, std::size_t, StackDigestHash> by_stack;
     for (std::size_t index = 0; index < snapshots.size(); ++index) {
@@ -154,30 +158,30 @@ SnapshotDiff align_snapshots(const std::vector<Sample>& samples) {
     return align_snapshots(snapshots, std::move(labels));
 }
 
-std::vector<DiffRow> changed_rows(const std::vector<DiffRow>& rows, std::size_t from,
-                                  std::size_t to) {
-    std::vector<DiffRow> changed;
+std::vector<const DiffRow*> changed_rows(const std::vector<DiffRow>& rows, std::size_t from,
+                                         std::size_t to) {
+    std::vector<const DiffRow*> changed;
     for (const DiffRow& row : rows)
         if (row.live_bytes_change(from, to) != 0 || row.live_blocks_change(from, to) != 0)
-            changed.push_back(row);
-    std::stable_sort(changed.begin(), changed.end(), [&](const DiffRow& a, const DiffRow& b) {
-        return std::make_tuple(a.live_bytes_change(from, to), a.live_blocks_change(from, to)) >
-               std::make_tuple(b.live_bytes_change(from, to), b.live_blocks_change(from, to));
+            changed.push_back(&row);
+    std::stable_sort(changed.begin(), changed.end(), [&](const DiffRow* a, const DiffRow* b) {
+        return std::make_tuple(a->live_bytes_change(from, to), a->live_blocks_change(from, to)) >
+               std::make_tuple(b->live_bytes_change(from, to), b->live_blocks_change(from, to));
     });
     return changed;
 }
 
-std::vector<DiffRow> retained_rows(const std::vector<DiffRow>& rows, double kept_percent) {
+std::vector<const DiffRow*> retained_rows(const std::vector<DiffRow>& rows, double kept_percent) {
     constexpr std::size_t a = 0, b = 1, c = 2;
-    std::vector<DiffRow> retained;
+    std::vector<const DiffRow*> retained;
     for (const DiffRow& row : rows) {
         const int64_t growth = row.live_bytes_change(a, b);
         if (growth > 0 && static_cast<double>(row.live_bytes_change(a, c)) >=
                               kept_percent / 100 * static_cast<double>(growth))
-            retained.push_back(row);
+            retained.push_back(&row);
     }
-    std::stable_sort(retained.begin(), retained.end(), [&](const DiffRow& x, const DiffRow& y) {
-        return x.live_bytes_change(a, c) > y.live_bytes_change(a, c);
+    std::stable_sort(retained.begin(), retained.end(), [&](const DiffRow* x, const DiffRow* y) {
+        return x->live_bytes_change(a, c) > y->live_bytes_change(a, c);
     });
     return retained;
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -47,7 +48,9 @@ struct DiffSnapshot {
     bool stacks = true;  // every site's key names its stack (see Sample::stacks)
     SampleCounters totals;
     std::vector<SampleBin> bins;
-    std::vector<Site> sites;
+    // Grown a chunk at a time: a Rails process's 44,000 sites, grown by doubling, needed room
+    // for twice as many while they were moved.
+    std::deque<Site> sites;
 };
 
 // A file holding one JSON object, a report or one line of a series, read site by site
@@ -79,16 +82,18 @@ SnapshotDiff align_snapshots(const std::vector<DiffSnapshot>& snapshots,
 // The same for samples (taken in full, as tests make them).
 SnapshotDiff align_snapshots(const std::vector<Sample>& snapshots);
 
-// The rows whose live bytes or blocks changed from snapshot `from` to `to`, most growth first.
-std::vector<DiffRow> changed_rows(const std::vector<DiffRow>& rows, std::size_t from,
-                                  std::size_t to);
+// The rows whose live bytes or blocks changed from snapshot `from` to `to`, most growth first:
+// views of `rows`, which must outlive them.
+std::vector<const DiffRow*> changed_rows(const std::vector<DiffRow>& rows, std::size_t from,
+                                         std::size_t to);
 
 inline constexpr double kDefaultKeptPercent = 100;
 
 // The retained view of three snapshots a, b, c: the rows whose live bytes grew from a to b,
 // live(b) > live(a), and that still held at least kept_percent of that growth at c,
 // live(c) - live(a) >= kept_percent / 100 * (live(b) - live(a)). At the default of 100 that is
-// live(c) >= live(b): memory that a later phase did not give back. Most retained bytes first.
-std::vector<DiffRow> retained_rows(const std::vector<DiffRow>& rows, double kept_percent);
+// live(c) >= live(b): memory that a later phase did not give back. Most retained bytes first;
+// views of `rows`, which must outlive them.
+std::vector<const DiffRow*> retained_rows(const std::vector<DiffRow>& rows, double kept_percent);
 
 }  // namespace leakwrap

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
+#include <span>
 #include <string>
 
 namespace leakwrap {
@@ -18,9 +19,8 @@ bool is_retained_view(const SnapshotDiff& diff) { return diff.totals.size() == 3
 
 std::size_t last_index(const SnapshotDiff& diff) { return diff.totals.size() - 1; }
 
-std::vector<DiffRow> shown_rows(std::vector<DiffRow> rows, std::size_t top) {
-    if (top != 0 && rows.size() > top) rows.resize(top);
-    return rows;
+std::span<const DiffRow* const> shown_rows(const std::vector<const DiffRow*>& rows, std::size_t top) {
+    return std::span<const DiffRow* const>(rows).first(top != 0 ? std::min(top, rows.size()) : rows.size());
 }
 
 std::string signed_count(int64_t count) {
@@ -34,7 +34,7 @@ std::string matching_name(SiteMatching matching) {
 // "A", "B", "C": the snapshots as the user named them on the command line.
 std::string snapshot_name(std::size_t index) { return std::string(1, static_cast<char>('A' + index)); }
 
-void write_table(std::ostream& out, const std::string& title, const std::vector<DiffRow>& rows,
+void write_table(std::ostream& out, const std::string& title, const std::vector<const DiffRow*>& rows,
                  std::size_t snapshots, const DiffOutputOptions& options) {
     const std::size_t top = options.top;
     out << '\n' << title << '\n';
@@ -45,7 +45,8 @@ void write_table(std::ostream& out, const std::string& title, const std::vector<
     out << std::left << std::setw(14) << "CHANGE" << std::setw(10) << "BLOCKS";
     for (std::size_t i = 0; i < snapshots; ++i) out << std::setw(12) << snapshot_name(i);
     out << "WHERE\n";
-    for (const DiffRow& row : shown_rows(rows, top)) {
+    for (const DiffRow* shown : shown_rows(rows, top)) {
+        const DiffRow& row = *shown;
         out << std::setw(14)
             << signed_human_bytes(static_cast<double>(row.live_bytes_change(kFirst, snapshots - 1)))
             << std::setw(10) << signed_count(row.live_blocks_change(kFirst, snapshots - 1));
@@ -57,9 +58,10 @@ void write_table(std::ostream& out, const std::string& title, const std::vector<
         out << "… " << rows.size() - top << " more (--top 0 shows all)\n";
 }
 
-nlohmann::json rows_json(const std::vector<DiffRow>& rows, std::size_t last, std::size_t top) {
+nlohmann::json rows_json(const std::vector<const DiffRow*>& rows, std::size_t last, std::size_t top) {
     nlohmann::json entries = nlohmann::json::array();
-    for (const DiffRow& row : shown_rows(rows, top)) {
+    for (const DiffRow* shown : shown_rows(rows, top)) {
+        const DiffRow& row = *shown;
         nlohmann::json live_bytes = nlohmann::json::array(), live_blocks = nlohmann::json::array();
         for (const SampleCounters& counters : row.counters) {
             live_bytes.push_back(counters.live_bytes);

@@ -194,7 +194,7 @@ TEST(Diff, RetainedViewKeepsWhatGrewAndWasNotGivenBack) {
     EXPECT_EQ(retained_rows(rows, 100).size(), 2u);
     EXPECT_EQ(retained_rows(rows, 90).size(), 3u);
     EXPECT_EQ(retained_rows(rows, 0).size(), 4u);
-    EXPECT_EQ(retained_rows(rows, 100).front().counters[2].live_bytes, 20u) << "most kept first";
+    EXPECT_EQ(retained_rows(rows, 100).front()->counters[2].live_bytes, 20u) << "most kept first";
 }
 
 TEST(Diff, MatchesSitesByStackAcrossProcesses) {
