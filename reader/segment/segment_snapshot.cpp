@@ -438,68 +438,77 @@ private:
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
+// In two passes over the records. The first checks them and the stacks they name, and makes the
+// store of those stacks, so that the copy's stack table is given back before any site is made;
+// the second makes the sites, giving the copy's records back as it goes. In one pass, the sites
+// were all made before the store, and the store while the stack table was still resident: on a
+// Rails boot, `--by ruby` (which resolves no native frame) took 17.1 MiB, now 16.4.
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
                               const StringPool& strings,
                               std::vector<std::shared_ptr<const StackStore>>& stores,
                               const DoneWithBytes& done_with) {
-    std::vector<Site> sites;
-    StackTable stacks(bytes, header, strings);
     const uint32_t count = std::min(header.sites_claimed, header.site_capacity);
-    // Sized once for the ready records (at most), not grown by doubling, and not for every
-    // claimed slot: a corrupt header may claim millions of slots of a sparse file.
-    using SiteState = decltype(layout::SiteRecord::state);
-    std::size_t ready = 0;
-    for (uint32_t slot = 0; slot < count; ++slot)
-        ready += load<SiteState>(bytes, header.sites_offset + uint64_t{slot} * header.site_record_size +
-                                            offsetof(layout::SiteRecord, state)) == layout::kReady;
-    sites.reserve(ready);
-    std::vector<uint32_t> stack_of_site;  // by position in `sites`: the index in the store
-    stack_of_site.reserve(ready);
-    // The records already parsed are given back a megabyte at a time, so that the copy's records
-    // and the sites made of them are not both resident at the end.
-    const uint32_t slots_per_release =
-        std::max<uint32_t>(1, (uint32_t{1} << 20) / header.site_record_size);
-    for (uint32_t slot = 0; slot < count; ++slot) {
-        const uint64_t at = header.sites_offset + uint64_t{slot} * header.site_record_size;
-        if (done_with && slot > 0 && slot % slots_per_release == 0)
-            done_with(bytes.subspan(at - uint64_t{slots_per_release} * header.site_record_size,
-                                    uint64_t{slots_per_release} * header.site_record_size));
-        const auto record = load<layout::SiteRecord>(bytes, at);
-        if (record.state != layout::kReady) continue;
-        const std::string owner = "site " + number(slot);
-        if (record.size_class >= layout::kSizeClassCount)
-            fail(owner + " has size class " + number(record.size_class) + ", there are " +
-                 number(layout::kSizeClassCount));
-        const bool overflow = layout::is_overflow_site(slot);
-        if (overflow && (record.stack != layout::kNoStack || record.size_class != slot))
-            fail("overflow " + owner + " must have no stack and size class " + number(slot) +
-                 ", has stack " + number(record.stack) + " and size class " +
-                 number(record.size_class));
-        uint32_t stack = StackTable::kNotReady;
-        if (!overflow) {
-            if (record.stack == layout::kNoStack) fail(owner + " has no stack");
-            stack = stacks.index(record.stack, owner);
-            if (stack == StackTable::kNotReady) continue;
+    const auto offset_of = [&](uint32_t slot) {
+        return header.sites_offset + uint64_t{slot} * header.site_record_size;
+    };
+    // Per ready record, in slot order: its stack's index in the store, StackTable::kNotReady for
+    // an overflow site (none), or kLeftOut when its stack is not ready yet.
+    constexpr uint32_t kLeftOut = StackTable::kNotReady - 1;
+    std::vector<uint32_t> stack_of_ready;
+    std::size_t kept = 0;
+    std::shared_ptr<const StackStore> store;
+    {
+        StackTable stacks(bytes, header, strings);
+        for (uint32_t slot = 0; slot < count; ++slot) {
+            const auto record = load<layout::SiteRecord>(bytes, offset_of(slot));
+            if (record.state != layout::kReady) continue;
+            const std::string owner = "site " + number(slot);
+            if (record.size_class >= layout::kSizeClassCount)
+                fail(owner + " has size class " + number(record.size_class) + ", there are " +
+                     number(layout::kSizeClassCount));
+            const bool overflow = layout::is_overflow_site(slot);
+            if (overflow && (record.stack != layout::kNoStack || record.size_class != slot))
+                fail("overflow " + owner + " must have no stack and size class " + number(slot) +
+                     ", has stack " + number(record.stack) + " and size class " +
+                     number(record.size_class));
+            uint32_t stack = StackTable::kNotReady;
+            if (!overflow) {
+                if (record.stack == layout::kNoStack) fail(owner + " has no stack");
+                stack = stacks.index(record.stack, owner);
+                if (stack == StackTable::kNotReady) stack = kLeftOut;
+            }
+            stack_of_ready.push_back(stack);
+            kept += stack != kLeftOut;
         }
-        Site site;
-        site.id = slot;
-        site.overflow = overflow;
-        site.size_class = static_cast<uint16_t>(record.size_class);  // checked above
-        site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
-        sites.push_back(site);
-        stack_of_site.push_back(stack);
+        // The store is as large as the site records: the checks' indexes make room for it.
+        stacks.forget_checks();
+        store = stacks.store();
     }
-    // The store is made last and is as large as the site records: make room for it first.
-    stacks.forget_checks();
-    if (done_with) done_with(bytes.subspan(header.sites_offset, uint64_t{count} * header.site_record_size));
-    const std::shared_ptr<const StackStore> store = stacks.store();
-    // The store holds all that the sites need of the stack table.
     if (done_with)
         done_with(bytes.subspan(header.stacks_offset,
                                 std::min(header.stacks_used, header.stacks_capacity)));
-    for (std::size_t position = 0; position < sites.size(); ++position)
-        if (stack_of_site[position] != StackTable::kNotReady)
-            sites[position].stack = &store->stacks[stack_of_site[position]];
+
+    std::vector<Site> sites;
+    sites.reserve(kept);  // once, at its size: grown by doubling it took twice that for a moment
+    const uint32_t slots_per_release =
+        std::max<uint32_t>(1, (uint32_t{1} << 20) / header.site_record_size);
+    std::size_t ready = 0;
+    for (uint32_t slot = 0; slot < count; ++slot) {
+        if (done_with && slot > 0 && slot % slots_per_release == 0)
+            done_with(bytes.subspan(offset_of(slot - slots_per_release),
+                                    uint64_t{slots_per_release} * header.site_record_size));
+        const auto record = load<layout::SiteRecord>(bytes, offset_of(slot));
+        if (record.state != layout::kReady) continue;
+        const uint32_t stack = stack_of_ready[ready++];
+        if (stack == kLeftOut) continue;
+        Site& site = sites.emplace_back();
+        site.id = slot;
+        site.overflow = layout::is_overflow_site(slot);
+        site.size_class = static_cast<uint16_t>(record.size_class);  // checked above
+        site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
+        if (stack != StackTable::kNotReady) site.stack = &store->stacks[stack];
+    }
+    if (done_with) done_with(bytes.subspan(header.sites_offset, uint64_t{count} * header.site_record_size));
     stores.push_back(store);
     return sites;
 }
