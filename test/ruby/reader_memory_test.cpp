@@ -16,8 +16,8 @@ namespace leakwrap::e2e::ruby {
 namespace {
 
 // Each command's growth over the idle Ruby process, per KiB of segment grown. Measured on the
-// Rails example: text 1.8, JSON of every row 2.0, folded 1.9, `--by ruby` 1.9, a watch sample of
-// every site 2.0, pprof 2.7 (it keeps a string, a function and a location per Ruby line).
+// Rails example: text 1.7, JSON of every row 1.9, folded 1.9, `--by ruby` 1.8, a watch sample of
+// every site 2.1, pprof 2.7 (it keeps a string, a function and a location per Ruby line).
 constexpr double kMaxGrowthPerSegmentKiB = 3.0;
 
 struct ReaderPeaks {
