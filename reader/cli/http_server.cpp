@@ -159,7 +159,11 @@ bool send_all(int connection, std::string_view data) {
     return true;
 }
 
-void send_response(int connection, HttpResponse response, bool gzip) {
+// What a response carries: a HEAD request gets the head a GET would, without the body.
+enum class Carries : bool { head_and_body, head_only };
+
+void send_response(int connection, HttpResponse response, bool gzip,
+                   Carries carries = Carries::head_and_body) {
     if (gzip && response.body.size() >= kMinGzipBytes && compressible(response.content_type)) {
         std::ostringstream compressed;
         GzipWriter writer(compressed, GzipWriter::kFast);
@@ -175,15 +179,17 @@ void send_response(int connection, HttpResponse response, bool gzip) {
                        std::to_string(response.body.size()) + "\r\nConnection: close\r\n";
     for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
     head += "\r\n";
-    if (send_all(connection, head)) send_all(connection, response.body);
+    if (send_all(connection, head) && carries == Carries::head_and_body)
+        send_all(connection, response.body);
 }
 
-void send_error(int connection, int status, const std::string& message) {
+void send_error(int connection, int status, const std::string& message,
+                Carries carries = Carries::head_and_body) {
     HttpResponse response;
     response.status = status;
     response.body = message + "\n";
-    if (status == 405) response.headers.emplace_back("Allow", "GET");
-    send_response(connection, std::move(response), false);
+    if (status == 405) response.headers.emplace_back("Allow", "GET, HEAD");
+    send_response(connection, std::move(response), false, carries);
 }
 
 // Reads up to the end of the request head; its length, or 0 if the client sent nothing at all
@@ -390,19 +396,23 @@ void HttpServer::answer(int connection) {
         const std::size_t head_length = read_request_head(connection, &buffer);
         if (head_length == 0) return;
         request = parse_request_head(std::string_view(buffer).substr(0, head_length));
-        if (request.method != "GET") throw BadRequest{405, request.method + " is not served; only GET"};
+        if (request.method != "GET" && request.method != "HEAD")
+            throw BadRequest{405, request.method + " is not served; only GET and HEAD"};
         const std::string length = request.header("content-length");
         if ((!length.empty() && length != "0") || !request.header("transfer-encoding").empty())
-            throw BadRequest{413, "a GET request has no body here"};
+            throw BadRequest{413, "a " + request.method + " request has no body here"};
     } catch (const BadRequest& bad) {
-        send_error(connection, bad.status, bad.message);
+        send_error(connection, bad.status, bad.message,
+                   request.method == "HEAD" ? Carries::head_only : Carries::head_and_body);
         return;
     }
+    const Carries carries = request.method == "HEAD" ? Carries::head_only : Carries::head_and_body;
     const auto handler = handlers_.find(request.path);
     if (handler == handlers_.end()) {
         std::string paths;
         for (const auto& [path, unused] : handlers_) paths += (paths.empty() ? "" : ", ") + path;
-        send_error(connection, 404, "no such path: " + request.path + " (served: " + paths + ")");
+        send_error(connection, 404, "no such path: " + request.path + " (served: " + paths + ")",
+                   carries);
         return;
     }
     HttpResponse response;
@@ -413,7 +423,8 @@ void HttpServer::answer(int connection) {
         response.status = 500;
         response.body = std::string(error.what()) + "\n";
     }
-    send_response(connection, std::move(response), accepts_gzip(request.header("accept-encoding")));
+    send_response(connection, std::move(response), accepts_gzip(request.header("accept-encoding")),
+                  carries);
 }
 
 }  // namespace leakwrap

@@ -249,7 +249,7 @@ TEST_F(Serve, AnswersABadOrGonePidWithTheReason) {
 TEST_F(Serve, RefusesWhatItDoesNotServeWithTheStatusAndWhy) {
     const RawAnswer post = raw_request(port, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
     EXPECT_EQ(post.status, 405) << post.head;
-    EXPECT_NE(post.head.find("\r\nAllow: GET"), std::string::npos) << post.head;
+    EXPECT_NE(post.head.find("\r\nAllow: GET, HEAD"), std::string::npos) << post.head;
     const RawAnswer unknown = raw_request(port, "GET /heap HTTP/1.1\r\n\r\n");
     EXPECT_EQ(unknown.status, 404) << unknown.head;
     EXPECT_NE(unknown.body.find("/debug/pprof/heap"), std::string::npos) << unknown.body;
@@ -293,6 +293,33 @@ TEST_F(Serve, DecodesTheQueryAndGzipsTextForClientsThatAcceptIt) {
         ASSERT_NE(at, std::string::npos) << *body;
         EXPECT_NE(body->find("pid=\"" + pid + "\"", at), std::string::npos);
     }
+}
+
+// HEAD gets the head GET would (its status, type and length), and no body, refusals included.
+TEST_F(Serve, AnswersHeadWithTheHeadOfGetAndNoBody) {
+    const std::string metrics = "/metrics HTTP/1.1\r\nAccept: text/plain\r\n\r\n";
+    const RawAnswer got = raw_request(port, "GET " + metrics);
+    const RawAnswer head = raw_request(port, "HEAD " + metrics);
+    ASSERT_EQ(got.status, 200) << got.head;
+    EXPECT_EQ(head.status, 200) << head.head;
+    EXPECT_EQ(head.body, "") << "a HEAD answer has no body";
+    const auto header = [](const RawAnswer& answer, const std::string& name) {
+        const std::size_t at = answer.head.find("\r\n" + name + ": ");
+        if (at == std::string::npos) return std::string("(none)");
+        const std::size_t value = at + name.size() + 4;
+        return answer.head.substr(value, answer.head.find("\r\n", value) - value);
+    };
+    EXPECT_EQ(header(head, "Content-Type"), header(got, "Content-Type"));
+    // The metrics of a running process: the same length unless a counter moved in between, so
+    // compared with the body GET sent rather than with a second GET.
+    EXPECT_EQ(header(got, "Content-Length"), std::to_string(got.body.size()));
+    EXPECT_NE(header(head, "Content-Length"), "(none)");
+    EXPECT_NE(header(head, "Content-Length"), "0");
+
+    const RawAnswer missing = raw_request(port, "HEAD /heap HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(missing.status, 404) << missing.head;
+    EXPECT_EQ(missing.body, "");
+    EXPECT_NE(header(missing, "Content-Length"), "0") << "the length of the reason GET would get";
 }
 
 // Three clients that connect and never finish their request, more than serve has workers: each is
