@@ -224,7 +224,9 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.state = layout::kReady;
 
     std::vector<std::byte> segment(header.segment_size);
-    std::memcpy(segment.data() + header.stacks_offset, stacks.bytes().data(), stacks_used);
+    // An empty table's data() may be null, which memcpy must not be given even for no bytes.
+    if (stacks_used > 0)
+        std::memcpy(segment.data() + header.stacks_offset, stacks.bytes().data(), stacks_used);
     for (uint32_t slot = 0; slot < slots.size(); ++slot) {
         const BuiltSite& site = slots[slot];
         layout::SiteRecord record{};
