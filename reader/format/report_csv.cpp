@@ -70,7 +70,7 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
 
 void write_csv_report(std::ostream& out, const ReportInput& input) {
     const RowSelection selection =
-        selected_rows(input.snapshot, input.options, input.symbolizer, RowsWanted::ranked_only);
+        selected_rows(input.snapshot, input.options, input.symbolizer);
     if (input.options.bins) return write_size_class_table(out, selection.rows, input);
     out << "rank,id,live_bytes,live_blocks,allocs,frees,alloc_bytes,free_bytes,"
            "function,location,module,stack,ruby,estimated\n";

@@ -56,7 +56,7 @@ void write_folded_report(std::ostream& out, const ReportInput& input) {
     every_row_by_value.sort = value == ValueKind::alloc ? SortKey::bytes : SortKey::live;
 
     const RowSelection selection = selected_rows(input.snapshot, every_row_by_value,
-                                                 input.symbolizer, RowsWanted::ranked_only);
+                                                 input.symbolizer);
     for_each_ranked_row(input.snapshot, selection, every_row_by_value, [&](const ReportRow& row) {
         const uint64_t bytes = folded_value(row, value);
         if (bytes == 0) return;

@@ -147,7 +147,7 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
     const Snapshot& snapshot = input.snapshot;
     const Counters& totals = snapshot.totals;
     const RowSelection selection =
-        selected_rows(snapshot, input.options, input.symbolizer, RowsWanted::ranked_only);
+        selected_rows(snapshot, input.options, input.symbolizer);
     const std::vector<ReportRow>& rows = selection.rows;
     json report = {
         {"pid", snapshot.pid},

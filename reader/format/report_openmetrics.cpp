@@ -182,7 +182,7 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
             proportional.samples.push_back({process, memory->pss});
         }
         const RowSelection selection =
-            selected_rows(snapshot, input.options, input.symbolizer, RowsWanted::ranked_only);
+            selected_rows(snapshot, input.options, input.symbolizer);
         for_each_ranked_row(snapshot, selection, input.options, [&](const ReportRow& row) {
             const Labels labels = with(process, row_labels(row, input.symbolizer));
             site_bytes.samples.push_back({labels, row.counters.live_bytes()});

@@ -256,7 +256,7 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
     every_row.top = 0;
     every_row.min_live_bytes = 0;
     const RowSelection selection =
-        selected_rows(snapshot, every_row, input.symbolizer, RowsWanted::ranked_only);
+        selected_rows(snapshot, every_row, input.symbolizer);
     for_each_ranked_row(snapshot, selection, every_row, [&](const ReportRow& row) {
         const std::vector<uint64_t> locations =
             builder.location_ids(row_frames(row, input.symbolizer, input.options.hide_runtime));

@@ -237,7 +237,7 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
                "(raise LEAKWRAP_MAX_SITES to see them separately)\n";
 
     const RowSelection selection =
-        selected_rows(snapshot, input.options, input.symbolizer, RowsWanted::ranked_only);
+        selected_rows(snapshot, input.options, input.symbolizer);
     // The totals above are the whole process's; say what the rows below hold of it.
     if (selection.selected && !input.options.site)
         out << "focus (" << printable(input.options.focus.description()) << "): "

@@ -122,9 +122,8 @@ std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& se
 }
 
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
-                           Symbolizer& symbolizer, RowsWanted wanted) {
-    if (wanted == RowsWanted::ranked_only && !options.site && options.focus.empty())
-        return ranked_selection(snapshot, options);
+                           Symbolizer& symbolizer) {
+    if (!options.site && options.focus.empty()) return ranked_selection(snapshot, options);
     RowSelection selection;
     selection.rows = report_rows(snapshot, options.by);
     selection.all_rows = selection.rows.size();

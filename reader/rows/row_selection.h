@@ -58,18 +58,14 @@ struct RowSelection {
     std::vector<uint32_t> ranked;
 };
 
-// Which rows a caller reads: all of them, or those that ranked_rows shows (--top, --min-bytes),
-// through for_each_ranked_row, and size_class_table. Every row of a Rails process, made at
-// once, took 4 MiB (72 bytes a row, 50,000 rows, and a pointer a record).
-enum class RowsWanted : uint8_t { every_row, ranked_only };
-
 // report_rows, then --site (throws std::runtime_error when no row has that id) or --focus and
-// --ignore. Those symbolize every row's frames; without them nothing is resolved here. With
-// ranked_only (and no --site, --focus or --ignore), rows are counted and ranked but only those
-// of size_class_table made; for_each_ranked_row and size_class_table of the result give what
-// they give of every row.
+// --ignore. Those symbolize every row's frames; without them nothing is resolved here, and rows
+// are only counted and ranked, those of size_class_table alone made: every row of a Rails
+// process, made at once, took 4 MiB (72 bytes a row, 50,000 rows, and a pointer a record).
+// Either way for_each_ranked_row and size_class_table of the result give what they give of
+// every row kept.
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
-                           Symbolizer& symbolizer, RowsWanted wanted = RowsWanted::every_row);
+                           Symbolizer& symbolizer);
 
 // Hands `visit` the rows ranked_rows would give of every row kept, in that order, made a few
 // thousand at a time; a row lives for its visit only. `options` are those selected_rows was

@@ -1,4 +1,5 @@
 #include "report_bins.h"
+#include "report_rows.h"
 #include "row_selection.h"
 #include "segment_builder.h"
 
@@ -41,9 +42,9 @@ SegmentBuilder crowded_segment(uint64_t sample_interval) {
 using Ranked = std::vector<std::tuple<uint32_t, Counters, std::vector<uint32_t>>>;
 using ClassTops = std::vector<std::pair<uint32_t, std::vector<uint32_t>>>;
 
-ClassTops class_tops_of(const Snapshot& snapshot, const RowSelection& selection) {
+ClassTops class_tops_of(const Snapshot& snapshot, const std::vector<ReportRow>& rows) {
     ClassTops tops;
-    for (const SizeClassEntry& entry : size_class_table(snapshot, selection.rows)) {
+    for (const SizeClassEntry& entry : size_class_table(snapshot, rows)) {
         std::vector<uint32_t> ids;
         for (const ReportRow* row : entry.top_rows) ids.push_back(row->id);
         tops.emplace_back(entry.size_class, ids);
@@ -51,24 +52,23 @@ ClassTops class_tops_of(const Snapshot& snapshot, const RowSelection& selection)
     return tops;
 }
 
-Ranked ranked_of(const Snapshot& snapshot, const RowSelection& selection,
-                 const ReportOptions& options) {
+Ranked ranked_of(const std::vector<const ReportRow*>& rows) {
     Ranked ranked;
-    const std::size_t visited =
-        for_each_ranked_row(snapshot, selection, options, [&](const ReportRow& row) {
-            ranked.emplace_back(row.id, row.counters, row.records());
-        });
-    EXPECT_EQ(visited, ranked.size());
+    for (const ReportRow* row : rows) ranked.emplace_back(row->id, row->counters, row->records());
     return ranked;
 }
 
 // Reports make only the rows they show and those the size-class table names; what they show
-// must not change.
-TEST(RowSelection, RankedOnlyShowsWhatEveryRowWouldInTheSameOrder) {
+// must be what every row, made at once and ranked, shows.
+TEST(RowSelection, ShowsWhatEveryRowMadeAtOnceWouldInTheSameOrder) {
     for (const uint64_t interval : {uint64_t{0}, uint64_t{4096}}) {
         const Snapshot snapshot = parse_segment(crowded_segment(interval).build());
         Symbolizer symbolizer(snapshot.modules, {});
-        for (const Grouping by : {Grouping::native, Grouping::ruby})
+        for (const Grouping by : {Grouping::native, Grouping::ruby}) {
+            const std::vector<ReportRow> every = report_rows(snapshot, by);
+            ASSERT_GT(every.size(), 10u);  // so that --top 7 leaves rows out
+            Counters every_counters;
+            for (const ReportRow& row : every) every_counters += row.counters;
             for (const SortKey sort : {SortKey::live, SortKey::allocs, SortKey::bytes})
                 for (const std::size_t top : {std::size_t{0}, std::size_t{1}, std::size_t{7}})
                     for (const uint64_t min_live_bytes : {uint64_t{0}, uint64_t{100}}) {
@@ -79,21 +79,25 @@ TEST(RowSelection, RankedOnlyShowsWhatEveryRowWouldInTheSameOrder) {
                         SCOPED_TRACE(::testing::Message()
                                      << "interval " << interval << " by " << grouping_name(by)
                                      << " top " << top << " min " << min_live_bytes);
-                        const RowSelection every =
-                            selected_rows(snapshot, options, symbolizer, RowsWanted::every_row);
-                        const RowSelection ranked =
-                            selected_rows(snapshot, options, symbolizer, RowsWanted::ranked_only);
-                        ASSERT_GT(every.rows.size(), 10u);  // so that --top 7 leaves rows out
-                        EXPECT_EQ(ranked_of(snapshot, ranked, options),
-                                  ranked_of(snapshot, every, options));
-                        EXPECT_EQ(class_tops_of(snapshot, ranked), class_tops_of(snapshot, every));
-                        EXPECT_EQ(ranked.kept_rows, every.rows.size());
-                        EXPECT_EQ(ranked.all_rows, every.all_rows);
-                        EXPECT_EQ(ranked.counters, every.counters);
+                        const RowSelection selection = selected_rows(snapshot, options, symbolizer);
+                        std::vector<const ReportRow*> visited_rows;
+                        std::vector<ReportRow> visited_copies;
+                        visited_copies.reserve(every.size());
+                        const std::size_t visited = for_each_ranked_row(
+                            snapshot, selection, options, [&](const ReportRow& row) {
+                                visited_rows.push_back(&visited_copies.emplace_back(row));
+                            });
+                        EXPECT_EQ(visited, visited_rows.size());
+                        EXPECT_EQ(ranked_of(visited_rows), ranked_of(ranked_rows(every, options)));
+                        EXPECT_EQ(class_tops_of(snapshot, selection.rows), class_tops_of(snapshot, every));
+                        EXPECT_EQ(selection.kept_rows, every.size());
+                        EXPECT_EQ(selection.all_rows, every.size());
+                        EXPECT_EQ(selection.counters, every_counters);
                         // Made at once: the size-class table's rows only.
-                        EXPECT_LE(ranked.rows.size(),
-                                  kTopRowsPerSizeClass * size_class_table(snapshot, every.rows).size());
+                        EXPECT_LE(selection.rows.size(),
+                                  kTopRowsPerSizeClass * size_class_table(snapshot, every).size());
                     }
+        }
     }
 }
 
