@@ -147,7 +147,8 @@ TEST(Suspects, ASiteThatFreesMoreThanItAllocatesInAStepGivesBackInBursts) {
     // A collection freed 13 small blocks in a step that allocated 12 larger ones: the live bytes
     // still rose, the frees tell.
     for (std::size_t i = 3; i < series.size(); ++i) series[i].sites.front().counters.frees = 13;
-    const Suspect& suspect = rank_suspects(series).suspects.front();
+    const auto ranked = rank_suspects(series);  // a reference into a temporary would dangle
+    const Suspect& suspect = ranked.suspects.front();
     EXPECT_EQ(suspect.give_back, GiveBack::in_bursts);
     EXPECT_EQ(suspect.trend, Trend::churn);
 }
@@ -156,7 +157,8 @@ TEST(Suspects, RetainedShareIsWhatTheSiteAllocatedAndDidNotFree) {
     std::vector<Sample> series = series_of({steady}, 4);
     for (std::size_t i = 0; i < series.size(); ++i)
         series[i].sites.front().counters = {.live_bytes = 1200 * i, .allocs = 10 + 4 * i, .frees = 10 + i};
-    const Suspect& suspect = rank_suspects(series).suspects.front();
+    const auto ranked = rank_suspects(series);  // a reference into a temporary would dangle
+    const Suspect& suspect = ranked.suspects.front();
     EXPECT_EQ(suspect.retention.allocs, 12u);
     EXPECT_EQ(suspect.retention.frees, 3u);
     EXPECT_DOUBLE_EQ(*suspect.retention.retained_share, 0.75);
