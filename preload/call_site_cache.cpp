@@ -6,6 +6,7 @@
 
 #include "guard.h"
 #include "os.h"
+#include "private_memory.h"
 #include "segment.h"
 #include "thread_stacks.h"
 
@@ -72,6 +73,7 @@ uint32_t* entry_slot_offsets(Entry* entry) {
 void release_cache(void* cache) {
     auto* thread_cache = static_cast<ThreadCache*>(cache);
     t_thread.call_site_cache = kNoCache;  // frees during the rest of this thread's exit just unwind
+    count_private_bytes(-static_cast<int64_t>(thread_cache->mapping_size));
     os::unmap(thread_cache, thread_cache->mapping_size);
 }
 
@@ -92,6 +94,8 @@ __attribute__((noinline, cold)) ThreadCache* create_cache() {
         os::unmap(memory, size);
         return nullptr;
     }
+    // Touched as used, the memo of known sites at random: counted whole.
+    count_private_bytes(static_cast<int64_t>(size));
     t_thread.call_site_cache = cache;
     return cache;
 }

@@ -1,11 +1,16 @@
 #include "hash_index.h"
 
+#include "private_memory.h"
+
 namespace leakwrap {
 namespace {
 
 cds_lfht* new_table(unsigned long buckets) {
     // Fixed size (no CDS_LFHT_AUTO_RESIZE): see hash_index.h.
-    return cds_lfht_new(buckets, buckets, buckets, 0, nullptr);
+    cds_lfht* table = cds_lfht_new(buckets, buckets, buckets, 0, nullptr);
+    // Its buckets, one node each, all written now.
+    if (table != nullptr) count_private_bytes(static_cast<int64_t>(buckets * sizeof(cds_lfht_node)));
+    return table;
 }
 
 }  // namespace

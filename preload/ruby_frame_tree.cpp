@@ -5,6 +5,7 @@
 #include "debug_check.h"
 #include "guard.h"
 #include "os.h"
+#include "private_memory.h"
 #include "segment.h"
 #include "stack_table.h"
 
@@ -34,8 +35,11 @@ constinit SlotTable* g_table = nullptr;
 constinit std::atomic_flag g_busy = ATOMIC_FLAG_INIT;
 
 SlotTable* new_table(uint32_t capacity) {
-    void* memory = os::reserve_private(sizeof(SlotTable) + sizeof(uint32_t) * uint64_t{capacity});
+    const uint64_t bytes = sizeof(SlotTable) + sizeof(uint32_t) * uint64_t{capacity};
+    void* memory = os::reserve_private(bytes);
     if (memory == nullptr) return nullptr;
+    // Its slots are filled at random: counted whole. A table it outgrows stays (see above).
+    count_private_bytes(static_cast<int64_t>(bytes));
     auto* table = static_cast<SlotTable*>(memory);
     table->capacity = capacity;
     return table;

@@ -11,6 +11,7 @@
 #include "bins.h"
 #include "diagnostics.h"
 #include "os.h"
+#include "private_memory.h"
 #include "proc_self.h"
 #include "segment_internals.h"
 #include "site_counters.h"
@@ -199,6 +200,7 @@ bool create_segment(const Config& config) {
         overflow->state = layout::kReady;
     }
     h->sites_claimed = layout::kOverflowSites;
+    publish_private_bytes();  // what tables made before this segment hold
     publish(h);
     return true;
 }

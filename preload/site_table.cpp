@@ -10,6 +10,7 @@
 #include "diagnostics.h"
 #include "guard.h"
 #include "os.h"
+#include "private_memory.h"
 #include "ruby_backtrace.h"
 #include "ruby_frame_tree.h"
 #include "stack_capture.h"
@@ -25,6 +26,7 @@ using layout::SiteRecord;
 // slots, the next of each. Sites are only ever added, at the head, so a chain once read stays
 // valid. 0 ends a chain: site 0 is an overflow site, which is never chained.
 constinit uint32_t* g_next_site = nullptr;
+constinit std::atomic<uint64_t> g_next_site_counted{0};  // bytes of it in private_memory's count
 constexpr uint32_t kEndOfChain = 0;
 static_assert(layout::is_overflow_site(kEndOfChain));
 constinit std::atomic<bool> g_reduced_reported{false};
@@ -73,6 +75,7 @@ uint32_t find_or_add_site(const FoundStack& stack, uint32_t size_class, bool may
     } while (!claimed.compare_exchange_weak(slot, slot + 1, std::memory_order_relaxed));
     if (!reserve_segment_bytes(h->sites_offset + uint64_t{slot} * sizeof(SiteRecord), sizeof(SiteRecord)))
         return kNoSite;
+    count_private_use(g_next_site_counted, uint64_t{slot + 1} * sizeof(uint32_t));
 
     SiteRecord* record = site_record(slot);
     record->stack = stack.reference;

@@ -8,6 +8,7 @@
 #include "hash_index.h"
 #include "modules.h"
 #include "os.h"
+#include "private_memory.h"
 #include "segment.h"
 
 namespace leakwrap {
@@ -24,6 +25,7 @@ constinit HashIndex g_index;
 constinit StackNode* g_nodes = nullptr;
 constinit uint32_t g_node_capacity = 0;
 constinit std::atomic<uint32_t> g_nodes_used{0};
+constinit std::atomic<uint64_t> g_nodes_counted{0};  // bytes of g_nodes in private_memory's count
 
 // The reference is stored with release once the record is written, so whoever finds the node
 // through the index also sees the record (see site_table.cpp's index_of).
@@ -87,6 +89,7 @@ FoundStack find_or_add_stack(const StackKey& key, uint64_t hash, bool may_add) {
 
     uint32_t ordinal = g_nodes_used.fetch_add(1, std::memory_order_relaxed);
     if (ordinal >= g_node_capacity) return kNotFound;
+    count_private_use(g_nodes_counted, uint64_t{ordinal + 1} * sizeof(StackNode));
     uint64_t offset = claim_stack_bytes(layout::stack_record_size(key.native_depth));
     if (offset == UINT64_MAX) return kNotFound;
     const auto reference = static_cast<uint32_t>(offset / layout::kStackAlignment);

@@ -38,7 +38,8 @@
 // inline; 4 = stacks stored once and shared, Ruby backtraces, compact sites; 5 = bins
 // shard-major (bin_index), so that a thread's counters share pages instead of touching one page
 // per size class; 6 = Ruby frames stored once as a tree (RubyFrameRecord) that stacks name,
-// instead of inline in every stack, and stack records without the writer's hash (16 bytes).
+// instead of inline in every stack, and stack records without the writer's hash (16 bytes); 7 =
+// the header's reserved word counts the writer's private memory (private_kib).
 #pragma once
 
 #include <cstddef>
@@ -48,9 +49,9 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 6;
-// Layout 5 differs from 6 only in its stack records (StackRecordV5: the writer's hash, Ruby frames
-// inline), so it is still read.
+inline constexpr uint32_t kLayoutVersion = 7;
+// Layout 6 differs from 7 only in Header::private_kib (reserved, 0), layout 5 from 6 only in its
+// stack records (StackRecordV5: the writer's hash, Ruby frames inline), so both are still read.
 inline constexpr uint32_t kOldestReadableVersion = 5;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
@@ -117,7 +118,11 @@ struct alignas(64) Header {
     uint64_t bins_offset;         // bin_shards x kSizeClassCount BinCounters, shard-major
     uint64_t site_deltas_offset;  // bin_shards x site_delta_slots SiteDelta, shard-major
     uint32_t site_delta_slots;    // SiteDelta entries per bin shard (a power of two, or 0)
-    uint32_t reserved;            // 0
+    // Atomic, and growing though it stands among the fixed fields (it took their reserved word):
+    // KiB of process-private memory the writer's own tables hold (its stack index, the sites'
+    // chains, the Ruby frame index, the frame-size table, each thread's memo of call sites),
+    // counted as they grow. 0 in layouts before 7.
+    uint32_t private_kib;
     // 0: every allocation is attributed to its site (exact mode). Otherwise LEAKWRAP_SAMPLE:
     // the mean number of bytes between sampled allocations (Poisson sampling by bytes); site
     // counters then count sampled blocks only, and a reader estimates the true numbers by
@@ -353,7 +358,7 @@ LEAKWRAP_PIN(Header, strings_offset, 168);
 LEAKWRAP_PIN(Header, bins_offset, 176);
 LEAKWRAP_PIN(Header, site_deltas_offset, 184);
 LEAKWRAP_PIN(Header, site_delta_slots, 192);
-LEAKWRAP_PIN(Header, reserved, 196);
+LEAKWRAP_PIN(Header, private_kib, 196);
 LEAKWRAP_PIN(Header, sample_interval, 200);
 LEAKWRAP_PIN(Header, stacks_used, 208);
 LEAKWRAP_PIN(Header, sites_claimed, 216);

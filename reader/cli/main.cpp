@@ -95,7 +95,8 @@ Snapshot read_by_pid(pid_t pid) {
     try {
         Snapshot snapshot = read_segment(entry);
         if (owner_state(snapshot) == OwnerState::alive)
-            snapshot.memory = read_process_memory(pid, entry.path);
+            snapshot.memory =
+                read_process_memory(pid, entry.path, snapshot.writer_private_bytes.value_or(0));
         return snapshot;
     } catch (const SegmentFileError& error) {
         if (error.error_number() != ENOENT) throw;

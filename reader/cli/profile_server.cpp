@@ -59,7 +59,9 @@ Process read_process_entry(const SegmentEntry& entry) {
     Snapshot snapshot = read_one_at_a_time(entry);
     const OwnerState state = owner_state(snapshot);
     snapshot.command_line = current_command_line(snapshot, state);
-    if (state == OwnerState::alive) snapshot.memory = read_process_memory(entry.pid, entry.path);
+    if (state == OwnerState::alive)
+        snapshot.memory = read_process_memory(entry.pid, entry.path,
+                                              snapshot.writer_private_bytes.value_or(0));
     return {std::move(snapshot), state};
 }
 

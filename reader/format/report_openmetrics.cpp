@@ -156,6 +156,10 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
                             "Resident bytes of leakwrap's own segment in the process (part of "
                             "its shmem RSS).",
                             {}};
+    Family private_tables{"leakwrap_private_bytes", "gauge", "bytes",
+                          "leakwrap's private tables in the process (its stack index, per-thread "
+                          "memos; part of its anonymous RSS), as leakwrap counts them.",
+                          {}};
     Family site_bytes{"leakwrap_site_live_bytes", "gauge", "bytes",
                       "Live bytes allocated at a call site, for the top sites.", {}};
     Family site_blocks{"leakwrap_site_live_blocks", "gauge", "",
@@ -179,6 +183,8 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
                                               std::pair{"shmem", memory->rss_shmem}})
                 process_resident.samples.push_back({with(process, {{"kind", kind}}), bytes});
             segment_resident.samples.push_back({process, memory->segment_resident});
+            if (snapshot.writer_private_bytes)
+                private_tables.samples.push_back({process, memory->leakwrap_private});
             proportional.samples.push_back({process, memory->pss});
         }
         const RowSelection selection =
@@ -191,7 +197,8 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
     }
     for (const Family* family :
          {&live_bytes, &live_blocks, &allocations, &frees, &sample_interval, &bins,
-          &process_resident, &proportional, &segment_resident, &site_bytes, &site_blocks})
+          &process_resident, &proportional, &segment_resident, &private_tables, &site_bytes,
+          &site_blocks})
         write_family(out, *family, dialect);
     if (dialect == MetricsDialect::openmetrics) out << "# EOF\n";
 }

@@ -195,7 +195,12 @@ void write_memory(std::ostream& out, const ReportInput& input) {
         << human_bytes(memory->rss_shmem) << "); tracked live "
         << human_bytes(input.snapshot.totals.live_bytes()) << "; leakwrap's segment "
         << human_bytes(memory->segment_resident)
-        << " resident (in shared; its private indexes are in anon, not counted); PSS "
+        << (input.snapshot.writer_private_bytes
+                ? " resident (in shared), its private tables " + human_bytes(memory->leakwrap_private) +
+                      " (in anon)"
+                : std::string(" resident (in shared; its private tables, in anon, are counted from "
+                              "layout 7 on)"))
+        << "; PSS "
         << human_bytes(memory->pss)
         << (input.snapshot.members.empty() ? ""
                                            : " (what the processes hold together: their RSS "

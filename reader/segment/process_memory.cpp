@@ -27,10 +27,12 @@ std::optional<uint64_t> kilobyte_field(const std::string& line, std::string_view
 
 }  // namespace
 
-std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesystem::path& segment) {
+std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesystem::path& segment,
+                                                 uint64_t leakwrap_private) {
     std::ifstream status(proc_file(pid, "status"));
     if (!status) return std::nullopt;
     ProcessMemory memory;
+    memory.leakwrap_private = leakwrap_private;
     int found = 0;
     for (std::string line; std::getline(status, line);) {
         for (auto [name, field] : {std::pair{"RssAnon", &memory.rss_anon},
@@ -72,6 +74,7 @@ nlohmann::json process_memory_json(const std::optional<ProcessMemory>& memory) {
             {"rss_file_bytes", memory->rss_file},
             {"rss_shmem_bytes", memory->rss_shmem},
             {"leakwrap_segment_resident_bytes", memory->segment_resident},
+            {"leakwrap_private_bytes", memory->leakwrap_private},
             {"pss_bytes", memory->pss}};
 }
 
@@ -82,6 +85,7 @@ std::optional<ProcessMemory> process_memory_from_json(const nlohmann::json& obje
         .rss_file = object.value("rss_file_bytes", uint64_t{0}),
         .rss_shmem = object.value("rss_shmem_bytes", uint64_t{0}),
         .segment_resident = object.value("leakwrap_segment_resident_bytes", uint64_t{0}),
+        .leakwrap_private = object.value("leakwrap_private_bytes", uint64_t{0}),
         .pss = object.value("pss_bytes", uint64_t{0}),
     };
 }

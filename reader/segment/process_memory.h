@@ -21,6 +21,9 @@ struct ProcessMemory {
     // rss_shmem. leakwrap's private memory (its hash indexes, per-thread memos) is anonymous and
     // unnamed, so it is in rss_anon and not counted here.
     uint64_t segment_resident = 0;
+    // leakwrap's private tables (its stack index, per-thread memos, ...) as its writer counts them,
+    // a part of rss_anon; 0 from a writer that does not count them (layout before 7).
+    uint64_t leakwrap_private = 0;
     // The proportional set (Pss summed over /proc/PID/smaps): each resident page divided among
     // the processes that map it. The RSS of puma's master and workers counts a page they share
     // (libruby's code, the heap the workers were forked with) once in each; their PSS add up to
@@ -31,12 +34,13 @@ struct ProcessMemory {
     bool operator==(const ProcessMemory&) const = default;
 };
 
-// None if the process is gone or /proc cannot be read.
-std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesystem::path& segment);
+// None if the process is gone or /proc cannot be read. leakwrap_private is the writer's count.
+std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesystem::path& segment,
+                                                 uint64_t leakwrap_private);
 
 // {"rss_bytes", "rss_anon_bytes", "rss_file_bytes", "rss_shmem_bytes",
-// "leakwrap_segment_resident_bytes", "pss_bytes"}, or null for none; and back (0 for a member an
-// older line lacks).
+// "leakwrap_segment_resident_bytes", "leakwrap_private_bytes", "pss_bytes"}, or null for none;
+// and back (0 for a member an older line lacks).
 nlohmann::json process_memory_json(const std::optional<ProcessMemory>& memory);
 std::optional<ProcessMemory> process_memory_from_json(const nlohmann::json& object);
 

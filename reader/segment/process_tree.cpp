@@ -96,6 +96,7 @@ Snapshot merge_process_tree(Snapshot root, std::vector<Snapshot> others) {
             root.memory->rss_file += other.memory->rss_file;
             root.memory->rss_shmem += other.memory->rss_shmem;
             root.memory->segment_resident += other.memory->segment_resident;
+            root.memory->leakwrap_private += other.memory->leakwrap_private;
             root.memory->pss += other.memory->pss;
         }
     }

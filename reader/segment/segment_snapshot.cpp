@@ -605,6 +605,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     snapshot.reduced_stacks = header.reduced_stacks;
     snapshot.process_state = header.process_state;
     snapshot.sample_interval = header.sample_interval;
+    if (header.layout_version >= 7) snapshot.writer_private_bytes = uint64_t{header.private_kib} * 1024;
     snapshot.modules = parse_modules(bytes, header, strings);
     snapshot.sites = parse_sites(bytes, header, strings, snapshot.stack_stores, done_with);
     add_site_deltas(bytes, header, snapshot.sites);

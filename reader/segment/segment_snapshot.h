@@ -178,6 +178,9 @@ struct Snapshot {
     uint64_t reduced_stacks = 0;
     uint32_t process_state = 0;
     uint64_t sample_interval = 0;  // 0: exact mode
+    // What the writer's own tables hold of its process's private memory, as it counts them
+    // (Header::private_kib); none from a writer of a layout before 7.
+    std::optional<uint64_t> writer_private_bytes;
     std::vector<Module> modules;
     std::vector<Site> sites;     // the ready records, in slot order
     // What the sites' stacks are kept in: one store for a segment, one per process of a merged

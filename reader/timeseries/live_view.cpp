@@ -182,7 +182,8 @@ std::vector<std::string> LiveView::header() {
         lines.push_back("RSS " + human_bytes(memory->rss()) + ": anon " +
                         human_bytes(memory->rss_anon) + ", file " + human_bytes(memory->rss_file) +
                         ", shared " + human_bytes(memory->rss_shmem) + " (leakwrap's segment " +
-                        human_bytes(memory->segment_resident) + ")" +
+                        human_bytes(memory->segment_resident) + ", its tables " +
+                        human_bytes(memory->leakwrap_private) + " in anon)" +
                         // Summed over a tree, RSS counts a shared page in each process.
                         (snapshot_.members.empty() ? "" : "; PSS " + human_bytes(memory->pss)));
     if (!snapshot_.members.empty()) {

@@ -202,7 +202,8 @@ public:
         if (sample.memory)
             out_ << "RSS " << human_bytes(sample.memory->rss()) << " (anon "
                  << human_bytes(sample.memory->rss_anon) << ", leakwrap's segment "
-                 << human_bytes(sample.memory->segment_resident) << ")"
+                 << human_bytes(sample.memory->segment_resident) << ", its tables "
+                 << human_bytes(sample.memory->leakwrap_private) << ")"
                  // Summed over a tree, RSS counts a shared page in each process.
                  << (sample.pids.empty() ? "" : "; PSS " + human_bytes(sample.memory->pss)) << "; ";
         out_ << "top grower: ";

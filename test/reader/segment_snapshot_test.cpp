@@ -58,7 +58,7 @@ SegmentBuilder typical_builder() {
 }
 
 // Every layout this reader reads: the current one and layout 5, whose Ruby frames were inline.
-constexpr uint32_t kReadableLayouts[] = {5, layout::kLayoutVersion};
+constexpr uint32_t kReadableLayouts[] = {5, 6, layout::kLayoutVersion};
 
 // Backtraces of one Rails process: the sites share their outer Ruby frames, and the last site's
 // whole backtrace is the first's. In layout 6 its stack table holds, at these offsets:
@@ -310,9 +310,9 @@ TEST(ParseSegment, RejectsOtherLayoutVersions) {
     constexpr auto kAdvice =
         ": read it with the leakwrap-report of the libleakwrap.so that wrote it";
     auto bytes = typical_builder().build();
-    patch_header(bytes, [](layout::Header& h) { h.layout_version = 7; });
+    patch_header(bytes, [](layout::Header& h) { h.layout_version = 8; });
     EXPECT_EQ(parse_error(bytes),
-              std::string("segment layout version 7, this reader understands 6") + kAdvice);
+              std::string("segment layout version 8, this reader understands 7") + kAdvice);
 }
 
 // Older writers' segments: a v1 header is 64 bytes shorter and lays the fields out differently,
@@ -327,7 +327,7 @@ TEST(ParseSegment, RejectsOlderLayoutVersionSegments) {
         EXPECT_PRED2(contains, parse_error(bytes),
                      "segment layout version " + std::to_string(version) +
                          " was written by an older libleakwrap.so (this reader reads versions 5 to "
-                         "6, whose size-class bins are kept shard-major): read it with the "
+                         "7, whose size-class bins are kept shard-major): read it with the "
                          "leakwrap-report of the libleakwrap.so that wrote it");
     }
 }
@@ -722,6 +722,18 @@ TEST(ParseSegment, ReadsARubyBacktraceInnermostFirstAndTheReducedFlag) {
     EXPECT_FALSE(site.reduced());
     EXPECT_TRUE(std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
                              [](const Site& s) { return s.id == kFirst + 1; })->reduced());
+}
+
+// Layout 7's header counts the writer's private tables in the word layout 6 kept reserved (0).
+TEST(ParseSegment, ReadsTheWritersPrivateTablesFromLayout7On) {
+    auto bytes = typical_builder().build();
+    patch_header(bytes, [](layout::Header& h) { h.private_kib = 1536; });
+    EXPECT_EQ(parse_segment(bytes).writer_private_bytes, std::optional<uint64_t>(1536 * 1024));
+    patch_header(bytes, [](layout::Header& h) {
+        h.layout_version = 6;
+        h.private_kib = 0;
+    });
+    EXPECT_EQ(parse_segment(bytes).writer_private_bytes, std::nullopt);
 }
 
 TEST(ParseSegment, SaysWhyAnOlderLayoutIsNotRead) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "ground_truth.h"
 #include "harness.h"
 #include "png_pixels.h"
 #include "steady_leak.h"
@@ -401,6 +402,37 @@ TEST(Memory, ALiveReportShowsTheRssInTextJsonAndOpenMetrics) {
             << metrics;
     EXPECT_TRUE(has_sample("leakwrap_segment_resident_bytes", "\"")) << metrics;
     EXPECT_EQ(program.release_and_wait(), 0);
+}
+
+// leakwrap's private tables grow with the stacks and sites a process makes: many_stacks' 32,768
+// stacks (a site each) need at least their index nodes (24 bytes) and the sites' chain links (4
+// bytes) more than steady_leak's few. The count is part of the anonymous RSS, and every format
+// that shows the RSS shows it.
+TEST(Memory, LeakwrapsPrivateTablesAreCountedAsTheyGrow) {
+    const auto private_tables = [](Target& program) {
+        const json memory = report_json(program.pid()).at("totals").at("memory");
+        EXPECT_LE(memory.at("leakwrap_private_bytes"), memory.at("rss_anon_bytes")) << memory.dump();
+        const uint64_t bytes = memory.at("leakwrap_private_bytes").get<uint64_t>();
+        EXPECT_EQ(program.release_and_wait(), 0);
+        return bytes;
+    };
+    Target few(steady_leak_command(), Environment::profiled());
+    const std::string few_pid = std::to_string(few.pid());
+    few.wait_ready();
+    const std::string text = report_tool({few_pid});
+    EXPECT_TRUE(contains(text, ", its private tables ")) << text;
+    const std::string metrics = report_tool({few_pid, "--format", "openmetrics"});
+    EXPECT_TRUE(contains(metrics, "\nleakwrap_private_bytes{pid=\"" + few_pid + "\",")) << metrics;
+    const uint64_t few_bytes = private_tables(few);
+    EXPECT_GT(few_bytes, 0u);
+
+    Target many({paths::program("many_stacks")},
+                Environment::profiled().set("LEAKWRAP_DEPTH",
+                                            std::to_string(ground_truth::many_stacks::kLevels + 2)));
+    many.wait_ready();
+    const uint64_t many_bytes = private_tables(many);
+    EXPECT_GE(many_bytes, few_bytes + ground_truth::many_stacks::kStacks * (24 + 4))
+        << "steady_leak " << few_bytes << " bytes, many_stacks " << many_bytes;
 }
 
 TEST(Memory, ALeakThatGrowsRssWithTheHeapIsNoUntrackedGrowth) {
