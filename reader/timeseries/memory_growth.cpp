@@ -35,10 +35,12 @@ std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
     if (!first.memory || !last.memory) return std::nullopt;
     MemoryGrowth growth;
     growth.segment = change(first.memory->segment_resident, last.memory->segment_resident);
-    growth.rss = change(first.memory->rss(), last.memory->rss()) - growth.segment;
+    growth.leakwrap_private = change(first.memory->leakwrap_private, last.memory->leakwrap_private);
+    const double leakwrap_own = growth.segment + growth.leakwrap_private;
+    growth.rss = change(first.memory->rss(), last.memory->rss()) - leakwrap_own;
     growth.rss_anon = change(first.memory->rss_anon, last.memory->rss_anon);
     if (first.memory->pss > 0 && last.memory->pss > 0)
-        growth.pss = change(first.memory->pss, last.memory->pss) - growth.segment;
+        growth.pss = change(first.memory->pss, last.memory->pss) - leakwrap_own;
     growth.by_pss = growth.pss && !first.pids.empty() && !last.pids.empty();
     growth.tracked_live = change(first.totals.live_bytes, last.totals.live_bytes);
     const double grown = growth.by_pss ? *growth.pss : growth.rss;

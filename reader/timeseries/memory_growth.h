@@ -24,11 +24,13 @@ struct ChurningClass {
 };
 
 struct MemoryGrowth {
-    // From the first to the last sample. The RSS and PSS growths leave out leakwrap's own segment.
+    // From the first to the last sample. The RSS and PSS growths leave out leakwrap's own memory:
+    // its segment and its private tables.
     double rss = 0;
     double rss_anon = 0;
     std::optional<double> pss;  // none when a sample has no PSS (a series of an older watch)
     double segment = 0;
+    double leakwrap_private = 0;  // 0 in a series of a preload that does not count them
     double tracked_live = 0;
     // A process tree's (watch --children) growth is its PSS's: its processes' RSS count a page
     // they share once in each, so a worker unsharing a page it got from the master (copy on

@@ -47,6 +47,7 @@ nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
             {"pss_growth_bytes", growth->pss ? nlohmann::json(*growth->pss) : nlohmann::json(nullptr)},
             {"measured_by", growth->by_pss ? "pss" : "rss"},
             {"segment_growth_bytes", growth->segment},
+            {"leakwrap_private_growth_bytes", growth->leakwrap_private},
             {"tracked_live_growth_bytes", growth->tracked_live},
             {"untracked", growth->untracked},
             {"churning_classes", std::move(churning)}};
@@ -86,7 +87,8 @@ std::string memory_note(const std::vector<Sample>& series) {
     if (!growth) return "";
     std::string note = "RSS " + signed_human_bytes(growth->rss) + " (anon " +
                        signed_human_bytes(growth->rss_anon) + "; leakwrap's segment " +
-                       signed_human_bytes(growth->segment) + ", left out), ";
+                       signed_human_bytes(growth->segment) + " and tables " +
+                       signed_human_bytes(growth->leakwrap_private) + ", left out), ";
     if (growth->by_pss)
         note += "PSS " + signed_human_bytes(*growth->pss) +
                 " (the processes' RSS count a page they share in each; their PSS adds up), ";

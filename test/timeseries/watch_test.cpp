@@ -438,6 +438,17 @@ TEST(Memory, LeakwrapsPrivateTablesAreCountedAsTheyGrow) {
 TEST(Memory, ALeakThatGrowsRssWithTheHeapIsNoUntrackedGrowth) {
     const json ranking = json::parse(report_tool({"suspects", watched_run().series.string(), "--format", "json"}));
     EXPECT_FALSE(ranking.at("memory").at("untracked").get<bool>()) << ranking.at("memory").dump(2);
+    // The RSS growth suspects weighs is the process's own: leakwrap's segment and tables left out.
+    const json& first = watched_run().lines.front().at("memory");
+    const json& last = watched_run().lines.back().at("memory");
+    const auto grown = [&](const char* field) {
+        return last.at(field).get<double>() - first.at(field).get<double>();
+    };
+    const json& memory = ranking.at("memory");
+    EXPECT_EQ(memory.at("leakwrap_private_growth_bytes").get<double>(), grown("leakwrap_private_bytes"));
+    EXPECT_EQ(memory.at("rss_growth_bytes").get<double>(),
+              grown("rss_bytes") - grown("leakwrap_segment_resident_bytes") - grown("leakwrap_private_bytes"))
+        << memory.dump(2);
     EXPECT_FALSE(contains(report_tool({"suspects", watched_run().series.string()}), "not a leak at any call site"));
 }
 
