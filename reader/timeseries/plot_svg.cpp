@@ -176,9 +176,15 @@ std::vector<ChartLine> process_memory_lines(const std::vector<Sample>& series) {
         if (tree_with_pss) lines.push_back({"PSS", values([](const Sample& s) { return s.memory->pss; })});
     }
     lines.push_back({"tracked live bytes", values([](const Sample& s) { return s.totals.live_bytes; })});
-    if (with_rss)
+    if (with_rss) {
         lines.push_back({"leakwrap's segment (resident)",
                          values([](const Sample& s) { return s.memory->segment_resident; })});
+        // A series of a preload before layout 7 has no count: no line of zeros for it.
+        if (std::any_of(series.begin(), series.end(),
+                        [](const Sample& s) { return s.memory->leakwrap_private > 0; }))
+            lines.push_back({"leakwrap's private tables",
+                             values([](const Sample& s) { return s.memory->leakwrap_private; })});
+    }
     return lines;
 }
 

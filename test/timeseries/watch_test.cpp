@@ -550,6 +550,8 @@ TEST(Memory, PlotDrawsRssAndTrackedBytesAboveTheSites) {
     ASSERT_NE(rss, std::string::npos) << "the RSS line's legend";
     ASSERT_NE(tracked, std::string::npos);
     EXPECT_LT(tracked, chart.find("leak_steadily")) << "the process panel comes first";
+    EXPECT_NE(chart.find(">leakwrap&#39;s private tables  ("), std::string::npos)
+        << "leakwrap's own memory, its tables beside its segment";
 }
 
 }  // namespace
