@@ -238,6 +238,7 @@ bool init_site_table() {
     void* next_sites = os::reserve_private(sizeof(uint32_t) * uint64_t{capacity});
     if (next_sites == nullptr) return false;
     g_next_site = static_cast<uint32_t*>(next_sites);
+    g_next_site_counted.store(0, std::memory_order_relaxed);  // a new reservation, none of it counted yet
     return init_stack_table(capacity) && init_ruby_frame_tree();
 }
 

@@ -70,6 +70,7 @@ bool init_stack_table(uint32_t max_stacks) {
     g_nodes = static_cast<StackNode*>(nodes);
     g_node_capacity = max_stacks;
     g_nodes_used.store(0, std::memory_order_relaxed);
+    g_nodes_counted.store(0, std::memory_order_relaxed);  // a new reservation, none of it counted yet
     return g_index.init(kFirstBuckets);
 }
 
