@@ -1,6 +1,6 @@
 #include "segment_snapshot.h"
 
-#include "reference_index.h"
+#include "reference_set.h"
 
 #include <leakwrap/segment_layout.h>
 
@@ -219,10 +219,12 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
     return modules;
 }
 
-// The stacks named by sites, each checked once (many sites share one) as the sites name them,
-// then copied into a StackStore sized to hold them all (store()). Layout 6 keeps each Ruby frame
-// once, as a record naming its caller, for every stack whose backtrace goes through it; layout 5
-// kept a stack's Ruby frames inline after its native frames.
+// The stacks that sites name: marked as the sites name them (name()), then each checked once
+// however many sites share it, in reference order (check_named()), and copied into a StackStore
+// sized to hold them all (store()), where a stack's index is its rank among the ready ones
+// (index()). Layout 6 keeps each Ruby frame once, as a record naming its caller, for every stack
+// whose backtrace goes through it; layout 5 kept a stack's Ruby frames inline after its native
+// frames.
 class StackTable {
 public:
     StackTable(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings)
@@ -233,68 +235,83 @@ public:
 
     static constexpr uint32_t kNotReady = UINT32_MAX;
 
-    // The index in the store of the stack a site names; kNotReady if it is not ready (a live
-    // writer's benign race: the site is then left out like an unready slot).
-    uint32_t index(uint32_t reference, const std::string& owner) {
-        const auto [index, is_new] = index_of_.try_emplace(reference, kNotReady);
-        if (!is_new) return *index;
-        const uint32_t checked = check(reference, owner);
-        // check() added no entry, so the pointer still points at this one.
-        *index = checked;
-        return checked;
+    // A site names the stack at `reference`, which must lie inside the table; owner() names the
+    // site.
+    template <class Owner>
+    void name(uint32_t reference, const Owner& owner) {
+        const uint64_t at = in_table(reference);
+        if (at > size_ || record_size() > size_ - at)
+            fail(owner() + "'s stack at " + number(at) + " lies outside the " + number(size_) +
+                 "-byte stack table");
+        named_.insert(reference);
     }
 
-    // Every stack has been named: what only the checks needed goes before the store is made.
-    void forget_checks() {
-        index_of_.clear();
+    // Every stack has been named: each is checked, and one not ready yet (a live writer's benign
+    // race) is left out, with the sites naming it. first_owner(reference) names the first site
+    // that names the stack, for messages.
+    template <class FirstOwner>
+    void check_named(const FirstOwner& first_owner) {
+        std::vector<uint32_t> not_ready;
+        named_.for_each([&](uint32_t reference) {
+            if (!check(reference, [&] { return first_owner(reference); })) not_ready.push_back(reference);
+        });
+        for (const uint32_t reference : not_ready) named_.erase(reference);
+        named_.number_members();
+        innermost_ruby_.number_members();
         checked_frames_.clear();
     }
 
-    // Every stack checked so far, copied out of the segment. The reports take a backtrace as one
-    // span, so a backtrace is copied whole, outer frames shared with others copied for each; but
-    // once for all the stacks that name its innermost frame record (the same backtrace under
-    // other native frames): a Rails boot's 44K stacks have 345K Ruby frames, 195K so.
+    // The index in the store of the stack at `reference`, kNotReady if it was not ready.
+    uint32_t index(uint32_t reference) const {
+        return named_.contains(reference) ? named_.rank(reference) : kNotReady;
+    }
+
+    // Every ready stack, copied out of the segment in reference order. The reports take a
+    // backtrace as one span, so a backtrace is copied whole, outer frames shared with others
+    // copied for each; but once for all the stacks that name its innermost frame record (the
+    // same backtrace under other native frames): a Rails boot's 44K stacks have 345K Ruby frames,
+    // 195K so.
     std::shared_ptr<const StackStore> store() const {
         auto store = std::make_shared<StackStore>();
-        ReferenceIndex backtrace_at;  // innermost Ruby frame record -> its backtrace in store->ruby
-        std::size_t ruby_frames = 0;
-        for (const Place& place : places_)
-            if (shares_backtrace(place) ? backtrace_at.try_emplace(place.ruby, 0).second : true)
-                ruby_frames += place.ruby_depth;
-        backtrace_at.clear();
         store->frames.reserve(native_frames_);
-        store->ruby.reserve(ruby_frames);
-        store->stacks.reserve(places_.size());
-        for (const Place& place : places_) {
-            const uint64_t native = native_frames_offset(place.reference);
+        store->ruby.reserve(ruby_frames_);
+        store->stacks.reserve(named_.size());
+        constexpr uint32_t kNotCopied = UINT32_MAX;
+        // By the rank of a shared backtrace's innermost frame record: where store->ruby holds it.
+        std::vector<uint32_t> backtrace_at(innermost_ruby_.size(), kNotCopied);
+        named_.for_each([&](uint32_t reference) {
+            const Record record = record_at(reference);
+            const uint64_t native = native_frames_offset(reference);
             const std::size_t first_frame = store->frames.size();
-            for (uint32_t i = 0; i < place.native_depth; ++i)
+            for (uint32_t i = 0; i < record.native_depth; ++i)
                 store->frames.push_back(load<uint64_t>(bytes_, native + i * sizeof(uint64_t)));
             std::size_t first_ruby = store->ruby.size();
             const auto add_ruby = [&](const layout::RubyFrame& frame) {
                 store->ruby.push_back({ruby_files_.at(frame.file), frame.line});
             };
-            const auto [copied_at, is_new] =
-                shares_backtrace(place) ? backtrace_at.try_emplace(place.ruby, static_cast<uint32_t>(first_ruby))
-                                        : std::pair<uint32_t*, bool>{nullptr, true};
-            if (!is_new) {
+            uint32_t* copied_at = shares_backtrace(record)
+                                      ? &backtrace_at[innermost_ruby_.rank(record.ruby)]
+                                      : nullptr;
+            if (copied_at != nullptr && *copied_at != kNotCopied) {
                 first_ruby = *copied_at;
             } else if (ruby_inline_) {
-                const uint64_t frames = inline_ruby_offset(place.reference, place.native_depth);
-                for (uint32_t i = 0; i < place.ruby_depth; ++i)
+                const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
+                for (uint32_t i = 0; i < record.ruby_depth; ++i)
                     add_ruby(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame)));
             } else {
-                for (uint32_t i = 0, frame = place.ruby; i < place.ruby_depth; ++i) {
-                    const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(frame));
-                    add_ruby(record.frame);
-                    frame = record.caller;
+                if (copied_at != nullptr) *copied_at = static_cast<uint32_t>(first_ruby);
+                for (uint32_t i = 0, frame = record.ruby; i < record.ruby_depth; ++i) {
+                    const auto ruby_record = load<layout::RubyFrameRecord>(bytes_, in_segment(frame));
+                    add_ruby(ruby_record.frame);
+                    frame = ruby_record.caller;
                 }
             }
             // The tables were reserved whole, so these pointers stay where they point.
             store->stacks.push_back({store->frames.data() + first_frame,
-                                     store->ruby.data() + first_ruby, place.module_generation,
-                                     place.native_depth, place.ruby_depth, place.reduced});
-        }
+                                     store->ruby.data() + first_ruby, record.module_generation,
+                                     static_cast<uint8_t>(record.native_depth),
+                                     static_cast<uint8_t>(record.ruby_depth), record.reduced});
+        });
         return store;
     }
 
@@ -309,18 +326,8 @@ private:
         bool reduced;
     };
 
-    // Where a checked stack is, and what it is.
-    struct Place {
-        uint32_t reference;  // its native frames follow its record, then layout 5's Ruby frames
-        uint32_t ruby;       // layout 6: the reference of its innermost Ruby frame record
-        uint32_t module_generation;
-        uint8_t native_depth;
-        uint8_t ruby_depth;
-        bool reduced;
-    };
-
     // Layout 6 names a backtrace by its innermost frame record, so stacks naming one share it.
-    bool shares_backtrace(const Place& place) const { return !ruby_inline_ && place.ruby_depth > 0; }
+    bool shares_backtrace(const Record& record) const { return !ruby_inline_ && record.ruby_depth > 0; }
 
     // The offset in the table of a record named by a reference (stack or Ruby frame).
     static uint64_t in_table(uint32_t reference) {
@@ -346,39 +353,38 @@ private:
                 record.ruby, (record.flags & layout::kStackReduced) != 0};
     }
 
-    uint32_t check(uint32_t reference, const std::string& owner) {
+    // Whether the stack at `reference` (inside the table: name() saw to it) is ready; checked if
+    // so.
+    template <class Owner>
+    bool check(uint32_t reference, const Owner& owner) {
         const uint64_t at = in_table(reference);
-        const std::string name = owner + "'s stack at " + number(at);
-        if (at > size_ || record_size() > size_ - at)
-            fail(name + " lies outside the " + number(size_) + "-byte stack table");
+        const auto name = [&] { return owner() + "'s stack at " + number(at); };
         const Record record = record_at(reference);
-        if (record.state != layout::kReady) return kNotReady;
+        if (record.state != layout::kReady) return false;
         if (record.native_depth > header_.max_depth)
-            fail(name + " has " + number(record.native_depth) + " native frames, more than max_depth " +
+            fail(name() + " has " + number(record.native_depth) + " native frames, more than max_depth " +
                  number(header_.max_depth));
         if (record.ruby_depth > header_.max_ruby_depth)
-            fail(name + " has " + number(record.ruby_depth) +
+            fail(name() + " has " + number(record.ruby_depth) +
                  " Ruby frames, more than max_ruby_depth " + number(header_.max_ruby_depth));
         // Both depths are at most 64, so this cannot overflow.
         const uint64_t record_size =
             ruby_inline_ ? layout::stack_record_size_v5(record.native_depth, record.ruby_depth)
                          : layout::stack_record_size(record.native_depth);
         if (record_size > size_ - at)
-            fail(name + " runs past the end of the " + number(size_) + "-byte stack table");
+            fail(name() + " runs past the end of the " + number(size_) + "-byte stack table");
         if (ruby_inline_) {
             const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
             for (uint32_t i = 0; i < record.ruby_depth; ++i) {
                 const auto frame = load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame));
-                check_ruby_file(frame.file, [&] { return name + " Ruby file"; });
+                check_ruby_file(frame.file, [&] { return name() + " Ruby file"; });
             }
         } else {
             check_ruby_frames(record, name);
         }
-        places_.push_back({reference, record.ruby, record.module_generation,
-                           static_cast<uint8_t>(record.native_depth),
-                           static_cast<uint8_t>(record.ruby_depth), record.reduced});
         native_frames_ += record.native_depth;
-        return static_cast<uint32_t>(places_.size() - 1);
+        if (!shares_backtrace(record) || innermost_ruby_.insert(record.ruby)) ruby_frames_ += record.ruby_depth;
+        return true;
     }
 
     // A layout 6 stack's Ruby backtrace, from its innermost frame record outward: as many records
@@ -387,17 +393,18 @@ private:
     // one also end every cycle. Stacks share their outer frames, so a record is checked once, with
     // the first stack that reaches it; a later one needs only its depth to agree, the record's
     // callers having been checked then: the work stays linear in the table.
-    void check_ruby_frames(const Record& stack, const std::string& name) {
+    template <class Name>
+    void check_ruby_frames(const Record& stack, const Name& name) {
         if (stack.ruby_depth == 0 && stack.ruby != layout::kNoRubyFrame)
-            fail(name + " has no Ruby frames but names a Ruby frame record at " +
+            fail(name() + " has no Ruby frames but names a Ruby frame record at " +
                  number(in_table(stack.ruby)));
         if (stack.ruby_depth > 0 && stack.ruby == layout::kNoRubyFrame)
-            fail(name + " has " + number(stack.ruby_depth) +
+            fail(name() + " has " + number(stack.ruby_depth) +
                  " Ruby frames but names no Ruby frame record");
         uint32_t reference = stack.ruby;
         for (uint32_t depth = stack.ruby_depth; depth > 0; --depth) {
             const uint64_t at = in_table(reference);
-            const auto frame_name = [&] { return "Ruby frame record at " + number(at) + " of " + name; };
+            const auto frame_name = [&] { return "Ruby frame record at " + number(at) + " of " + name(); };
             if (at >= size_)
                 fail(frame_name() + " lies outside the " + number(size_) + "-byte stack table");
             if (sizeof(layout::RubyFrameRecord) > size_ - at)
@@ -408,7 +415,7 @@ private:
                      (depth == stack.ruby_depth
                           ? "the stack has " + number(depth) + " Ruby frames"
                           : "the frame it calls has depth " + number(depth + 1)));
-            if (!checked_frames_.try_emplace(reference, 0).second) return;
+            if (!checked_frames_.insert(reference)) return;
             check_ruby_file(record.frame.file, [&] { return frame_name() + ": Ruby file"; });
             if (depth == 1 && record.caller != layout::kNoRubyFrame)
                 fail(frame_name() + " has depth 1 but names a caller at " +
@@ -431,18 +438,20 @@ private:
     const StringPool& strings_;
     uint64_t size_;
     bool ruby_inline_;
-    ReferenceIndex index_of_;  // reference -> index in places_
-    std::vector<Place> places_;
+    ReferenceSet named_;           // stacks named by sites; after check_named(), the ready ones
+    ReferenceSet checked_frames_;  // Ruby frame records checked
+    ReferenceSet innermost_ruby_;  // innermost Ruby frame records of ready stacks (layout 6)
     std::size_t native_frames_ = 0;
-    ReferenceIndex checked_frames_;  // references of Ruby frame records
+    std::size_t ruby_frames_ = 0;  // what the store's Ruby table holds
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
-// In two passes over the records. The first checks them and the stacks they name, and makes the
-// store of those stacks, so that the copy's stack table is given back before any site is made;
-// the second makes the sites, giving the copy's records back as it goes. In one pass, the sites
-// were all made before the store, and the store while the stack table was still resident: on a
-// Rails boot, `--by ruby` (which resolves no native frame) took 17.1 MiB, now 16.4.
+// In two passes over the records. The first checks them and marks the stacks they name, checks
+// those and makes their store, so that the copy's stack table is given back before any site is
+// made; the second makes the sites, giving the copy's records back as it goes. In one pass, the
+// sites were all made before the store, and the store while the stack table was still resident:
+// on a Rails boot, `--by ruby` (which resolves no native frame) took 17.1 MiB; with the indexes
+// of the stacks checked kept as hash tables, 16.4.
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
                               const StringPool& strings,
                               std::vector<std::shared_ptr<const StackStore>>& stores,
@@ -451,62 +460,60 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
     const auto offset_of = [&](uint32_t slot) {
         return header.sites_offset + uint64_t{slot} * header.site_record_size;
     };
-    // Per ready record, in slot order: its stack's index in the store, StackTable::kNotReady for
-    // an overflow site (none), or kLeftOut when its stack is not ready yet.
-    constexpr uint32_t kLeftOut = StackTable::kNotReady - 1;
-    std::vector<uint32_t> stack_of_ready;
-    std::size_t kept = 0;
-    std::shared_ptr<const StackStore> store;
-    {
-        StackTable stacks(bytes, header, strings);
-        for (uint32_t slot = 0; slot < count; ++slot) {
-            const auto record = load<layout::SiteRecord>(bytes, offset_of(slot));
-            if (record.state != layout::kReady) continue;
-            const std::string owner = "site " + number(slot);
-            if (record.size_class >= layout::kSizeClassCount)
-                fail(owner + " has size class " + number(record.size_class) + ", there are " +
-                     number(layout::kSizeClassCount));
-            const bool overflow = layout::is_overflow_site(slot);
-            if (overflow && (record.stack != layout::kNoStack || record.size_class != slot))
-                fail("overflow " + owner + " must have no stack and size class " + number(slot) +
+    const auto record_at = [&](uint32_t slot) { return load<layout::SiteRecord>(bytes, offset_of(slot)); };
+    const auto names_a_stack = [](const layout::SiteRecord& record, uint32_t slot) {
+        return record.state == layout::kReady && !layout::is_overflow_site(slot);
+    };
+    StackTable stacks(bytes, header, strings);
+    std::size_t ready = 0;
+    for (uint32_t slot = 0; slot < count; ++slot) {
+        const auto record = record_at(slot);
+        if (record.state != layout::kReady) continue;
+        ++ready;
+        const auto owner = [&] { return "site " + number(slot); };
+        if (record.size_class >= layout::kSizeClassCount)
+            fail(owner() + " has size class " + number(record.size_class) + ", there are " +
+                 number(layout::kSizeClassCount));
+        if (!names_a_stack(record, slot)) {
+            if (record.stack != layout::kNoStack || record.size_class != slot)
+                fail("overflow " + owner() + " must have no stack and size class " + number(slot) +
                      ", has stack " + number(record.stack) + " and size class " +
                      number(record.size_class));
-            uint32_t stack = StackTable::kNotReady;
-            if (!overflow) {
-                if (record.stack == layout::kNoStack) fail(owner + " has no stack");
-                stack = stacks.index(record.stack, owner);
-                if (stack == StackTable::kNotReady) stack = kLeftOut;
-            }
-            stack_of_ready.push_back(stack);
-            kept += stack != kLeftOut;
+            continue;
         }
-        // The store is as large as the site records: the checks' indexes make room for it.
-        stacks.forget_checks();
-        store = stacks.store();
+        if (record.stack == layout::kNoStack) fail(owner() + " has no stack");
+        stacks.name(record.stack, owner);
     }
+    stacks.check_named([&](uint32_t reference) {
+        uint32_t slot = 0;
+        while (slot < count && !(names_a_stack(record_at(slot), slot) && record_at(slot).stack == reference))
+            ++slot;
+        return "site " + number(slot);
+    });
+    const std::shared_ptr<const StackStore> store = stacks.store();
     if (done_with)
         done_with(bytes.subspan(header.stacks_offset,
                                 std::min(header.stacks_used, header.stacks_capacity)));
 
     std::vector<Site> sites;
-    sites.reserve(kept);  // once, at its size: grown by doubling it took twice that for a moment
+    sites.reserve(ready);  // once, at its size: grown by doubling it took twice that for a moment
     const uint32_t slots_per_release =
         std::max<uint32_t>(1, (uint32_t{1} << 20) / header.site_record_size);
-    std::size_t ready = 0;
     for (uint32_t slot = 0; slot < count; ++slot) {
         if (done_with && slot > 0 && slot % slots_per_release == 0)
             done_with(bytes.subspan(offset_of(slot - slots_per_release),
                                     uint64_t{slots_per_release} * header.site_record_size));
-        const auto record = load<layout::SiteRecord>(bytes, offset_of(slot));
+        const auto record = record_at(slot);
         if (record.state != layout::kReady) continue;
-        const uint32_t stack = stack_of_ready[ready++];
-        if (stack == kLeftOut) continue;
+        const bool overflow = !names_a_stack(record, slot);
+        const uint32_t stack = overflow ? StackTable::kNotReady : stacks.index(record.stack);
+        if (!overflow && stack == StackTable::kNotReady) continue;  // its stack was not ready
         Site& site = sites.emplace_back();
         site.id = slot;
-        site.overflow = layout::is_overflow_site(slot);
+        site.overflow = overflow;
         site.size_class = static_cast<uint16_t>(record.size_class);  // checked above
         site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
-        if (stack != StackTable::kNotReady) site.stack = &store->stacks[stack];
+        if (!overflow) site.stack = &store->stacks[stack];
     }
     if (done_with) done_with(bytes.subspan(header.sites_offset, uint64_t{count} * header.site_record_size));
     stores.push_back(store);

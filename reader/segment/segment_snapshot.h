@@ -68,6 +68,8 @@ public:
     SharedText(const char* text) : SharedText(std::string_view(text)) {}
 
     const std::string& str() const { return number_ == 0 ? empty() : text(number_); }
+    // Equal texts have one number, but for the empty text, which may also have 0.
+    uint32_t number() const { return number_; }
     operator std::string_view() const { return str(); }
 
     // Equal texts have one number (or none and the empty one's).

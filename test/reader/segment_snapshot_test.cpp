@@ -705,6 +705,46 @@ TEST(ParseSegment, LeavesOutASiteWhoseStackIsNotReady) {
     for (const Site& site : snapshot.sites) EXPECT_NE(site.id, kFirst);
 }
 
+// The writer's sites name stacks in any order, several sites one stack (a stack in two size
+// classes); the parser numbers its store by table order, not by the order sites name them.
+TEST(ParseSegment, GivesEachSiteTheStackItNamesWhateverTheOrder) {
+    auto builder = typical_builder();
+    builder.sites.push_back({.allocs = 1, .alloc_bytes = 8, .frames = {0x401400, 0x401410}});
+    builder.sites[2].ruby_file = "app/jobs/sweep.rb";
+    builder.sites[2].ruby_line = 3;
+    auto bytes = builder.build();
+    const auto stack_of = [&](uint32_t slot) {
+        layout::SiteRecord record;
+        std::memcpy(&record, bytes.data() + testing::site_offset(bytes, slot), sizeof(record));
+        return record.stack;
+    };
+    // The first site names the last stack, the last site the first, the middle one the last too.
+    const uint32_t first_stack = stack_of(kFirst), last_stack = stack_of(kFirst + 2);
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst),
+                              [&](layout::SiteRecord& site) { site.stack = last_stack; });
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst + 1),
+                              [&](layout::SiteRecord& site) { site.stack = last_stack; });
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst + 2),
+                              [&](layout::SiteRecord& site) { site.stack = first_stack; });
+    const auto snapshot = parse_segment(bytes);
+    const auto site = [&](uint32_t id) {
+        return *std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
+                             [&](const Site& s) { return s.id == id; });
+    };
+    const std::vector<uint64_t> sweep = {0x401400, 0x401410}, user = {0x401234, 0x401500, 0x7f0000001000};
+    for (const uint32_t id : {kFirst, kFirst + 1}) {
+        EXPECT_TRUE(std::ranges::equal(site(id).frames(), sweep)) << id;
+        ASSERT_EQ(site(id).ruby().size(), 1u);
+        EXPECT_EQ(site(id).ruby()[0].file, "app/jobs/sweep.rb");
+        EXPECT_EQ(site(id).stack, site(kFirst).stack) << "one stack, stored once";
+    }
+    EXPECT_TRUE(std::ranges::equal(site(kFirst + 2).frames(), user));
+    EXPECT_EQ(site(kFirst + 2).ruby()[0].line, 42u);
+    EXPECT_EQ(site(kFirst + 2).module_generation(), 1u);
+    // The middle site's own stack is named by no site, and so not stored.
+    EXPECT_EQ(snapshot.stack_stores.at(0)->stacks.size(), 2u);
+}
+
 TEST(ParseSegment, ReadsARubyBacktraceInnermostFirstAndTheReducedFlag) {
     auto builder = typical_builder();
     builder.sites[0].ruby_file = "app/controllers/leak_controller.rb";

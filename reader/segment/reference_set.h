@@ -1,0 +1,75 @@
+// A set of 32-bit references (offsets into a segment's stack table, in units of
+// layout::kStackAlignment) as one bit each, and once complete, each member's rank: its index
+// among the members in reference order. The parser marks the stacks the sites name and the Ruby
+// frame records it has checked here, and numbers the stacks of its store by rank. A Rails boot's
+// 2.4 MiB stack table takes 38 KiB a set; the hash tables of (reference, value) pairs they
+// replace took 2.5 MiB while the whole copy of the segment was resident.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace leakwrap {
+
+class ReferenceSet {
+public:
+    // Grows to hold `reference`: as large as the greatest member, an eighth of a bit per byte
+    // of stack table below it.
+    bool insert(uint32_t reference) {
+        const std::size_t word = reference >> 6;
+        if (word >= words_.size()) words_.resize(word + 1);
+        const uint64_t bit = uint64_t{1} << (reference & 63);
+        const bool is_new = (words_[word] & bit) == 0;
+        words_[word] |= bit;
+        return is_new;
+    }
+    void erase(uint32_t reference) {
+        if (contains(reference)) words_[reference >> 6] &= ~(uint64_t{1} << (reference & 63));
+    }
+    bool contains(uint32_t reference) const {
+        const std::size_t word = reference >> 6;
+        return word < words_.size() && ((words_[word] >> (reference & 63)) & 1) != 0;
+    }
+
+    // Calls visit(reference) for each member, in increasing order.
+    template <class Visit>
+    void for_each(const Visit& visit) const {
+        for (std::size_t word = 0; word < words_.size(); ++word)
+            for (uint64_t bits = words_[word]; bits != 0; bits &= bits - 1)
+                visit(static_cast<uint32_t>(word * 64 + std::countr_zero(bits)));
+    }
+
+    // Numbers the members in reference order; then rank() and size() hold until the next change.
+    void number_members() {
+        ranks_.resize(words_.size());
+        uint32_t below = 0;
+        for (std::size_t word = 0; word < words_.size(); ++word) {
+            ranks_[word] = below;
+            below += static_cast<uint32_t>(std::popcount(words_[word]));
+        }
+        size_ = below;
+    }
+    // Members below `reference`: a member's index in reference order. After number_members().
+    uint32_t rank(uint32_t reference) const {
+        const std::size_t word = reference >> 6;
+        const uint64_t below = (uint64_t{1} << (reference & 63)) - 1;
+        return ranks_[word] + static_cast<uint32_t>(std::popcount(words_[word] & below));
+    }
+    std::size_t size() const { return size_; }
+
+    // Frees the bits.
+    void clear() {
+        std::vector<uint64_t>().swap(words_);
+        std::vector<uint32_t>().swap(ranks_);
+        size_ = 0;
+    }
+
+private:
+    std::vector<uint64_t> words_;
+    std::vector<uint32_t> ranks_;  // per word: members in the words before it
+    std::size_t size_ = 0;
+};
+
+}  // namespace leakwrap
