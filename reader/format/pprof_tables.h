@@ -2,8 +2,8 @@
 // thousands of Ruby lines, each a string ("ruby:file:line"), a function and a location of its
 // own. Kept as protobuf strings with a hash map of views, std::maps of ids, and serialized fields
 // in strings grown by doubling, they made the profile of the Rails example peak 3.7 MiB higher;
-// here a string costs its text and about 20 bytes, a function or location about 32 and its
-// serialized bytes.
+// here a string costs its text and about 20 bytes, a function or location about 32. Their
+// serialized bytes are written as they are made, not kept (see ProfileSink).
 #pragma once
 
 #include "flat_slots.h"
@@ -34,15 +34,6 @@ public:
         chunk += bytes;
         return std::string_view(chunk).substr(chunk.size() - bytes.size());
     }
-    void append_varint(uint64_t value) {
-        char bytes[10];
-        append({bytes, encode_varint(value, bytes)});
-    }
-    // Every byte in order, then none kept.
-    void flush(const std::function<void(std::string_view)>& write) {
-        for (const std::string& chunk : chunks_) write(chunk);
-        chunks_ = {};
-    }
 
 private:
     static constexpr std::size_t kChunk = 64 * 1024;
@@ -55,34 +46,53 @@ inline uint64_t mixed(uint64_t value) {
     return value ^ (value >> 33);
 }
 
-// The profile's string table (field `field` of the profile, one member per string) kept as the
-// bytes it is written as, each string at the index pprof numbers it by.
+// Where the profile's fields go as they are made. Protobuf reads a message's fields in any order
+// and appends each repeated one in the order met, so a string, mapping, function or location can
+// be written as soon as it exists, between the samples: kept serialized until the last sample,
+// the tables of the Rails example's profile held 3 MiB.
+using ProfileSink = std::function<void(std::string_view)>;
+
+// The profile's string table (field `field` of the profile, one member per string): each string
+// written when first indexed, so that its index is the number of strings written before it.
 class PprofStringTable {
 public:
-    explicit PprofStringTable(int field) : tag_(field_key(field, WireType::length_delimited)) {}
+    PprofStringTable(int field, ProfileSink write)
+        : tag_(field_key(field, WireType::length_delimited)), write_(std::move(write)) {}
 
+    // The index of `text`, written first if it has none.
     int64_t index(std::string_view text) {
         uint32_t* slot = slots_.find(*this, text, hash(text));
-        if (*slot != 0) return *slot - 1;
-        bytes_.append_varint(tag_);
-        bytes_.append_varint(text.size());
-        texts_.push_back(bytes_.append(text));
-        slots_.occupy(slot, texts_.size() - 1);
-        return static_cast<int64_t>(texts_.size() - 1);
+        if (*slot != 0) return entries_[*slot - 1].index;
+        entries_.push_back({texts_.append(text), append(text)});
+        slots_.occupy(slot, entries_.size() - 1);
+        return entries_.back().index;
     }
 
-    // The table's bytes, once every string is in.
-    ChunkedBytes& bytes() { return bytes_; }
+    // Writes `text` under an index of its own, kept nowhere: for a text that its caller makes
+    // once (pprof allows a text more than once in the table).
+    int64_t append(std::string_view text) {
+        char head[20];
+        const std::size_t tag_length = encode_varint(tag_, head);
+        write_({head, tag_length + encode_varint(text.size(), head + tag_length)});
+        write_(text);
+        return count_++;
+    }
 
-    bool key_equals(std::size_t entry, std::string_view text) const { return texts_[entry] == text; }
-    uint64_t hash_of(std::size_t entry) const { return hash(texts_[entry]); }
+    bool key_equals(std::size_t entry, std::string_view text) const { return entries_[entry].text == text; }
+    uint64_t hash_of(std::size_t entry) const { return hash(entries_[entry].text); }
 
 private:
+    struct Entry {
+        std::string_view text;  // in texts_
+        int64_t index;
+    };
     static uint64_t hash(std::string_view text) { return std::hash<std::string_view>{}(text); }
 
     uint64_t tag_;
-    ChunkedBytes bytes_;
-    std::deque<std::string_view> texts_;  // views of bytes_, grown without copying
+    ProfileSink write_;
+    int64_t count_ = 0;
+    ChunkedBytes texts_;
+    std::deque<Entry> entries_;  // grown without copying
     FlatSlots<PprofStringTable> slots_;
 };
 

@@ -57,11 +57,14 @@ std::string hex_bytes(const std::vector<uint8_t>& bytes) {
     return hex;
 }
 
-// Builds the profile's tables, each entry once: strings, mappings, functions and locations are
-// referred to by index or id from the samples.
+// Builds the profile's tables, each entry once and written to `write` as it is made: strings,
+// mappings, functions and locations are referred to by index or id from the samples.
 class ProfileBuilder {
 public:
-    explicit ProfileBuilder(const Snapshot& snapshot) : snapshot_(snapshot) { string_index(""); }
+    ProfileBuilder(const Snapshot& snapshot, const ProfileSink& write)
+        : snapshot_(snapshot), write_(write), strings_(profile::kStringTable, write) {
+        string_index("");
+    }
 
     int64_t string_index(std::string_view text) { return strings_.index(text); }
 
@@ -88,34 +91,32 @@ public:
         return ids;
     }
 
-    // What follows the samples (field 2) in the profile's bytes: the mappings, locations and
-    // functions (fields 3, 4 and 5), the string table (6), then `rest`, the profile's fields from
-    // 9 on.
-    void write_after_samples(const ProtoMessage& rest, const std::function<void(std::string_view)>& write) {
-        mappings_.flush(write);
-        locations_.flush(write);
-        functions_bytes_.flush(write);
-        strings_.bytes().flush(write);
-        write(rest.serialized());
-    }
-
 private:
     using Line = std::pair<uint64_t, int64_t>;  // function id, line
 
     uint64_t location_id(std::span<const RowFrame> frames) {
         if (frames.front().native) return native_location_id(frames);
-        // The Ruby location and the pseudo frames ([overflow]) have no address and no module.
-        const RowFrame& frame = frames.front();
-        const std::string_view file = frame.ruby ? std::string_view(frame.ruby->file) : "";
-        const int64_t line = frame.ruby ? frame.ruby->line : 0;
-        // The function names (name, file) once, so (function, line) names the location. A
-        // location that exists has its function already, so this adds nothing before the lookup
-        // that adding the location would not (keys of three strings took 5.5 MiB on Rails).
-        const uint64_t function = function_id(frame.name, file);
-        const PairIds::Pair key{function, static_cast<uint64_t>(line)};
-        if (const uint64_t found = synthetic_locations_.find(key)) return found;
-        const uint64_t id = add_location(0, 0, {{function, line}});
-        synthetic_locations_.add(key, id);
+        if (frames.front().ruby) return ruby_location_id(frames.front());
+        // The pseudo frames ([overflow], [no stack]) have no address, module, file or line.
+        const uint64_t function = function_id(frames.front().name, "");
+        const PairIds::Pair key{function, 0};
+        if (const uint64_t found = pseudo_locations_.find(key)) return found;
+        const uint64_t id = add_location(0, 0, {{function, 0}});
+        pseudo_locations_.add(key, id);
+        return id;
+    }
+
+    // A Ruby line is a function and a location of its own, named "ruby:file:line", with no address
+    // and no module. Found by the file's number and the line, its name is written once and kept
+    // nowhere: texts of the Rails example's Ruby lines kept to find them again took 2.3 MiB.
+    uint64_t ruby_location_id(const RowFrame& frame) {
+        const RubyLocation& ruby = *frame.ruby;
+        const PairIds::Pair key{ruby.file.number(), ruby.line};
+        if (const uint64_t found = ruby_locations_.find(key)) return found;
+        const int64_t name = strings_.append(frame.name);  // in this order, not as arguments
+        const uint64_t function = add_function(name, string_index(ruby.file));
+        const uint64_t id = add_location(0, 0, {{function, ruby.line}});
+        ruby_locations_.add(key, id);
         return id;
     }
 
@@ -134,8 +135,6 @@ private:
         return id;
     }
 
-    // Locations, functions and mappings are kept serialized, as they will be written: as
-    // messages, those of a Rails process took 20 MiB.
     uint64_t add_location(uint64_t mapping, uint64_t address, const std::vector<Line>& lines) {
         const uint64_t id = ++location_count_;
         ProtoMessage message;
@@ -143,7 +142,7 @@ private:
         for (const auto& [function, number] : lines)
             message.message(location::kLine,
                             ProtoMessage().number(line::kFunctionId, function).number(line::kLine, number));
-        locations_.append(ProtoMessage().message(profile::kLocation, message).serialized());
+        write_(ProtoMessage().message(profile::kLocation, message).serialized());
         return id;
     }
 
@@ -154,14 +153,19 @@ private:
         const int64_t file_index = string_index(file);
         const PairIds::Pair key{static_cast<uint64_t>(name_index), static_cast<uint64_t>(file_index)};
         if (const uint64_t found = functions_.find(key)) return found;
+        const uint64_t id = add_function(name_index, file_index);
+        functions_.add(key, id);
+        return id;
+    }
+
+    uint64_t add_function(int64_t name_index, int64_t file_index) {
         const uint64_t id = ++function_count_;
         ProtoMessage message;
         message.number(function::kId, id)
             .number(function::kName, name_index)
             .number(function::kSystemName, name_index)
             .number(function::kFilename, file_index);
-        functions_bytes_.append(ProtoMessage().message(profile::kFunction, message).serialized());
-        functions_.add(key, id);
+        write_(ProtoMessage().message(profile::kFunction, message).serialized());
         return id;
     }
 
@@ -196,18 +200,19 @@ private:
             .flag(mapping::kHasFunctions, true)
             .flag(mapping::kHasFilenames, true)
             .flag(mapping::kHasLineNumbers, true);
-        mappings_.append(ProtoMessage().message(profile::kMapping, message).serialized());
+        write_(ProtoMessage().message(profile::kMapping, message).serialized());
         return id;
     }
 
     const Snapshot& snapshot_;
-    PprofStringTable strings_{profile::kStringTable};
+    const ProfileSink& write_;
+    PprofStringTable strings_;
     std::map<std::size_t, uint64_t> mappings_by_module_;  // module index -> mapping id
     PairIds functions_;  // (name, file) string indexes -> function id
-    ChunkedBytes mappings_, locations_, functions_bytes_;  // serialized as fields of the profile
     uint64_t mapping_count_ = 0, location_count_ = 0, function_count_ = 0;
     PairIds native_locations_;     // (first resolved frame, 0) -> location id
-    PairIds synthetic_locations_;  // (function, line) -> location id
+    PairIds ruby_locations_;       // (Ruby file's number, line) -> location id
+    PairIds pseudo_locations_;     // (function, 0) -> location id
 };
 
 int64_t as_value(uint64_t count) {
@@ -218,14 +223,17 @@ int64_t as_value(uint64_t count) {
 
 void write_pprof_report(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
-    ProfileBuilder builder(snapshot);
-    // Written as they come, each sample serialized and compressed on its own: the profile of a
-    // Rails process built whole, serialized and compressed took 45 MiB more than its rows. The
-    // sample types come first in the profile's bytes, the fields from 9 on last.
-    ProtoMessage head;
+    // Written as they come, each sample (and each entry of the tables) serialized and compressed
+    // on its own: the profile of a Rails process built whole, serialized and compressed took 45
+    // MiB more than its rows.
+    GzipWriter gzip(out, GzipWriter::kSmallest);
+    const ProfileSink write = [&](std::string_view part) { gzip.write(part); };
+    ProfileBuilder builder(snapshot, write);
+    // The profile's fields other than samples and tables, written first.
+    ProtoMessage fields;
     for (const auto& [type, unit] : {std::pair{"live_space", "bytes"}, std::pair{"live_objects", "count"},
                                      std::pair{"alloc_space", "bytes"}, std::pair{"alloc_objects", "count"}})
-        head.message(profile::kSampleType, builder.value_type(type, unit));
+        fields.message(profile::kSampleType, builder.value_type(type, unit));
     // The field names the type by its string-table index, not by its position among the sample
     // types: 0 is the empty string, which pprof reads as "no default" and then opens on the last
     // type (alloc_objects).
@@ -236,21 +244,19 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
               std::string(owner_state_name(input.owner)) + ") " + snapshot.exe,
           "command: " + snapshot.command_line})
         comments.push_back(builder.string_index(comment));
-    ProtoMessage rest;
-    rest.number(profile::kTimeNanos, static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+    fields.number(profile::kTimeNanos, static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                              std::chrono::system_clock::now().time_since_epoch())
                                                              .count()));
     if (snapshot.sampled()) {
         comments.push_back(builder.string_index(
             "sampling mode (LEAKWRAP_SAMPLE): the values are estimates, totals are exact"));
-        rest.message(profile::kPeriodType, builder.value_type("space", "bytes"));
-        rest.number(profile::kPeriod, as_value(snapshot.sample_interval));
+        fields.message(profile::kPeriodType, builder.value_type("space", "bytes"));
+        fields.number(profile::kPeriod, as_value(snapshot.sample_interval));
     }
-    rest.numbers(profile::kComment, std::span<const int64_t>(comments));
-    rest.number(profile::kDefaultSampleType, default_sample_type);
+    fields.numbers(profile::kComment, std::span<const int64_t>(comments));
+    fields.number(profile::kDefaultSampleType, default_sample_type);
+    gzip.write(fields.serialized());
 
-    GzipWriter gzip(out, GzipWriter::kSmallest);
-    gzip.write(head.serialized());
     const int64_t site_key = builder.string_index("site");
     ReportOptions every_row = input.options;
     every_row.top = 0;
@@ -268,7 +274,6 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
             .message(sample::kLabel, ProtoMessage().number(label::kKey, site_key).number(label::kNum, uint64_t{row.id}));
         gzip.write(ProtoMessage().message(profile::kSample, sample_message).serialized());
     });
-    builder.write_after_samples(rest, [&](std::string_view part) { gzip.write(part); });
     gzip.finish();
 }
 
