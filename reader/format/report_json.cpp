@@ -35,7 +35,7 @@ json ruby_json(const RubyLocation* ruby) {
     return {{"file", ruby->file.str()}, {"line", ruby->line}};
 }
 
-json ruby_frames_json(std::span<const RubyLocation> frames) {
+json ruby_frames_json(const RubyBacktrace& frames) {
     json out = json::array();
     for (const RubyLocation& frame : frames) out.push_back(ruby_json(&frame));
     return out;

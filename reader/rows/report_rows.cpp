@@ -16,11 +16,10 @@ namespace {
 struct RowKey {
     bool overflow = false;
     std::span<const uint64_t> frames;
-    std::span<const RubyLocation> ruby;
+    RubyBacktrace ruby;
 
     bool operator==(const RowKey& other) const {
-        return overflow == other.overflow && std::ranges::equal(frames, other.frames) &&
-               std::ranges::equal(ruby, other.ruby);
+        return overflow == other.overflow && std::ranges::equal(frames, other.frames) && ruby == other.ruby;
     }
 };
 
@@ -37,9 +36,9 @@ struct RowKeyHash {
 };
 
 // Under --by ruby, the innermost Ruby frame alone.
-std::span<const RubyLocation> ruby_key(const Site& site, Grouping grouping) {
-    const auto ruby = site.ruby();
-    return grouping == Grouping::native ? ruby : ruby.first(std::min<std::size_t>(ruby.size(), 1));
+RubyBacktrace ruby_key(const Site& site, Grouping grouping) {
+    const RubyBacktrace ruby = site.ruby();
+    return grouping == Grouping::native ? ruby : ruby.first(1);
 }
 
 RowKey row_key(const Site& site, Grouping grouping) {
@@ -89,7 +88,7 @@ ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
 
 }  // namespace
 
-std::span<const RubyLocation> ReportRow::ruby() const { return ruby_key(*record_sites.front(), by); }
+RubyBacktrace ReportRow::ruby() const { return ruby_key(*record_sites.front(), by); }
 
 std::vector<uint32_t> ReportRow::records() const {
     std::vector<uint32_t> ids;

@@ -59,7 +59,7 @@ struct ReportRow {
     uint32_t module_generation() const { return record_sites.front()->module_generation(); }
     // The Ruby backtrace of the row's first record, innermost first; under --by ruby only the
     // innermost frame, which is the row's key.
-    std::span<const RubyLocation> ruby() const;
+    RubyBacktrace ruby() const;
     const RubyLocation* innermost_ruby() const {
         const auto ruby = record_sites.front()->ruby();
         return ruby.empty() ? nullptr : &ruby.front();

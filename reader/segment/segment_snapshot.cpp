@@ -257,8 +257,7 @@ public:
         });
         for (const uint32_t reference : not_ready) named_.erase(reference);
         named_.number_members();
-        innermost_ruby_.number_members();
-        checked_frames_.clear();
+        checked_frames_.number_members();
     }
 
     // The index in the store of the stack at `reference`, kNotReady if it was not ready.
@@ -266,50 +265,50 @@ public:
         return named_.contains(reference) ? named_.rank(reference) : kNotReady;
     }
 
-    // Every ready stack, copied out of the segment in reference order. The reports take a
-    // backtrace as one span, so a backtrace is copied whole, outer frames shared with others
-    // copied for each; but once for all the stacks that name its innermost frame record (the
-    // same backtrace under other native frames): a Rails boot's 44K stacks have 345K Ruby frames,
-    // 195K so.
+    // Every ready stack, copied out of the segment in reference order, with its Ruby backtrace:
+    // layout 6's frame records become nodes (in reference order too) that share their callers as
+    // the records do; layout 5's inline frames become a chain of nodes for each stack.
     std::shared_ptr<const StackStore> store() const {
         auto store = std::make_shared<StackStore>();
         store->frames.reserve(native_frames_);
-        store->ruby.reserve(ruby_frames_);
         store->stacks.reserve(named_.size());
-        constexpr uint32_t kNotCopied = UINT32_MAX;
-        // By the rank of a shared backtrace's innermost frame record: where store->ruby holds it.
-        std::vector<uint32_t> backtrace_at(innermost_ruby_.size(), kNotCopied);
+        // Sized once: the nodes point at each other.
+        store->ruby.resize(ruby_inline_ ? inline_ruby_frames_ : checked_frames_.size());
+        const auto location = [&](const layout::RubyFrame& frame) {
+            return RubyLocation{ruby_files_.at(frame.file), frame.line};
+        };
+        if (!ruby_inline_) {
+            std::size_t node = 0;
+            checked_frames_.for_each([&](uint32_t reference) {
+                const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(reference));
+                store->ruby[node++] = {location(record.frame),
+                                       record.caller == layout::kNoRubyFrame
+                                           ? nullptr
+                                           : &store->ruby[checked_frames_.rank(record.caller)]};
+            });
+        }
+        std::size_t inline_nodes = 0;
         named_.for_each([&](uint32_t reference) {
             const Record record = record_at(reference);
             const uint64_t native = native_frames_offset(reference);
             const std::size_t first_frame = store->frames.size();
             for (uint32_t i = 0; i < record.native_depth; ++i)
                 store->frames.push_back(load<uint64_t>(bytes_, native + i * sizeof(uint64_t)));
-            std::size_t first_ruby = store->ruby.size();
-            const auto add_ruby = [&](const layout::RubyFrame& frame) {
-                store->ruby.push_back({ruby_files_.at(frame.file), frame.line});
-            };
-            uint32_t* copied_at = shares_backtrace(record)
-                                      ? &backtrace_at[innermost_ruby_.rank(record.ruby)]
-                                      : nullptr;
-            if (copied_at != nullptr && *copied_at != kNotCopied) {
-                first_ruby = *copied_at;
-            } else if (ruby_inline_) {
+            const RubyNode* innermost = nullptr;
+            if (record.ruby_depth > 0 && !ruby_inline_) {
+                innermost = &store->ruby[checked_frames_.rank(record.ruby)];
+            } else if (record.ruby_depth > 0) {
+                RubyNode* nodes = &store->ruby[inline_nodes];
+                inline_nodes += record.ruby_depth;
                 const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
                 for (uint32_t i = 0; i < record.ruby_depth; ++i)
-                    add_ruby(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame)));
-            } else {
-                if (copied_at != nullptr) *copied_at = static_cast<uint32_t>(first_ruby);
-                for (uint32_t i = 0, frame = record.ruby; i < record.ruby_depth; ++i) {
-                    const auto ruby_record = load<layout::RubyFrameRecord>(bytes_, in_segment(frame));
-                    add_ruby(ruby_record.frame);
-                    frame = ruby_record.caller;
-                }
+                    nodes[i] = {location(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame))),
+                                i + 1 < record.ruby_depth ? &nodes[i + 1] : nullptr};
+                innermost = nodes;
             }
-            // The tables were reserved whole, so these pointers stay where they point.
-            store->stacks.push_back({store->frames.data() + first_frame,
-                                     store->ruby.data() + first_ruby, record.module_generation,
-                                     static_cast<uint8_t>(record.native_depth),
+            // The frames were reserved whole, so this pointer stays where it points.
+            store->stacks.push_back({store->frames.data() + first_frame, innermost,
+                                     record.module_generation, static_cast<uint8_t>(record.native_depth),
                                      static_cast<uint8_t>(record.ruby_depth), record.reduced});
         });
         return store;
@@ -325,9 +324,6 @@ private:
         uint32_t ruby;  // layout 6's reference of the innermost Ruby frame record
         bool reduced;
     };
-
-    // Layout 6 names a backtrace by its innermost frame record, so stacks naming one share it.
-    bool shares_backtrace(const Record& record) const { return !ruby_inline_ && record.ruby_depth > 0; }
 
     // The offset in the table of a record named by a reference (stack or Ruby frame).
     static uint64_t in_table(uint32_t reference) {
@@ -383,7 +379,7 @@ private:
             check_ruby_frames(record, name);
         }
         native_frames_ += record.native_depth;
-        if (!shares_backtrace(record) || innermost_ruby_.insert(record.ruby)) ruby_frames_ += record.ruby_depth;
+        if (ruby_inline_) inline_ruby_frames_ += record.ruby_depth;
         return true;
     }
 
@@ -439,10 +435,9 @@ private:
     uint64_t size_;
     bool ruby_inline_;
     ReferenceSet named_;           // stacks named by sites; after check_named(), the ready ones
-    ReferenceSet checked_frames_;  // Ruby frame records checked
-    ReferenceSet innermost_ruby_;  // innermost Ruby frame records of ready stacks (layout 6)
+    ReferenceSet checked_frames_;  // Ruby frame records checked (layout 6)
     std::size_t native_frames_ = 0;
-    std::size_t ruby_frames_ = 0;  // what the store's Ruby table holds
+    std::size_t inline_ruby_frames_ = 0;  // layout 5
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
