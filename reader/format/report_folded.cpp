@@ -26,7 +26,7 @@ uint64_t folded_value(const ReportRow& row, ValueKind value) {
 std::string frame_name(const ResolvedFrame& frame) {
     if (frame.function) return *frame.function;
     if (frame.module && frame.module_offset)
-        return std::filesystem::path(*frame.module).filename().string() + '+' +
+        return std::filesystem::path(frame.module->str()).filename().string() + '+' +
                hex_address(*frame.module_offset);
     return hex_address(frame.address);
 }

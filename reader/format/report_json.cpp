@@ -17,6 +17,7 @@ template <class T>
 json or_null(const std::optional<T>& value) {
     return value ? json(*value) : json(nullptr);
 }
+json or_null(const std::optional<SharedText>& value) { return value ? json(value->str()) : json(nullptr); }
 
 json frame_json(const ResolvedFrame& frame) {
     json result = {
@@ -25,7 +26,7 @@ json frame_json(const ResolvedFrame& frame) {
         {"module", or_null(frame.module)},
     };
     if (frame.module_offset) result["module_offset"] = hex_address(*frame.module_offset);
-    if (!frame.note.empty()) result["note"] = frame.note;
+    if (!frame.note.empty()) result["note"] = frame.note.str();
     if (frame.inlined) result["inlined"] = true;
     return result;
 }

@@ -53,7 +53,7 @@ void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& fram
     if (const auto location = source_location(frame); !location.empty())
         out << " at " << printable(location);
     if (frame.module) {
-        out << " (" << printable(std::filesystem::path(*frame.module).filename().string());
+        out << " (" << printable(std::filesystem::path(frame.module->str()).filename().string());
         if (!frame.function && frame.module_offset) out << '+' << hex_address(*frame.module_offset);
         out << ')';
     }

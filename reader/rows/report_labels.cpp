@@ -95,7 +95,7 @@ std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& sym
 
 std::string source_location(const ResolvedFrame& frame) {
     if (!frame.file) return "";
-    return frame.line ? *frame.file + ":" + std::to_string(*frame.line) : *frame.file;
+    return frame.line ? frame.file->str() + ":" + std::to_string(*frame.line) : frame.file->str();
 }
 
 }  // namespace leakwrap

@@ -13,8 +13,9 @@ namespace leakwrap {
 FocusVerdict RowMatcher::native_verdict(const ResolvedFrame& frame) {
     const auto [entry, is_new] = native_.try_emplace(&frame);
     if (is_new) {
-        for (const auto& text : {frame.function, frame.file, frame.module})
-            if (text) entry->second |= patterns_.verdict(*text);
+        if (frame.function) entry->second |= patterns_.verdict(*frame.function);
+        if (frame.file) entry->second |= patterns_.verdict(*frame.file);
+        if (frame.module) entry->second |= patterns_.verdict(*frame.module);
     }
     return entry->second;
 }

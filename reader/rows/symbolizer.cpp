@@ -261,7 +261,9 @@ public:
             if (name == nullptr || *name == '\0' || address == 0 || section == SHN_UNDEF ||
                 (type != STT_FUNC && type != STT_GNU_IFUNC))
                 continue;
-            functions_.push_back({address, symbol.st_size, binding_rank(symbol), section, name});
+            functions_.push_back({address, name,
+                                  static_cast<uint32_t>(std::min<uint64_t>(symbol.st_size, UINT32_MAX)),
+                                  section, binding_rank(symbol)});
         }
         // At one address, the preferred name (global, then weak, then local) comes first.
         std::sort(functions_.begin(), functions_.end(), [](const Function& a, const Function& b) {
@@ -287,15 +289,16 @@ public:
     }
 
 private:
+    // 24 bytes: libc's symbol table alone has 30,000 functions.
     struct Function {
         uint64_t start;
-        uint64_t size;
-        int rank;
-        GElf_Word section;
         const char* name;  // in the module's string table, alive as long as the Dwfl
+        uint32_t size;     // no function is 4 GiB long
+        uint32_t section : 30;
+        uint32_t rank : 2;
     };
 
-    static int binding_rank(const GElf_Sym& symbol) {
+    static uint32_t binding_rank(const GElf_Sym& symbol) {
         switch (GELF_ST_BIND(symbol.st_info)) {
             case STB_GLOBAL: return 0;
             case STB_WEAK: return 1;

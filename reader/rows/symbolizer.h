@@ -20,14 +20,17 @@
 
 namespace leakwrap {
 
+// Kept for every address a report resolves: the texts that many frames share (files, modules,
+// notes) are SharedText, 4 bytes each; as strings, a frame took 190 bytes and a copy of its
+// module's path.
 struct ResolvedFrame {
     uint64_t address = 0;                 // as recorded: a return address
     std::optional<std::string> function;  // demangled
-    std::optional<std::string> file;      // as DWARF gives it, possibly absolute
+    std::optional<SharedText> file;       // as DWARF gives it, possibly absolute
     std::optional<uint32_t> line;
-    std::optional<std::string> module;      // path, or the name of a pathless module like [vdso]
+    std::optional<SharedText> module;       // path, or the name of a pathless module like [vdso]
     std::optional<uint64_t> module_offset;  // address - load_bias
-    std::string note;                       // why the function is unknown, if it is
+    SharedText note;                        // why the function is unknown, if it is
     // The function was inlined into the next frame, which holds the code at `address`; the
     // frames of one address share address, module and module_offset.
     bool inlined = false;

@@ -69,7 +69,8 @@ public:
     SharedText(const std::string& text) : SharedText(std::string_view(text)) {}
     SharedText(const char* text) : SharedText(std::string_view(text)) {}
 
-    const std::string& str() const { return number_ == 0 ? empty() : text(number_); }
+    const std::string& str() const { return number_ == 0 ? no_text() : text(number_); }
+    bool empty() const { return str().empty(); }
     // Equal texts have one number, but for the empty text, which may also have 0.
     uint32_t number() const { return number_; }
     operator std::string_view() const { return str(); }
@@ -91,7 +92,7 @@ public:
 private:
     static uint32_t intern(std::string_view text);  // from 1
     static const std::string& text(uint32_t number);
-    static const std::string& empty() {
+    static const std::string& no_text() {
         static const std::string nothing;
         return nothing;
     }

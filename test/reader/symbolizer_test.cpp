@@ -108,7 +108,7 @@ TEST_F(SymbolizerTest, ResolvesAReturnAddressToItsCallingFunctionAndLine) {
     EXPECT_EQ(frame.address, return_address_);
     EXPECT_EQ(frame.function, "leakwrap::(anonymous namespace)::symbolizer_test_marker()");
     ASSERT_TRUE(frame.file.has_value()) << frame.note;
-    EXPECT_EQ(std::filesystem::path(*frame.file).filename(), "symbolizer_test.cpp");
+    EXPECT_EQ(std::filesystem::path(frame.file->str()).filename(), "symbolizer_test.cpp");
     EXPECT_EQ(frame.line, kMarkerCallLine);
     EXPECT_EQ(frame.module, test_binary_.path);
     EXPECT_EQ(frame.note, "");
@@ -124,7 +124,7 @@ TEST_F(SymbolizerTest, ExpandsAnInlinedFunctionIntoAFrameOfItsOwnWithTheCallersC
     // DWARF gives a function of internal linkage no linkage name to demangle: its name alone.
     EXPECT_EQ(inlined.function, "inlined_into_marker");
     ASSERT_TRUE(inlined.file.has_value());
-    EXPECT_EQ(std::filesystem::path(*inlined.file).filename(), "symbolizer_test.cpp");
+    EXPECT_EQ(std::filesystem::path(inlined.file->str()).filename(), "symbolizer_test.cpp");
     EXPECT_EQ(inlined.line, kInlinedCallLine);
     const ResolvedFrame& caller = frames[1];
     EXPECT_FALSE(caller.inlined);
@@ -167,7 +167,7 @@ TEST_F(SymbolizerTest, RefusesSymbolsFromAFileWithAnotherBuildId) {
     EXPECT_FALSE(frame.function.has_value());
     EXPECT_EQ(frame.module, test_binary_.path);
     EXPECT_EQ(frame.module_offset, return_address_ - test_binary_.load_bias);
-    EXPECT_NE(frame.note.find("build-id mismatch"), std::string::npos) << frame.note;
+    EXPECT_NE(frame.note.str().find("build-id mismatch"), std::string::npos) << frame.note;
 }
 
 TEST_F(SymbolizerTest, KeepsModuleAndOffsetWhenTheFileIsGone) {
@@ -178,7 +178,7 @@ TEST_F(SymbolizerTest, KeepsModuleAndOffsetWhenTheFileIsGone) {
     EXPECT_FALSE(frame.function.has_value());
     EXPECT_EQ(frame.module, "/nonexistent/libgone.so");
     EXPECT_TRUE(frame.module_offset.has_value());
-    EXPECT_NE(frame.note.find("cannot read /nonexistent/libgone.so"), std::string::npos)
+    EXPECT_NE(frame.note.str().find("cannot read /nonexistent/libgone.so"), std::string::npos)
         << frame.note;
 }
 
