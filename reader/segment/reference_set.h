@@ -41,6 +41,29 @@ public:
                 visit(static_cast<uint32_t>(word * 64 + std::countr_zero(bits)));
     }
 
+    // The members in increasing order, one at a time.
+    class Cursor {
+    public:
+        explicit Cursor(const ReferenceSet& set) : words_(set.words_) {
+            if (!words_.empty()) bits_ = words_[0];
+        }
+        // The next member, if any is left.
+        bool next(uint32_t& reference) {
+            while (bits_ == 0) {
+                if (++word_ >= words_.size()) return false;
+                bits_ = words_[word_];
+            }
+            reference = static_cast<uint32_t>(word_ * 64 + std::countr_zero(bits_));
+            bits_ &= bits_ - 1;
+            return true;
+        }
+
+    private:
+        const std::vector<uint64_t>& words_;
+        std::size_t word_ = 0;
+        uint64_t bits_ = 0;
+    };
+
     // Numbers the members in reference order; then rank() and size() hold until the next change.
     void number_members() {
         ranks_.resize(words_.size());
