@@ -16,19 +16,23 @@ namespace leakwrap::e2e {
 namespace {
 
 // What the reader needs whatever the segment: its own code and libraries (libdw, libc, the C++
-// runtime linked in, ...: 4.0 MiB resident for `leakwrap-report --version`), the symbol tables of
-// the modules it symbolizes, the allocator's arenas and the output's buffers: 5.7 MiB for a report
-// on `sleep`.
+// runtime linked in, ...: 4.0-4.4 MiB resident for `leakwrap-report --version`), the symbol
+// tables of the modules it symbolizes, the allocator's arenas and the output's buffers. Twice the
+// segment holds the rest: the parse gives the copy back as it goes, and the sites and stacks it
+// makes are about 1.3 times what they were made of.
 // Four things are not in it. glibc's DWARF, unless --libc-lines asks for it: libdw inflates its
 // compressed sections whole, 16 MiB more. elfutils' debuginfod client, which it loaded with
 // libcurl and its TLS and Kerberos libraries (4 MiB) even with no server named; the reader asks it
 // only when DEBUGINFOD_URLS names one. libprotobuf (1.8 MiB), which pprof no longer needs. And
 // cpp-httplib with OpenSSL and brotli (4 MiB in every command), since serve has its own server.
-// On many_stacks (a 6.0 MiB segment, so a bound of 18.1 MiB) every command takes 16.5-16.7 MiB,
-// most of it while the segment is parsed; it was 17.4-17.6 with the shared C++ runtime, 25.0-25.3
-// with those libraries, and before the reader's stacks, rows and samples were made compact the
-// reports took 45.7-46.2 MiB, pprof 62.2 and a watch sample of every site 113.9.
-constexpr long kBaseKiB = 6 * 1024;
+// On many_stacks (a 6.2 MiB segment, so a bound of 17.4 MiB) the text report takes 12.9 MiB,
+// JSON of every row 13.9, folded 13.6, pprof 13.9, a watch sample 13.3, one of every site 14.5,
+// and `diff` of two of those 16.4. The base was 6 MiB until the parse checked its stacks through
+// bit sets and gave the stack table back as it read it (16.5-16.7 MiB then); with the shared C++
+// runtime they took 17.4-17.6, 25.0-25.3 with those libraries, and before the reader's stacks,
+// rows and samples were made compact the reports took 45.7-46.2 MiB, pprof 62.2 and a watch
+// sample of every site 113.9.
+constexpr long kBaseKiB = 5 * 1024;
 
 class ReaderMemory : public ::testing::Test {
 protected:

@@ -15,10 +15,11 @@
 namespace leakwrap::e2e::ruby {
 namespace {
 
-// Each command's growth over the idle Ruby process, per KiB of segment grown. Measured on the
-// Rails example: text 1.7, JSON of every row 1.9, folded 1.9, `--by ruby` 1.8, a watch sample of
-// every site 2.1, pprof 2.7 (it keeps a string, a function and a location per Ruby line).
-constexpr double kMaxGrowthPerSegmentKiB = 3.0;
+// Each command's growth over the idle Ruby process, per KiB of segment grown: issue 14's "no
+// reader command needs more than twice the segment". Measured on the Rails example: text 1.5,
+// JSON of every row 1.75, folded 1.7, `--by ruby` 1.3, a watch sample of every site 1.9, pprof
+// 1.9.
+constexpr double kMaxGrowthPerSegmentKiB = 2.0;
 
 struct ReaderPeaks {
     long segment_kib = 0;
@@ -49,7 +50,7 @@ ReaderPeaks measure_reader(pid_t target, const std::filesystem::path& directory)
     return measured;
 }
 
-TEST(RubyReaderMemory, GrowsByAtMostThreeTimesTheSegmentOnARailsApp) {
+TEST(RubyReaderMemory, GrowsByAtMostTwiceTheSegmentOnARailsApp) {
     LEAKWRAP_SKIP_WITHOUT_RUBY();
     ASSERT_FALSE(paths::puma.empty()) << "puma is not installed (scripts/setup.sh installs it)";
     const std::filesystem::path directory = ::testing::TempDir();
