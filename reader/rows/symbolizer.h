@@ -69,6 +69,7 @@ private:
     DebugInfo& debug_info(std::size_t module_index);
     static const char* function_at(DebugInfo& info, uint64_t address);
     AddressFrames symbolize(uint64_t address, std::size_t module_index);
+    void drop_file_pages_once(std::size_t module_index);
 
     std::vector<Module> modules_;
     SymbolizerOptions options_;
