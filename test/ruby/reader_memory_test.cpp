@@ -17,8 +17,8 @@ namespace {
 
 // Each command's growth over the idle Ruby process, per KiB of segment grown: issue 14's "no
 // reader command needs more than twice the segment". Measured on the Rails example: text 1.5,
-// JSON of every row 1.75, folded 1.7, `--by ruby` 1.3, a watch sample of every site 1.9, pprof
-// 1.9.
+// JSON of every row 1.5, folded 1.5, `--by ruby` 1.35, a watch sample of every site 1.6, pprof
+// 1.65.
 constexpr double kMaxGrowthPerSegmentKiB = 2.0;
 
 struct ReaderPeaks {
