@@ -114,7 +114,10 @@ private:
         const PairIds::Pair key{ruby.file.number(), ruby.line};
         if (const uint64_t found = ruby_locations_.find(key)) return found;
         const int64_t name = strings_.append(frame.name);  // in this order, not as arguments
-        const uint64_t function = add_function(name, string_index(ruby.file));
+        // No system name: pprof takes a function whose two names agree for one it may demangle,
+        // and cuts what lies between < and > from a name with them, which made
+        // "ruby:<internal:…/kernel_require.rb>:85", Ruby's most frequent frame, "ruby::85".
+        const uint64_t function = add_function(name, string_index(ruby.file), 0);
         const uint64_t id = add_location(0, 0, {{function, ruby.line}});
         ruby_locations_.add(key, id);
         return id;
@@ -153,17 +156,17 @@ private:
         const int64_t file_index = string_index(file);
         const PairIds::Pair key{static_cast<uint64_t>(name_index), static_cast<uint64_t>(file_index)};
         if (const uint64_t found = functions_.find(key)) return found;
-        const uint64_t id = add_function(name_index, file_index);
+        const uint64_t id = add_function(name_index, file_index, name_index);
         functions_.add(key, id);
         return id;
     }
 
-    uint64_t add_function(int64_t name_index, int64_t file_index) {
+    uint64_t add_function(int64_t name_index, int64_t file_index, int64_t system_name_index) {
         const uint64_t id = ++function_count_;
         ProtoMessage message;
         message.number(function::kId, id)
             .number(function::kName, name_index)
-            .number(function::kSystemName, name_index)
+            .number(function::kSystemName, system_name_index)
             .number(function::kFilename, file_index);
         write_(ProtoMessage().message(profile::kFunction, message).serialized());
         return id;

@@ -1,7 +1,8 @@
 // A Ruby allocation site reads the same in the profile formats: in folded as the innermost frame
 // ruby:file:line, in OpenMetrics as the ruby="file:line" label of its row, in pprof as the
 // innermost location, so the top of go tool pprof -top. The script's name has a quote and a
-// backslash, which OpenMetrics must escape.
+// backslash, which OpenMetrics must escape, and angle brackets, as Ruby's own files have
+// (<internal:…/kernel_require.rb>), which pprof must not take for C++ template arguments.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +27,7 @@ struct RubyProfiles {
 
 RubyProfiles profile_ruby_leak(const TemporaryDirectory& directory) {
     RubyProfiles profiles;
-    profiles.script = (directory.path() / "le\"ak\\.rb").string();
+    profiles.script = (directory.path() / "<le\"ak\\>.rb").string();
     std::ofstream(profiles.script) << "kept = []\n"
                                    << kStrings << ".times { kept << (\"x\" * " << kStringBytes
                                    << ") }\n"
