@@ -40,24 +40,24 @@ std::optional<ValueKind> value_kind_from_name(std::string_view name) {
     return value_named<ValueKind>(name, {{"live", ValueKind::live}, {"alloc", ValueKind::alloc}});
 }
 
-bool RowRanking::shown(const Counters& counters) const {
-    return counters.live_bytes() >= options_.min_live_bytes;
+RankedValues RowRanking::values_of(const Counters& counters) const {
+    RankedValues values{0, counters.live_bytes(), counters.live_blocks()};
+    switch (options_.sort) {
+        case SortKey::allocs:
+            values.primary = counters.allocs;
+            break;
+        case SortKey::bytes:
+            values.primary = counters.alloc_bytes;
+            break;
+        case SortKey::live:
+            values.primary = values.live_bytes;
+            break;
+    }
+    return values;
 }
 
-bool RowRanking::before(const Counters& a, uint32_t a_id, const Counters& b, uint32_t b_id) const {
-    const auto primary = [&](const Counters& counters) {
-        switch (options_.sort) {
-            case SortKey::allocs:
-                return counters.allocs;
-            case SortKey::bytes:
-                return counters.alloc_bytes;
-            case SortKey::live:
-                break;
-        }
-        return counters.live_bytes();
-    };
-    return std::make_tuple(primary(a), a.live_blocks(), b_id) >
-           std::make_tuple(primary(b), b.live_blocks(), a_id);
+bool RowRanking::before(const RankedValues& a, uint32_t a_id, const RankedValues& b, uint32_t b_id) const {
+    return std::make_tuple(a.primary, a.live_blocks, b_id) > std::make_tuple(b.primary, b.live_blocks, a_id);
 }
 
 std::size_t RowRanking::shown_of(std::size_t candidates) const {

@@ -36,16 +36,29 @@ struct ReportOptions {
     bool full_names = false;       // --full-names: text shows C++ names unshortened
 };
 
+// What a row is ranked by: its live bytes and blocks and the sort key's counter.
+struct RankedValues {
+    uint64_t primary = 0;  // the sort key's: live bytes, allocations or bytes allocated
+    uint64_t live_bytes = 0;
+    uint64_t live_blocks = 0;
+};
+
 // The order of a report's rows: descending by the sort key; ties by live blocks, then ascending
 // id, so output is stable. Rows under --min-bytes are not shown, and at most --top are.
 class RowRanking {
 public:
     explicit RowRanking(const ReportOptions& options) : options_(options) {}
-    bool shown(const Counters& counters) const;
+    RankedValues values_of(const Counters& counters) const;
+    bool shown(const RankedValues& values) const { return values.live_bytes >= options_.min_live_bytes; }
+    bool shown(const Counters& counters) const { return shown(values_of(counters)); }
     // Whether the row (a, a_id) ranks before the row (b, b_id).
-    bool before(const Counters& a, uint32_t a_id, const Counters& b, uint32_t b_id) const;
+    bool before(const RankedValues& a, uint32_t a_id, const RankedValues& b, uint32_t b_id) const;
+    bool before(const Counters& a, uint32_t a_id, const Counters& b, uint32_t b_id) const {
+        return before(values_of(a), a_id, values_of(b), b_id);
+    }
     // How many of `candidates` shown rows make the report.
     std::size_t shown_of(std::size_t candidates) const;
+    SortKey sort() const { return options_.sort; }
 
 private:
     const ReportOptions& options_;

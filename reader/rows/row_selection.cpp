@@ -53,6 +53,40 @@ std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<Report
 
 namespace {
 
+// Each row's sums as the ranking reads them: live bytes and blocks as the differences of what its
+// records allocated and freed (summed modulo 2^64 and read as signed: a process's counts stay far
+// below 2^63), and the sort key's counter unless that is live bytes. 16 bytes a row under the
+// default sort where the row's Counters took 32: ranking the 51,000 rows of a Rails process was
+// the text report's peak.
+class RowSums {
+public:
+    RowSums(std::size_t rows, SortKey sort)
+        : live_bytes_(rows), live_blocks_(rows), primary_(sort == SortKey::live ? 0 : rows), sort_(sort) {}
+
+    void add(uint32_t row, const Counters& counters) {
+        live_bytes_[row] += counters.alloc_bytes - counters.free_bytes;
+        live_blocks_[row] += counters.allocs - counters.frees;
+        if (primary_.empty()) return;
+        // Saturating, as Counters sums.
+        if (__builtin_add_overflow(primary_[row], sort_ == SortKey::allocs ? counters.allocs : counters.alloc_bytes,
+                                   &primary_[row]))
+            primary_[row] = UINT64_MAX;
+    }
+
+    RankedValues values(uint32_t row) const {
+        const auto clamped = [](uint64_t difference) {
+            return static_cast<int64_t>(difference) > 0 ? difference : uint64_t{0};
+        };
+        RankedValues values{0, clamped(live_bytes_[row]), clamped(live_blocks_[row])};
+        values.primary = primary_.empty() ? values.live_bytes : primary_[row];
+        return values;
+    }
+
+private:
+    std::vector<uint64_t> live_bytes_, live_blocks_, primary_;
+    SortKey sort_;
+};
+
 // Every row counted and ranked, only the size-class table's made: the ranked ones are made when
 // visited, a batch at a time.
 RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& options) {
@@ -62,28 +96,36 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
     selection.all_rows = selection.kept_rows = assignment.row_count();
     std::vector<uint32_t> row_ids(assignment.row_count(), RowAssignment::kNoRow);
     {
-        std::vector<Counters> row_counters(assignment.row_count());
+        RowSums sums(assignment.row_count(), options.sort);
         for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
             const uint32_t row = assignment.row_of_site[position];
             if (row == RowAssignment::kNoRow) continue;
             const Site& site = snapshot.sites[position];
             const Counters counters = estimated_counters(site.counters, snapshot.sample_interval);
-            row_counters[row] += counters;
+            sums.add(row, counters);
             selection.counters += counters;
             // Records come in slot order: a row's id is its first record's.
             if (row_ids[row] == RowAssignment::kNoRow) row_ids[row] = site.id;
         }
         const RowRanking ranking(options);
+        const auto before = [&](uint32_t a, uint32_t b) {
+            return ranking.before(sums.values(a), row_ids[a], sums.values(b), row_ids[b]);
+        };
+        // The best --top rows so far in a heap whose top is the worst of them (all rows with --top 0).
         std::vector<uint32_t>& ranked = selection.ranked;
-        for (uint32_t row = 0; row < assignment.row_count(); ++row)
-            if (ranking.shown(row_counters[row])) ranked.push_back(row);
-        const std::size_t shown = ranking.shown_of(ranked.size());
-        std::partial_sort(ranked.begin(), ranked.begin() + shown, ranked.end(),
-                          [&](uint32_t a, uint32_t b) {
-                              return ranking.before(row_counters[a], row_ids[a], row_counters[b],
-                                                    row_ids[b]);
-                          });
-        ranked.resize(shown);
+        const std::size_t limit = ranking.shown_of(assignment.row_count());
+        for (uint32_t row = 0; row < assignment.row_count(); ++row) {
+            if (!ranking.shown(sums.values(row))) continue;
+            if (ranked.size() < limit) {
+                ranked.push_back(row);
+                std::push_heap(ranked.begin(), ranked.end(), before);
+            } else if (!ranked.empty() && before(row, ranked.front())) {
+                std::pop_heap(ranked.begin(), ranked.end(), before);
+                ranked.back() = row;
+                std::push_heap(ranked.begin(), ranked.end(), before);
+            }
+        }
+        std::sort_heap(ranked.begin(), ranked.end(), before);
         ranked.shrink_to_fit();
     }
     std::vector<bool> class_tops(assignment.row_count());
