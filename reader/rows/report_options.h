@@ -58,7 +58,6 @@ public:
     }
     // How many of `candidates` shown rows make the report.
     std::size_t shown_of(std::size_t candidates) const;
-    SortKey sort() const { return options_.sort; }
 
 private:
     const ReportOptions& options_;
