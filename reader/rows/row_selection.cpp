@@ -55,21 +55,20 @@ namespace {
 
 // Each row's sums as the ranking reads them: live bytes and blocks as the differences of what its
 // records allocated and freed (summed modulo 2^64 and read as signed: a process's counts stay far
-// below 2^63), and the sort key's counter unless that is live bytes. 16 bytes a row under the
-// default sort where the row's Counters took 32: ranking the 51,000 rows of a Rails process was
-// the text report's peak.
+// below 2^63), and the sort key's counter (RowRanking's) unless that is live bytes. 16 bytes a row
+// under the default sort where the row's Counters took 32: ranking the 51,000 rows of a Rails
+// process was the text report's peak.
 class RowSums {
 public:
-    RowSums(std::size_t rows, SortKey sort)
-        : live_bytes_(rows), live_blocks_(rows), primary_(sort == SortKey::live ? 0 : rows), sort_(sort) {}
+    RowSums(std::size_t rows, const RowRanking& ranking, SortKey sort)
+        : live_bytes_(rows), live_blocks_(rows), primary_(sort == SortKey::live ? 0 : rows), ranking_(ranking) {}
 
     void add(uint32_t row, const Counters& counters) {
         live_bytes_[row] += counters.alloc_bytes - counters.free_bytes;
         live_blocks_[row] += counters.allocs - counters.frees;
         if (primary_.empty()) return;
         // Saturating, as Counters sums.
-        if (__builtin_add_overflow(primary_[row], sort_ == SortKey::allocs ? counters.allocs : counters.alloc_bytes,
-                                   &primary_[row]))
+        if (__builtin_add_overflow(primary_[row], ranking_.values_of(counters).primary, &primary_[row]))
             primary_[row] = UINT64_MAX;
     }
 
@@ -84,7 +83,7 @@ public:
 
 private:
     std::vector<uint64_t> live_bytes_, live_blocks_, primary_;
-    SortKey sort_;
+    const RowRanking& ranking_;
 };
 
 // Every row counted and ranked, only the size-class table's made: the ranked ones are made when
@@ -96,7 +95,8 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
     selection.all_rows = selection.kept_rows = assignment.row_count();
     std::vector<uint32_t> row_ids(assignment.row_count(), RowAssignment::kNoRow);
     {
-        RowSums sums(assignment.row_count(), options.sort);
+        const RowRanking ranking(options);
+        RowSums sums(assignment.row_count(), ranking, options.sort);
         for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
             const uint32_t row = assignment.row_of_site[position];
             if (row == RowAssignment::kNoRow) continue;
@@ -107,7 +107,6 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
             // Records come in slot order: a row's id is its first record's.
             if (row_ids[row] == RowAssignment::kNoRow) row_ids[row] = site.id;
         }
-        const RowRanking ranking(options);
         const auto before = [&](uint32_t a, uint32_t b) {
             return ranking.before(sums.values(a), row_ids[a], sums.values(b), row_ids[b]);
         };
