@@ -1,5 +1,5 @@
 // This process's whole-file mappings of the files libdw opened to symbolize a module, taken out
-// of its resident set once their symbol table is indexed.
+// of its resident set once the module's first address is resolved (Symbolizer).
 #pragma once
 
 #include <string>
