@@ -34,12 +34,13 @@ constexpr uint32_t kFirstSlots = 4096;
 constinit SlotTable* g_table = nullptr;
 constinit std::atomic_flag g_busy = ATOMIC_FLAG_INIT;
 
+uint64_t table_bytes(uint32_t capacity) { return sizeof(SlotTable) + sizeof(uint32_t) * uint64_t{capacity}; }
+
 SlotTable* new_table(uint32_t capacity) {
-    const uint64_t bytes = sizeof(SlotTable) + sizeof(uint32_t) * uint64_t{capacity};
-    void* memory = os::reserve_private(bytes);
+    void* memory = os::reserve_private(table_bytes(capacity));
     if (memory == nullptr) return nullptr;
-    // Its slots are filled at random: counted whole. A table it outgrows stays (see above).
-    count_private_bytes(static_cast<int64_t>(bytes));
+    // Its slots are filled at random: counted whole, until grow() gives it back.
+    count_private_bytes(static_cast<int64_t>(table_bytes(capacity)));
     auto* table = static_cast<SlotTable*>(memory);
     table->capacity = capacity;
     return table;
@@ -79,7 +80,9 @@ bool grow() {
     bigger->used = g_table->used;
     SlotTable* old = g_table;
     g_table = bigger;
-    os::unmap(old, sizeof(SlotTable) + sizeof(uint32_t) * uint64_t{old->capacity});
+    const uint64_t old_bytes = table_bytes(old->capacity);
+    os::unmap(old, old_bytes);
+    count_private_bytes(-static_cast<int64_t>(old_bytes));
     return true;
 }
 

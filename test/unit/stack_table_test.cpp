@@ -303,14 +303,18 @@ TEST_F(StackTable, RubyBacktracesShareTheRecordsOfTheirCommonOuterFrames) {
 }
 
 // The first private table holds 3072 records; the records found before it grew are found after.
+// The table of 4096 slots (16 KiB) is replaced by one of 8192 (32 KiB): the count of leakwrap's
+// private memory in the header grows by the difference, since the old table is given back.
 TEST_F(StackTable, RubyFramesAreFoundAgainAfterThePrivateTableGrows) {
     start(4096);
+    const uint32_t private_kib = g_segment.header->private_kib;
     std::vector<uint32_t> references;
     for (uint32_t i = 0; i < 5000; ++i) references.push_back(intern({{i, 1}, {7, 7}}));
     const uint64_t used = stacks_used();
     EXPECT_EQ(used, 5001 * sizeof(layout::RubyFrameRecord));
     for (uint32_t i = 0; i < 5000; ++i) ASSERT_EQ(intern({{i, 1}, {7, 7}}), references[i]) << i;
     EXPECT_EQ(stacks_used(), used);
+    EXPECT_EQ(g_segment.header->private_kib, private_kib + 16);
 }
 
 TEST_F(StackTable, NearlyFullANewRubyBacktraceKeepsItsInnermostFrameAlone) {
