@@ -23,6 +23,9 @@
 #               its speed is the time from starting puma until it logs "Use Ctrl-C to stop"
 #   rails_soak  the same app once booted, under siege -b -c 4 -r 250 (1000 requests): its speed is
 #               siege's transaction rate, its RSS the steady one after serving them
+# Since siege runs on the same CPUs, puma_siege and rails_soak also report the CPU time puma
+# itself used while siege ran (user + system, /proc/PID/stat), in a table of its own: the cost
+# by the work done, less noisy than a rate two processes share the CPUs to make.
 # Their peak RSS is the largest VmHWM of the process tree (puma; with heaptrack also its
 # interpreter), read in /proc just before puma is stopped with SIGINT (puma_siege and
 # rails_soak: after siege, rails_boot: at boot), and so is the live segment. Their output,
@@ -181,7 +184,8 @@ variant_check() {
 
 load_average() { cut -d' ' -f1 /proc/loadavg; }
 
-measurements=$work/measurements.tsv  # job variant run status value peak_rss_kib sites segment_kib
+# job variant run status value peak_rss_kib sites segment_kib server_cpu_s
+measurements=$work/measurements.tsv
 : > "$measurements"
 loads=("$(load_average)")
 
@@ -202,6 +206,15 @@ read_segment() {
 remove_segment() {
   local file=/dev/shm/leakwrap.$1
   if [[ -e $file && ! $file -ot $2 ]]; then rm -f "$file"; fi
+}
+
+# process_cpu_seconds PID: user + system CPU time PID has used so far, in seconds (fields 14 and
+# 15 of /proc/PID/stat, after the command name, which may hold spaces).
+process_cpu_seconds() {
+  local stat
+  stat=$(< "/proc/$1/stat") || return 1
+  stat=${stat##*) }
+  awk -v ticks="$(getconf CLK_TCK)" '{ printf "%.2f", ($12 + $13) / ticks }' <<< "$stat"
 }
 
 # tree_peak_rss PID: the largest VmHWM (KiB) of PID and its descendants, now.
@@ -256,8 +269,9 @@ run_command() {
 }
 
 # run_server JOB VARIANT LIMIT SCRATCH: starts puma (job_argv) in the background, measures it
-# (see the top of this file), stops it with SIGINT; sets status, value, rss, sites, segment_kib
-# and writes SCRATCH/output. LIMIT bounds each wait: for the boot, for siege, for the stop.
+# (see the top of this file), stops it with SIGINT; sets status, value, rss, sites, segment_kib,
+# cpu (puma's CPU seconds while siege ran) and writes SCRATCH/output. LIMIT bounds each wait:
+# for the boot, for siege, for the stop.
 run_server() {
   local job=$1 variant=$2 limit=$3 scratch=$4
   local log=$scratch/server.log pid_file=$scratch/server.pid root pid='' port started booted=''
@@ -299,7 +313,8 @@ run_server() {
     timeout -k 5 "$limit" ruby -rnet/http -e 'print Net::HTTP.get(URI(ARGV[0]))' \
       "http://127.0.0.1:$port/" > "$scratch/output" 2>> "$scratch/stderr" || status='request-failed'
   elif [[ $status == ok ]]; then  # puma_siege, rails_soak
-    local requests=$((siege_clients * siege_repeats[$job]))
+    local requests=$((siege_clients * siege_repeats[$job])) cpu_before
+    cpu_before=$(process_cpu_seconds "$pid") || cpu_before=
     HOME=$work/siege timeout -k 10 "$limit" siege -b -c "$siege_clients" -r "${siege_repeats[$job]}" \
       "http://127.0.0.1:$port/" < /dev/null > "$scratch/siege" 2>&1 || status='siege-failed'
     grep -E '^(Successful|Failed) transactions:' "$scratch/siege" | tr -s ' \t' ' ' > "$scratch/output" || true
@@ -308,6 +323,10 @@ run_server() {
       [[ -n $value ]] || { value=- status='no-rate'; }
       [[ $(< "$scratch/output") == "Successful transactions: $requests"*"Failed transactions: 0" ]] ||
         status='requests-failed'
+      local cpu_after
+      if [[ -n $cpu_before ]] && cpu_after=$(process_cpu_seconds "$pid"); then
+        cpu=$(awk -v a="$cpu_before" -v b="$cpu_after" 'BEGIN { printf "%.2f", b - a }')
+      fi
     fi
     rss=$(tree_peak_rss "$root")
     if [[ $status == ok ]] && is_leakwrap "$variant"; then read_segment "/dev/shm/leakwrap.$pid"; fi
@@ -348,7 +367,7 @@ measure() {
   job_command "$job" "$scratch"
   bench_variant_prefix "$variant" "$scratch"
   run_padding=$(bench_padding $((run - 1)))
-  status=ok value=- rss=- sites=- segment_kib=-
+  status=ok value=- rss=- sites=- segment_kib=- cpu=-
   if is_server "$job"; then
     run_server "$job" "$variant" "$limit" "$scratch"
   else
@@ -359,8 +378,8 @@ measure() {
   elif [[ $status == ok ]] && ! cmp -s "$scratch/output" "$work/$job.expected"; then
     status='wrong-output'
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$job" "$variant" "$run" "$status" "$value" "$rss" \
-    "$sites" "$segment_kib" >> "$measurements"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$job" "$variant" "$run" "$status" "$value" "$rss" \
+    "$sites" "$segment_kib" "$cpu" >> "$measurements"
   local unit=req/s
   [[ $job == puma_siege || $job == rails_soak ]] || unit=s
   printf '  %-18s run %d/%d  %-13s  %8s %-5s  %8s KiB  %7s sites  %7s KiB segment  %s\n' "$job" "$run" \
@@ -387,7 +406,7 @@ started=$(date -u +%s)
 for job in "${jobs[@]}"; do
   job_check "$job"
   if [[ -n $reason ]]; then
-    printf '%s\t%s\t-\tskipped: %s\t-\t-\t-\t-\n' "$job" bare "$reason" >> "$measurements"
+    printf '%s\t%s\t-\tskipped: %s\t-\t-\t-\t-\t-\n' "$job" bare "$reason" >> "$measurements"
     echo "  $job skipped: $reason" >&2
     continue
   fi
@@ -397,7 +416,7 @@ for job in "${jobs[@]}"; do
     for ((i = 0; i < ${#variants[@]}; i++)); do
       variant=${variants[(i + run - 1) % ${#variants[@]}]}
       if [[ -n ${variant_skipped[$variant]} ]]; then
-        ((run > 1)) || printf '%s\t%s\t-\t%s\t-\t-\t-\t-\n' "$job" "$variant" "${variant_skipped[$variant]}" >> "$measurements"
+        ((run > 1)) || printf '%s\t%s\t-\t%s\t-\t-\t-\t-\t-\n' "$job" "$variant" "${variant_skipped[$variant]}" >> "$measurements"
         continue
       fi
       measure "$job" "$variant" "$run" "$limit"
@@ -449,13 +468,14 @@ WHAT = {
                   f"-r {rails_repeats}` ({rails_requests} requests); RSS is the steady one after them",
 }
 
-runs_by = defaultdict(list)  # (job, variant) -> [(status, value, rss_kib, sites, segment_kib)]
+# (job, variant) -> [(status, value, rss_kib, sites, segment_kib, server_cpu_s)]
+runs_by = defaultdict(list)
 jobs = []
 for line in open(measurements_file):
-    job, variant, _run, status, value, rss, sites, segment = line.rstrip("\n").split("\t")
+    job, variant, _run, status, value, rss, sites, segment, cpu = line.rstrip("\n").split("\t")
     if job not in jobs:
         jobs.append(job)
-    runs_by[job, variant].append((status, value, rss, sites, segment))
+    runs_by[job, variant].append((status, value, rss, sites, segment, cpu))
 
 def good(job, variant):
     return [r for r in runs_by[job, variant] if r[0] == "ok"]
@@ -472,6 +492,11 @@ def recorded(job, variant):
     if not read:
         return None
     return statistics.median(int(r[3]) for r in read), statistics.median(int(r[4]) for r in read)
+
+def server_cpu(job, variant):
+    """Median CPU seconds of the server while siege ran, over the good runs that measured it."""
+    measured = [float(r[5]) for r in good(job, variant) if r[5] != "-"]
+    return statistics.median(measured) if measured else None
 
 def failures(job, variant):
     bad = [r[0] for r in runs_by[job, variant] if r[0] != "ok"]
@@ -518,6 +543,25 @@ print()
 for job in jobs:
     if job in WHAT:
         print(f"- `{job}`: {WHAT[job]}")
+
+cpu_jobs = [job for job in jobs if server_cpu(job, "bare")]
+if cpu_jobs:
+    print()
+    header = ["job", "bare CPU s"] + [f"{variant} CPU" for variant in others]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for job in cpu_jobs:
+        bare_cpu = server_cpu(job, "bare")
+        row = [job, f"{bare_cpu:.2f}"]
+        for variant in others:
+            cpu = server_cpu(job, variant)
+            row.append(f"{cpu / bare_cpu:.2f}×" if cpu is not None else "")
+        print("| " + " | ".join(row) + " |")
+    print()
+    print("The servers' cost by the work done rather than by a rate that siege shares two CPUs to")
+    print("make: the user + system CPU time puma itself used while siege ran (/proc/PID/stat), the")
+    print("median of bare and each variant's median over it. heaptrack's own interpreter process is")
+    print("not in it.")
 
 recording = [v for v in others if any(recorded(job, v) for job in jobs)]
 if recording:
