@@ -68,7 +68,7 @@ void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& ass
         const auto [size_class, row] = key(records[run]);
         Counters share;
         for (; run < records.size() && key(records[run]) == std::make_pair(size_class, row); ++run)
-            share += estimated_counters(snapshot.sites[records[run]].counters,
+            share += estimated_counters(snapshot.sites[records[run]].counters(),
                                         snapshot.sample_interval);
         if (const uint64_t blocks = share.live_blocks(); blocks > 0) {
             const Holder holder{blocks, row};

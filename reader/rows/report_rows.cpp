@@ -105,7 +105,7 @@ std::vector<SizeClassCounters> ReportRow::size_classes() const {
             [](const SizeClassCounters& entry, uint32_t wanted) { return entry.size_class < wanted; });
         if (at == size_classes.end() || at->size_class != site->size_class)
             at = size_classes.insert(at, {site->size_class, {}});
-        at->counters += estimated_counters(site->counters, record_table->sample_interval);
+        at->counters += estimated_counters(site->counters(), record_table->sample_interval);
     }
     return size_classes;
 }
@@ -114,7 +114,7 @@ Counters ReportRow::in_size_class(uint32_t size_class) const {
     Counters sum;
     for (const Site* site : record_sites)
         if (site->size_class == size_class)
-            sum += estimated_counters(site->counters, record_table->sample_interval);
+            sum += estimated_counters(site->counters(), record_table->sample_interval);
     return sum;
 }
 
@@ -136,9 +136,9 @@ RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
     for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
         const Site& site = snapshot.sites[position];
         // The writer creates every overflow site up front; only those that counted belong in use.
-        if (site.overflow && site.counters.allocs == 0) continue;
+        if (site.overflow && site.counters().allocs == 0) continue;
         // A record that lost an insertion race counted nothing, nor has a new one yet.
-        if (site.counters.allocs == 0 && site.counters.frees == 0) continue;
+        if (site.counters().allocs == 0 && site.counters().frees == 0) continue;
         if (kept != nullptr && !(*kept)[position]) continue;
         const uint32_t row = row_numbers.row_of(position);
         if (row == assignment.records_of_row.size()) assignment.records_of_row.push_back(0);
@@ -184,7 +184,7 @@ std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping,
             row.record_table = table;
         }
         ReportRow& row = rows[place];
-        row.counters += estimated_counters(site.counters, snapshot.sample_interval);
+        row.counters += estimated_counters(site.counters(), snapshot.sample_interval);
         // A reduced stack can have the frames of a whole one (a backtrace of one Ruby frame): the
         // row holds allocations whose outer frames are unknown.
         row.reduced = row.reduced || site.reduced();

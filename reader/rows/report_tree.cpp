@@ -18,7 +18,7 @@ std::vector<ProcessShare> row_split_by_process(const ReportRow& row, const Snaps
                                          [id](const TreeMember& m) { return id < m.end_site_id; });
         if (member == snapshot.members.end()) continue;
         shares[static_cast<std::size_t>(member - snapshot.members.begin())].counters +=
-            estimated_counters(site->counters, snapshot.sample_interval);
+            estimated_counters(site->counters(), snapshot.sample_interval);
     }
     std::erase_if(shares, [](const ProcessShare& share) { return share.counters.allocs == 0; });
     return shares;

@@ -101,7 +101,7 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
             const uint32_t row = assignment.row_of_site[position];
             if (row == RowAssignment::kNoRow) continue;
             const Site& site = snapshot.sites[position];
-            const Counters counters = estimated_counters(site.counters, snapshot.sample_interval);
+            const Counters counters = estimated_counters(site.counters(), snapshot.sample_interval);
             sums.add(row, counters);
             selection.counters += counters;
             // Records come in slot order: a row's id is its first record's.

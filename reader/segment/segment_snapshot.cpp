@@ -529,7 +529,7 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         site.id = slot;
         site.overflow = overflow;
         site.size_class = static_cast<uint16_t>(record.size_class);  // checked above
-        site.counters = {record.allocs, record.frees, record.alloc_bytes, record.free_bytes};
+        site.set_counters({record.allocs, record.frees, record.alloc_bytes, record.free_bytes});
         if (!overflow) site.stack = &store->stacks[stack];
     }
     if (done_with) done_with(bytes.subspan(header.sites_offset, uint64_t{count} * header.site_record_size));
@@ -564,11 +564,12 @@ void add_site_deltas(std::span<const std::byte> bytes, const layout::Header& hea
         if (delta.site == layout::kNoDeltaSite || delta.site >= position_of_slot.size()) continue;
         const uint32_t position = position_of_slot[delta.site];
         if (position == kNotParsed) continue;
+        Counters counters = sites[position].counters();
         if (const char* counter =
-                add_checked(sites[position].counters,
-                            {delta.allocs, delta.frees, delta.alloc_bytes, delta.free_bytes}))
+                add_checked(counters, {delta.allocs, delta.frees, delta.alloc_bytes, delta.free_bytes}))
             fail("site " + number(delta.site) + " " + counter +
                  " overflow 64 bits with delta entry " + number(entry) + " added");
+        sites[position].set_counters(counters);
     }
 }
 
@@ -592,7 +593,7 @@ bool impossible(const Counters& counters) {
 
 void flag_impossible_sites(Snapshot& snapshot) {
     for (const Site& site : snapshot.sites)
-        if (impossible(site.counters) && snapshot.impossible_sites++ == 0)
+        if (impossible(site.counters()) && snapshot.impossible_sites++ == 0)
             snapshot.first_impossible_site = site.id;
 }
 
@@ -648,7 +649,7 @@ std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot) {
     const auto first = std::find_if(snapshot.sites.begin(), snapshot.sites.end(), [&](const Site& site) {
         return site.id == snapshot.first_impossible_site;
     });
-    const Counters& counters = first->counters;
+    const Counters counters = first->counters();
     std::string line = "site " + number(first->id) + " counts more frees than allocations (" +
                        number(counters.allocs) + " allocs, " + number(counters.frees) + " frees, " +
                        number(counters.alloc_bytes) + " B allocated, " + number(counters.free_bytes) +
@@ -707,6 +708,52 @@ uint32_t SharedText::intern(std::string_view text) { return interned_texts().int
 
 const std::string& SharedText::text(uint32_t number) { return interned_texts().text(number); }
 
+Site::Site(const Site& other)
+    : overflow(other.overflow), size_class(other.size_class), id(other.id), stack(other.stack) {
+    set_counters(other.counters());
+}
+
+Site::Site(Site&& other) noexcept
+    : counts_(other.counts_), wide_(other.wide_), overflow(other.overflow),
+      size_class(other.size_class), id(other.id), stack(other.stack) {
+    other.wide_ = false;
+}
+
+Site& Site::operator=(Site other) noexcept {
+    std::swap(counts_, other.counts_);
+    std::swap(wide_, other.wide_);
+    overflow = other.overflow;
+    size_class = other.size_class;
+    id = other.id;
+    stack = other.stack;
+    return *this;
+}
+
+Site::~Site() {
+    if (wide_) delete counts_.wide;
+}
+
+Counters Site::counters() const {
+    if (wide_) return *counts_.wide;
+    return {counts_.narrow[0], counts_.narrow[1], counts_.narrow[2], counts_.narrow[3]};
+}
+
+void Site::set_counters(const Counters& counters) {
+    if ((counters.allocs | counters.frees | counters.alloc_bytes | counters.free_bytes) <= UINT32_MAX) {
+        if (wide_) delete counts_.wide;
+        wide_ = false;
+        counts_.narrow[0] = static_cast<uint32_t>(counters.allocs);
+        counts_.narrow[1] = static_cast<uint32_t>(counters.frees);
+        counts_.narrow[2] = static_cast<uint32_t>(counters.alloc_bytes);
+        counts_.narrow[3] = static_cast<uint32_t>(counters.free_bytes);
+    } else if (wide_) {
+        *counts_.wide = counters;
+    } else {
+        counts_.wide = new Counters(counters);
+        wide_ = true;
+    }
+}
+
 Counters& Counters::operator+=(const Counters& other) {
     const auto saturating_add = [](uint64_t& sum, uint64_t more) {
         if (__builtin_add_overflow(sum, more, &sum)) sum = UINT64_MAX;
@@ -720,7 +767,7 @@ Counters& Counters::operator+=(const Counters& other) {
 
 std::size_t Snapshot::sites_in_use() const {
     return std::count_if(sites.begin(), sites.end(), [](const Site& site) {
-        return !site.overflow || site.counters.allocs > 0;
+        return !site.overflow || site.counters().allocs > 0;
     });
 }
 

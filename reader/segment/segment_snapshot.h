@@ -205,14 +205,21 @@ struct StackStore {
 // size class), a stack being native frames and a Ruby backtrace; in sampling mode the counters
 // count sampled blocks only. The counters are the record's plus those of every site delta entry
 // naming it.
-struct Site {
-    Counters counters;
-    // Shared by every site of the stack (a Rails process has 2.5 sites a stack, each copying its
-    // stack took 30 MB), in a StackStore of the snapshot's; none for an overflow site.
-    const SiteStack* stack = nullptr;
-    uint32_t id = 0;  // slot index in the site table
-    uint16_t size_class = 0;  // below layout::kSizeClassCount; 48 bytes a site in all
-    bool overflow = false;
+//
+// 32 bytes a site, since a snapshot holds every site of its process (127,000 on the Rails
+// example's boot, at 48 bytes 6.1 MiB of a reader that may take twice the segment's 7.4): the
+// four counters are kept in 32 bits each while they fit, as nearly all do (a site that allocated
+// 4 GiB is a rare one), and on the heap once one does not.
+class Site {
+public:
+    Site() = default;
+    Site(const Site& other);
+    Site(Site&& other) noexcept;
+    Site& operator=(Site other) noexcept;
+    ~Site();
+
+    Counters counters() const;
+    void set_counters(const Counters& counters);
 
     std::span<const uint64_t> frames() const {
         return stack ? stack->frames() : std::span<const uint64_t>();
@@ -220,7 +227,24 @@ struct Site {
     RubyBacktrace ruby() const { return stack ? stack->ruby() : RubyBacktrace(); }
     uint32_t module_generation() const { return stack ? stack->module_generation : 0; }
     bool reduced() const { return stack && stack->reduced; }
+
+private:
+    union Counts {
+        uint32_t narrow[4];  // allocs, frees, alloc_bytes, free_bytes
+        Counters* wide;      // owned
+    };
+    Counts counts_{};
+    bool wide_ = false;
+
+public:
+    bool overflow = false;
+    uint16_t size_class = 0;  // below layout::kSizeClassCount
+    uint32_t id = 0;          // slot index in the site table
+    // Shared by every site of the stack (a Rails process has 2.5 sites a stack, each copying its
+    // stack took 30 MB), in a StackStore of the snapshot's; none for an overflow site.
+    const SiteStack* stack = nullptr;
 };
+static_assert(sizeof(Site) == 32);
 
 // One process of a snapshot merged from a process tree (--children): its own totals and memory,
 // and the ids its site records took in the merged snapshot, [first_site_id, end_site_id).

@@ -202,7 +202,7 @@ struct Mailbox {
 
 std::map<uint32_t, Counts> site_counts(const leakwrap::Snapshot& snapshot) {
     std::map<uint32_t, Counts> counts;
-    for (const auto& site : snapshot.sites) counts[site.id] = counts_of(site.counters);
+    for (const auto& site : snapshot.sites) counts[site.id] = counts_of(site.counters());
     return counts;
 }
 
@@ -259,7 +259,7 @@ private:
         const auto bins = bin_counts(snapshot);
         std::map<uint32_t, Counts> sites_by_class;
         for (const auto& site : snapshot.sites) {
-            Counts counts = counts_of(site.counters);
+            Counts counts = counts_of(site.counters());
             sites_by_class[site.size_class] += counts;
             largest_sites_[site.id] = largest_sites_[site.id].max_with(counts);
         }
@@ -480,7 +480,7 @@ TEST_F(LockFreePaths, TheCallSiteCacheTellsApartCallersThatDifferOnlyFurtherOut)
         auto found = std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
                                   [&](const leakwrap::Site& s) { return s.id == site; });
         ASSERT_NE(found, snapshot.sites.end());
-        EXPECT_EQ(counts_of(found->counters), (Counts{2 * kCalls, 0, 2 * kCalls * 64, 0})) << site;
+        EXPECT_EQ(counts_of(found->counters()), (Counts{2 * kCalls, 0, 2 * kCalls * 64, 0})) << site;
     }
 }
 

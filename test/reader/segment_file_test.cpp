@@ -221,9 +221,9 @@ TEST_F(SegmentFileTest, CopiesTheSiteDeltaTable) {
     const auto snapshot = read_segment_file(path);
     const auto& site = snapshot.sites.back();
     ASSERT_EQ(site.id, testing::kFirstSiteSlot);
-    EXPECT_EQ(site.counters.allocs, 7u);
-    EXPECT_EQ(site.counters.live_bytes(), 500u);
-    EXPECT_EQ(snapshot.sites.front().counters.allocs, 6u);
+    EXPECT_EQ(site.counters().allocs, 7u);
+    EXPECT_EQ(site.counters().live_bytes(), 500u);
+    EXPECT_EQ(snapshot.sites.front().counters().allocs, 6u);
     EXPECT_EQ(snapshot.totals.allocs, 13u);
 }
 

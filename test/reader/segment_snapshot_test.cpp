@@ -147,13 +147,13 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
         EXPECT_TRUE(overflow.frames().empty());
         EXPECT_TRUE(overflow.ruby().empty());
     }
-    EXPECT_EQ(snapshot.sites[kClassOf100].counters.live_blocks(), 2u);
+    EXPECT_EQ(snapshot.sites[kClassOf100].counters().live_blocks(), 2u);
 
     const Site& first = site_in_slot(snapshot, kFirst);
     EXPECT_FALSE(first.overflow);
     EXPECT_EQ(first.size_class, kClassOf100);
-    EXPECT_EQ(first.counters.live_blocks(), 6u);
-    EXPECT_EQ(first.counters.live_bytes(), 600u);
+    EXPECT_EQ(first.counters().live_blocks(), 6u);
+    EXPECT_EQ(first.counters().live_bytes(), 600u);
     EXPECT_EQ(first.module_generation(), 1u);
     EXPECT_EQ(std::vector<uint64_t>(first.frames().begin(), first.frames().end()),
               (std::vector<uint64_t>{0x401234, 0x401500, 0x7f0000001000}));
@@ -212,7 +212,7 @@ TEST(ParseSegment, TakesTheTotalsFromTheBinsNotTheSites) {
     EXPECT_EQ(snapshot.sample_interval, 512u * 1024);
     EXPECT_EQ(snapshot.totals.allocs, 700u);
     EXPECT_EQ(snapshot.totals.live_bytes(), 700000u);
-    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.allocs, 1u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters().allocs, 1u);
 }
 
 TEST(ParseSegment, SkipsRecordsThatAreNotReady) {
@@ -243,8 +243,8 @@ TEST(ParseSegment, ClampsLiveToZeroWhenFreesExceedAllocations) {
     SegmentBuilder builder;
     builder.sites = {{.allocs = 1, .frees = 5, .alloc_bytes = 10, .free_bytes = 99}};
     const auto snapshot = parse_segment(builder.build());
-    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.live_blocks(), 0u);
-    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.live_bytes(), 0u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters().live_blocks(), 0u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters().live_bytes(), 0u);
     EXPECT_EQ(snapshot.totals.live_bytes(), 0u);
 }
 
@@ -509,17 +509,17 @@ TEST(ParseSegment, AddsEverySiteDeltaToTheSiteItNames) {
     };
     const auto snapshot = parse_segment(builder.build());
 
-    const Counters& first = site_in_slot(snapshot, kFirst).counters;
+    const Counters first = site_in_slot(snapshot, kFirst).counters();
     EXPECT_EQ(first.allocs, 10u + 2 + 1 + 4);
     EXPECT_EQ(first.frees, 4u + 3);
     EXPECT_EQ(first.alloc_bytes, 1000u + 200 + 100 + 400);
     EXPECT_EQ(first.free_bytes, 400u + 300);
     EXPECT_EQ(first.live_blocks(), 10u);
     EXPECT_EQ(first.live_bytes(), 1000u);
-    const Counters& overflow = site_in_slot(snapshot, kClassOf100).counters;
+    const Counters overflow = site_in_slot(snapshot, kClassOf100).counters();
     EXPECT_EQ(overflow.allocs, 3u + 1);
     EXPECT_EQ(overflow.live_bytes(), 300u);
-    const Counters& second = site_in_slot(snapshot, kFirst + 1).counters;
+    const Counters second = site_in_slot(snapshot, kFirst + 1).counters();
     EXPECT_EQ(second.allocs, 5u);
     EXPECT_EQ(second.frees, 5u);
     // The builder counted the deltas in the bins too, as the writer does.
@@ -540,8 +540,8 @@ TEST(ParseSegment, IgnoresEmptyDeltaEntries) {
     const auto expected = parse_segment(typical_builder().build());
     ASSERT_EQ(snapshot.sites.size(), expected.sites.size());
     for (std::size_t i = 0; i < snapshot.sites.size(); ++i) {
-        EXPECT_EQ(snapshot.sites[i].counters.allocs, expected.sites[i].counters.allocs) << i;
-        EXPECT_EQ(snapshot.sites[i].counters.frees, expected.sites[i].counters.frees) << i;
+        EXPECT_EQ(snapshot.sites[i].counters().allocs, expected.sites[i].counters().allocs) << i;
+        EXPECT_EQ(snapshot.sites[i].counters().frees, expected.sites[i].counters().frees) << i;
     }
 }
 
@@ -565,9 +565,9 @@ TEST(ParseSegment, IgnoresDeltasNamingSlotsWithoutAReadySite) {
     builder.bins = std::vector<testing::BuiltBin>{};
     const auto snapshot = parse_segment(builder.build());
     EXPECT_EQ(snapshot.sites.size(), kFirst + 2);
-    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.allocs, 10u);
-    EXPECT_EQ(site_in_slot(snapshot, kFirst + 1).counters.allocs, 6u);
-    EXPECT_EQ(site_in_slot(snapshot, kFirst + 1).counters.frees, 6u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters().allocs, 10u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst + 1).counters().allocs, 6u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst + 1).counters().frees, 6u);
 }
 
 TEST(ParseSegment, RejectsASiteDeltaThatOverflowsItsSite) {
@@ -596,13 +596,13 @@ TEST(ParseSegment, CountsLiveBlocksAcrossTheRecordAndItsDeltas) {
                       {.shard = 2, .site = kFirst + 2, .frees = 1, .free_bytes = 100}};
     const auto snapshot = parse_segment(builder.build());
 
-    const Counters& record_allocs = site_in_slot(snapshot, kFirst).counters;
+    const Counters record_allocs = site_in_slot(snapshot, kFirst).counters();
     EXPECT_EQ(record_allocs.live_blocks(), 2u);
     EXPECT_EQ(record_allocs.live_bytes(), 200u);
-    const Counters& delta_allocs = site_in_slot(snapshot, kFirst + 1).counters;
+    const Counters delta_allocs = site_in_slot(snapshot, kFirst + 1).counters();
     EXPECT_EQ(delta_allocs.live_blocks(), 1u);
     EXPECT_EQ(delta_allocs.live_bytes(), 10u);
-    const Counters& in_transit = site_in_slot(snapshot, kFirst + 2).counters;
+    const Counters in_transit = site_in_slot(snapshot, kFirst + 2).counters();
     EXPECT_EQ(in_transit.frees, 3u);
     EXPECT_EQ(in_transit.live_blocks(), 0u);
     EXPECT_EQ(in_transit.live_bytes(), 0u);
@@ -624,7 +624,7 @@ TEST(ParseSegment, IgnoresTheDeltaOffsetWithoutADeltaTable) {
     auto bytes = builder.build();
     patch_header(bytes, [](layout::Header& h) { h.site_deltas_offset = ~0ull - 8; });
     EXPECT_EQ(parse_error(bytes), "");
-    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).counters.allocs, 10u);
+    EXPECT_EQ(site_in_slot(parse_segment(bytes), kFirst).counters().allocs, 10u);
 }
 
 TEST(ParseSegment, AcceptsTheLargestDeltaTable) {
@@ -634,7 +634,45 @@ TEST(ParseSegment, AcceptsTheLargestDeltaTable) {
     builder.sites = {{.allocs = 1, .alloc_bytes = 8}};
     builder.deltas = {{.shard = 1, .site = kFirst, .allocs = 1, .alloc_bytes = 8, .slot = 4095}};
     const auto snapshot = parse_segment(builder.build());
-    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters.allocs, 2u);
+    EXPECT_EQ(site_in_slot(snapshot, kFirst).counters().allocs, 2u);
+}
+
+// The reader keeps a site's counts in 32 bits each while they fit, apart once one does not: counts
+// beyond 32 bits come out whole, from the record or from a delta that carries the site over, and
+// through copies and moves of the sites.
+TEST(ParseSegment, KeepsCountsBeyondThirtyTwoBitsWhole) {
+    constexpr uint64_t kMany = (uint64_t{5} << 32) + 7;
+    constexpr uint64_t kNarrowest = std::numeric_limits<uint32_t>::max();
+    SegmentBuilder builder;
+    builder.sites = {
+        {.allocs = kMany, .frees = 1, .alloc_bytes = kMany * 64, .free_bytes = 64, .frames = {0x1001}},
+        {.allocs = kNarrowest, .alloc_bytes = kNarrowest, .frames = {0x1002}, .size_class = kClassOf10},
+        {.allocs = 3, .frees = 1, .alloc_bytes = 300, .free_bytes = 100, .frames = {0x1003}},
+    };
+    builder.deltas = {{.shard = 0, .site = kFirst + 1, .allocs = 1, .alloc_bytes = 1}};
+    const Snapshot snapshot = parse_segment(builder.build());
+    const std::vector<Counters> expected = {
+        {kMany, 1, kMany * 64, 64},
+        {kNarrowest + 1, 0, kNarrowest + 1, 0},
+        {3, 1, 300, 100},
+    };
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(site_in_slot(snapshot, kFirst + static_cast<uint32_t>(i)).counters(), expected[i]) << i;
+
+    std::vector<Site> copied = snapshot.sites;
+    const std::vector<Site> moved = std::move(copied);
+    ASSERT_EQ(moved.size(), snapshot.sites.size());
+    for (std::size_t i = 0; i < moved.size(); ++i) {
+        EXPECT_EQ(moved[i].counters(), snapshot.sites[i].counters()) << i;
+        EXPECT_EQ(moved[i].id, snapshot.sites[i].id) << i;
+        EXPECT_EQ(moved[i].stack, snapshot.sites[i].stack) << i;
+    }
+    Site assigned = site_in_slot(snapshot, kFirst);
+    EXPECT_EQ(assigned.counters(), expected[0]);
+    assigned = site_in_slot(snapshot, kFirst + 2);  // wide to narrow
+    EXPECT_EQ(assigned.counters(), expected[2]);
+    assigned.set_counters(expected[1]);  // narrow to wide
+    EXPECT_EQ(assigned.counters(), expected[1]);
 }
 
 // 75k sites and a full table of 64 shards x 64 entries, every entry in use, as a busy writer
@@ -658,8 +696,8 @@ TEST(ParseSegment, AddsTheDeltasOfAFullTableToManySites) {
     const auto snapshot = parse_segment(builder.build());
     uint64_t allocs = 0, frees = 0;
     for (const Site& site : snapshot.sites) {
-        allocs += site.counters.allocs;
-        frees += site.counters.frees;
+        allocs += site.counters().allocs;
+        frees += site.counters().frees;
     }
     EXPECT_EQ(allocs, 75000u + 64 * 64);
     EXPECT_EQ(frees, 64u * 64);
@@ -794,7 +832,7 @@ TEST(ParseSegment, ReadsThePreviousLayoutWithItsRubyFramesInline) {
         const Site& site = read.sites[i];
         const Site& want = expected.sites[i];
         EXPECT_EQ(site.id, want.id);
-        EXPECT_EQ(site.counters, want.counters) << "site " << site.id;
+        EXPECT_EQ(site.counters(), want.counters()) << "site " << site.id;
         EXPECT_TRUE(std::ranges::equal(site.frames(), want.frames())) << "site " << site.id;
         EXPECT_TRUE(std::ranges::equal(site.ruby(), want.ruby())) << "site " << site.id;
         EXPECT_EQ(site.module_generation(), want.module_generation()) << "site " << site.id;
