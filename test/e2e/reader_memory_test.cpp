@@ -25,9 +25,10 @@ namespace {
 // libcurl and its TLS and Kerberos libraries (4 MiB) even with no server named; the reader asks it
 // only when DEBUGINFOD_URLS names one. libprotobuf (1.8 MiB), which pprof no longer needs. And
 // cpp-httplib with OpenSSL and brotli (4 MiB in every command), since serve has its own server.
-// On many_stacks (a 6.2 MiB segment, so a bound of 17.4 MiB) the text report takes 12.8 MiB,
-// JSON of every row 13.3, folded 13.1, pprof 13.7, a watch sample 12.6, one of every site 13.9,
-// and `diff` of two of those 15.9. The base was 6 MiB until the parse checked its stacks through
+// On many_stacks (a 6.0 MiB segment, so a bound of 17.1 MiB) the text report takes 11.8 MiB,
+// JSON of every row 12.5, folded 12.3, pprof 12.7, a watch sample 12.2, one of every site 13.2,
+// and `diff` of two of those 15.5 (with sites of 48 bytes, not 32: 12.8, 13.3, 13.1, 13.7, 12.6,
+// 13.9 and 15.9). The base was 6 MiB until the parse checked its stacks through
 // bit sets and gave the stack table back as it read it (16.5-16.7 MiB then); with the shared C++
 // runtime they took 17.4-17.6, 25.0-25.3 with those libraries, and before the reader's stacks,
 // rows and samples were made compact the reports took 45.7-46.2 MiB, pprof 62.2 and a watch
