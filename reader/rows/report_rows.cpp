@@ -135,10 +135,11 @@ RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
     RowNumbers row_numbers(snapshot.sites, grouping);
     for (std::size_t position = 0; position < snapshot.sites.size(); ++position) {
         const Site& site = snapshot.sites[position];
+        const Counters counters = site.counters();
         // The writer creates every overflow site up front; only those that counted belong in use.
-        if (site.overflow && site.counters().allocs == 0) continue;
+        if (site.overflow && counters.allocs == 0) continue;
         // A record that lost an insertion race counted nothing, nor has a new one yet.
-        if (site.counters().allocs == 0 && site.counters().frees == 0) continue;
+        if (counters.allocs == 0 && counters.frees == 0) continue;
         if (kept != nullptr && !(*kept)[position]) continue;
         const uint32_t row = row_numbers.row_of(position);
         if (row == assignment.records_of_row.size()) assignment.records_of_row.push_back(0);
