@@ -104,6 +104,7 @@ int run_top(const TopCommandLine& line, const TreeReader& read_process) {
     bool gone = false;
     for (Clock::time_point due = start + interval;; due = std::max(due + interval, Clock::now())) {
         if (!wait_for_next_sample(screen, view, due, gone)) return 0;
+        view.release_sample();  // two samples of a large process at once would double the peak
         Snapshot snapshot;
         try {
             snapshot = read_process(pid, line.children);

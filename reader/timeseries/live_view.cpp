@@ -47,15 +47,12 @@ std::optional<LiveOrder> live_order_from_name(std::string_view name) {
 LiveView::LiveView(LiveViewOptions options)
     : options_(std::move(options)), symbolizers_(options_.symbolizer) {}
 
-std::size_t LiveView::RowKeyHash::operator()(const RowKey& key) const {
-    const uint64_t numbers = (uint64_t{key.ruby.line} << 1 | key.overflow) ^ key.stack.first;
-    return std::hash<std::string_view>{}(key.ruby.file) ^ (numbers * 0xff51afd7ed558ccdull);
-}
-
 LiveView::RowKey LiveView::key_of(const ReportRow& row, Grouping by) const {
     if (by == Grouping::ruby) {
+        // A file's number stands for its text for as long as this process runs (SharedText).
         const RubyLocation* ruby = row.innermost_ruby();
-        return {{}, row.overflow, ruby ? *ruby : RubyLocation{}};
+        const RubyLocation location = ruby ? *ruby : RubyLocation{};
+        return {uint64_t{location.file.number()} << 32 | location.line, row.overflow ? 1u : 0u};
     }
     // The return addresses are those of one process (and of the workers it forks, at the same
     // addresses); a Ruby frame's file by its hash, which is enough for a digest.
@@ -69,17 +66,31 @@ LiveView::RowKey LiveView::key_of(const ReportRow& row, Grouping by) const {
         append(std::hash<std::string_view>{}(frame.file));
         append(frame.line);
     }
-    return {stack_digest(stack_bytes_), row.overflow, {}};
+    append(row.overflow);
+    return stack_digest(stack_bytes_);
 }
 
+namespace {
+
+bool key_before(const std::pair<StackDigest, uint64_t>& entry, const StackDigest& key) {
+    return std::tie(entry.first.first, entry.first.second) < std::tie(key.first, key.second);
+}
+
+}  // namespace
+
 void LiveView::remember_first_live(const std::vector<ReportRow>& rows, Grouping by) {
-    for (const ReportRow& row : rows)
-        memory_[static_cast<std::size_t>(by)].first_live.emplace(key_of(row, by),
-                                                                 row.counters.live_bytes());
+    auto& first_live = memory_[static_cast<std::size_t>(by)].first_live;
+    first_live.clear();
+    first_live.reserve(rows.size());
+    for (const ReportRow& row : rows) first_live.emplace_back(key_of(row, by), row.counters.live_bytes());
+    std::stable_sort(first_live.begin(), first_live.end(),
+                     [](const auto& a, const auto& b) { return key_before(a, b.first); });
 }
 
 void LiveView::update(Snapshot snapshot, double seconds_since_start) {
     snapshot_ = std::move(snapshot);
+    sample_released_ = false;
+    sites_in_use_ = snapshot_.sites_in_use();
     Symbolizer& symbolizer = symbolizers_.of(snapshot_);
     if (&symbolizer != symbolizer_ || memory().labels.size() > kMaxKeptLabels) {
         // Modules were loaded: what was resolved with the old list may now read differently.
@@ -114,15 +125,23 @@ std::vector<ReportRow> LiveView::rows_by(Grouping by) {
 void LiveView::set_grouping(Grouping by) {
     if (by == options_.by) return;
     options_.by = by;
-    rows_ = rows_by(by);
+    if (!sample_released_) rows_ = rows_by(by);
+}
+
+void LiveView::release_sample() {
+    snapshot_.sites = {};
+    snapshot_.stack_stores = {};
+    rows_ = {};
+    sample_released_ = true;
 }
 
 void LiveView::mark_gone(std::string reason) { gone_ = std::move(reason); }
 
 int64_t LiveView::growth_of(const ReportRow& row) const {
     const auto& first_live = memory().first_live;
-    const auto first = first_live.find(key_of(row, options_.by));
-    const uint64_t before = first == first_live.end() ? 0 : first->second;
+    const RowKey key = key_of(row, options_.by);
+    const auto first = std::lower_bound(first_live.begin(), first_live.end(), key, key_before);
+    const uint64_t before = first == first_live.end() || !(first->first == key) ? 0 : first->second;
     return static_cast<int64_t>(row.counters.live_bytes()) - static_cast<int64_t>(before);
 }
 
@@ -177,7 +196,7 @@ std::vector<std::string> LiveView::header() {
                                        static_cast<double>(first_live_bytes_)) +
                     " since the view started; " + std::to_string(totals.allocs) + " allocs, " +
                     std::to_string(totals.frees) + " frees; " +
-                    std::to_string(snapshot_.sites_in_use()) + " sites");
+                    std::to_string(sites_in_use_) + " sites");
     if (const auto& memory = snapshot_.memory)
         lines.push_back("RSS " + human_bytes(memory->rss()) + ": anon " +
                         human_bytes(memory->rss_anon) + ", file " + human_bytes(memory->rss_file) +
@@ -203,6 +222,17 @@ std::vector<std::string> LiveView::header() {
 
 std::vector<std::string> LiveView::render(std::size_t width, std::size_t height) {
     std::vector<std::string> lines = header();
+    const std::size_t room = height > lines.size() ? height - lines.size() : 0;
+    if (!sample_released_) last_table_ = table(room);
+    lines.insert(lines.end(), last_table_.begin(), last_table_.end());
+    if (lines.size() > height) lines.resize(height);
+    for (std::string& line : lines) line = fitted(line, width);
+    return lines;
+}
+
+// The focus line, the column titles and as many rows as fit in `room` lines.
+std::vector<std::string> LiveView::table(std::size_t room) {
+    std::vector<std::string> lines;
     if (!options_.focus.empty()) {
         std::size_t kept_rows = 0;
         Counters kept_counters;
@@ -218,16 +248,13 @@ std::vector<std::string> LiveView::render(std::size_t width, std::size_t height)
     }
     lines.push_back(table_row("ID", "LIVE", "BLOCKS", "GROWTH",
                               options_.by == Grouping::ruby ? "RUBY LINE" : "SITE"));
-    const std::size_t room = height > lines.size() ? height - lines.size() : 0;
-    for (const ShownRow& shown : ranked(room)) {
+    for (const ShownRow& shown : ranked(room > lines.size() ? room - lines.size() : 0)) {
         const ReportRow& row = *shown.row;
         lines.push_back(table_row(std::to_string(row.id), human_bytes(row.counters.live_bytes()),
                                   std::to_string(row.counters.live_blocks()),
                                   signed_human_bytes(static_cast<double>(shown.growth)),
                                   label_of(row)));
     }
-    if (lines.size() > height) lines.resize(height);
-    for (std::string& line : lines) line = fitted(line, width);
     return lines;
 }
 
