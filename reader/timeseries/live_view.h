@@ -81,7 +81,7 @@ private:
     };
     // What is kept of the rows of one grouping, each grouping's by its own keys. The live bytes
     // of every row at the first sample, sorted by key: 24 bytes a row, where a hash map's nodes
-    // took 80 (4 MiB for the 51,000 rows of a Rails process and its Ruby lines).
+    // took about 80 (some 4 MiB for the rows of a Rails process, native and by Ruby line).
     struct RowMemory {
         std::vector<std::pair<RowKey, uint64_t>> first_live;
         std::unordered_map<RowKey, std::string, RowKeyHash> labels;
