@@ -4,6 +4,7 @@
 #include "printable_text.h"
 #include "report_json.h"
 #include "report_labels.h"
+#include "sampling_estimate.h"
 #include "short_names.h"
 #include "site_label.h"
 
@@ -27,6 +28,26 @@ std::string fitted(const std::string& line, std::size_t width) {
     }
     return line;
 }
+
+// A row made of its first record alone, for what a row stands for: its stack, or under --by ruby
+// its Ruby line, is its first record's (key_of, the focus verdict).
+class FirstRecordRow {
+public:
+    FirstRecordRow(const Site& site, Grouping by) : record_(&site) {
+        row_.id = site.id;
+        row_.overflow = site.overflow;
+        row_.reduced = site.reduced();
+        row_.by = by;
+        row_.record_sites = std::span<const Site* const>(&record_, 1);
+    }
+    FirstRecordRow(const FirstRecordRow&) = delete;
+    FirstRecordRow& operator=(const FirstRecordRow&) = delete;
+    const ReportRow& row() const { return row_; }
+
+private:
+    const Site* record_;
+    ReportRow row_;
+};
 
 std::string table_row(const std::string& id, const std::string& live, const std::string& blocks,
                       const std::string& growth, const std::string& site) {
@@ -78,11 +99,18 @@ bool key_before(const std::pair<StackDigest, uint64_t>& entry, const StackDigest
 
 }  // namespace
 
-void LiveView::remember_first_live(const std::vector<ReportRow>& rows, Grouping by) {
+LiveView::RowKey LiveView::key_of(uint32_t row) const {
+    return key_of(FirstRecordRow(snapshot_.sites[current_.rows[row].first_site], options_.by).row(),
+                  options_.by);
+}
+
+void LiveView::remember_first_live(const Tallies& tallies, Grouping by) {
     auto& first_live = memory_[static_cast<std::size_t>(by)].first_live;
     first_live.clear();
-    first_live.reserve(rows.size());
-    for (const ReportRow& row : rows) first_live.emplace_back(key_of(row, by), row.counters.live_bytes());
+    first_live.reserve(tallies.rows.size());
+    for (const RowTally& tally : tallies.rows)
+        first_live.emplace_back(key_of(FirstRecordRow(snapshot_.sites[tally.first_site], by).row(), by),
+                                tally.counters.live_bytes());
     std::stable_sort(first_live.begin(), first_live.end(),
                      [](const auto& a, const auto& b) { return key_before(a, b.first); });
 }
@@ -101,54 +129,90 @@ void LiveView::update(Snapshot snapshot, double seconds_since_start) {
         }
         matcher_ = std::make_unique<RowMatcher>(options_.focus, symbolizer);
     }
-    rows_ = rows_by(options_.by);
+    current_ = tally(options_.by);
     seconds_ = seconds_since_start;
     if (samples_++ == 0) {
         first_live_bytes_ = snapshot_.totals.live_bytes();
-        remember_first_live(rows_, options_.by);
+        remember_first_live(current_, options_.by);
         // The other grouping's rows too, now: the first sample is not kept, and their growth is
         // since the view started whenever the key switches to them.
         const Grouping other = options_.by == Grouping::native ? Grouping::ruby : Grouping::native;
-        remember_first_live(rows_by(other), other);
+        remember_first_live(tally(other), other);
     }
 }
 
-// A Ruby line is focused by the records it keeps (focused_rows), so its rows are made focused;
-// a native row is kept or not whole, which kept() remembers by key from sample to sample.
-std::vector<ReportRow> LiveView::rows_by(Grouping by) {
-    std::vector<ReportRow> rows = report_rows(snapshot_, by);
-    if (by == options_.by) all_rows_ = rows.size();
-    if (by == Grouping::native || options_.focus.empty()) return rows;
-    return focused_rows(snapshot_, std::move(rows), *matcher_);
+// A Ruby line is focused by the records it keeps (as focused_rows does), so it is counted of
+// those alone; a native row is kept or not whole, which kept() remembers by key from sample to
+// sample.
+LiveView::Tallies LiveView::tally(Grouping by) {
+    Tallies tallies;
+    tallies.assignment = assign_rows(snapshot_, by);
+    tallies.all_rows = tallies.assignment.row_count();
+    if (by == Grouping::ruby && !options_.focus.empty()) {
+        const std::vector<bool> kept = sites_of_kept_native_rows();
+        tallies.assignment = assign_rows(snapshot_, by, &kept);
+    }
+    constexpr uint32_t kNoSite = UINT32_MAX;
+    tallies.rows.assign(tallies.assignment.row_count(), RowTally{{}, kNoSite, 0});
+    for (uint32_t position = 0; position < snapshot_.sites.size(); ++position) {
+        const uint32_t row = tallies.assignment.row_of_site[position];
+        if (row == RowAssignment::kNoRow) continue;
+        const Site& site = snapshot_.sites[position];
+        RowTally& tally = tallies.rows[row];
+        // Rows are numbered by their first records, which come first in the sites.
+        if (tally.first_site == kNoSite) tally = RowTally{{}, position, site.id};
+        tally.counters += estimated_counters(site.counters(), snapshot_.sample_interval);
+    }
+    return tallies;
+}
+
+// Each record of a native row the focus keeps.
+std::vector<bool> LiveView::sites_of_kept_native_rows() {
+    const RowAssignment native = assign_rows(snapshot_, Grouping::native);
+    enum Verdict : uint8_t { kUnknown, kKept, kLeftOut };
+    std::vector<Verdict> verdicts(native.row_count(), kUnknown);
+    std::vector<bool> kept(snapshot_.sites.size());
+    for (uint32_t position = 0; position < snapshot_.sites.size(); ++position) {
+        const uint32_t row = native.row_of_site[position];
+        if (row == RowAssignment::kNoRow) continue;
+        if (verdicts[row] == kUnknown)
+            verdicts[row] =
+                matcher_->keeps(FirstRecordRow(snapshot_.sites[position], Grouping::native).row()) ? kKept
+                                                                                                  : kLeftOut;
+        kept[position] = verdicts[row] == kKept;
+    }
+    return kept;
 }
 
 void LiveView::set_grouping(Grouping by) {
     if (by == options_.by) return;
     options_.by = by;
-    if (!sample_released_) rows_ = rows_by(by);
+    if (!sample_released_) current_ = tally(by);
 }
 
 void LiveView::release_sample() {
     snapshot_.sites = {};
     snapshot_.stack_stores = {};
-    rows_ = {};
+    current_ = {};
     sample_released_ = true;
 }
 
 void LiveView::mark_gone(std::string reason) { gone_ = std::move(reason); }
 
-int64_t LiveView::growth_of(const ReportRow& row) const {
+int64_t LiveView::growth_of(uint32_t row) const {
     const auto& first_live = memory().first_live;
-    const RowKey key = key_of(row, options_.by);
+    const RowKey key = key_of(row);
     const auto first = std::lower_bound(first_live.begin(), first_live.end(), key, key_before);
     const uint64_t before = first == first_live.end() || !(first->first == key) ? 0 : first->second;
-    return static_cast<int64_t>(row.counters.live_bytes()) - static_cast<int64_t>(before);
+    return static_cast<int64_t>(current_.rows[row].counters.live_bytes()) - static_cast<int64_t>(before);
 }
 
-bool LiveView::kept(const ReportRow& row) {
+bool LiveView::kept(uint32_t row) {
     if (options_.focus.empty() || options_.by == Grouping::ruby) return true;
-    const auto [entry, is_new] = memory().kept.try_emplace(key_of(row, options_.by), false);
-    if (is_new) entry->second = matcher_->keeps(row);
+    const auto [entry, is_new] = memory().kept.try_emplace(key_of(row), false);
+    if (is_new)
+        entry->second = matcher_->keeps(
+            FirstRecordRow(snapshot_.sites[current_.rows[row].first_site], options_.by).row());
     return entry->second;
 }
 
@@ -168,15 +232,16 @@ const std::string& LiveView::label_of(const ReportRow& row) {
 
 std::vector<LiveView::ShownRow> LiveView::ranked(std::size_t count) {
     std::vector<ShownRow> candidates;
-    for (const ReportRow& row : rows_)
-        if (kept(row)) candidates.push_back({&row, growth_of(row)});
+    for (uint32_t row = 0; row < current_.rows.size(); ++row)
+        if (kept(row)) candidates.push_back({row, growth_of(row)});
     const auto key = [&](const ShownRow& shown) {
-        const auto live = static_cast<int64_t>(shown.row->counters.live_bytes());
+        const auto live = static_cast<int64_t>(current_.rows[shown.row].counters.live_bytes());
         return options_.order == LiveOrder::growth ? std::make_tuple(shown.growth, live)
                                                    : std::make_tuple(live, shown.growth);
     };
     const auto before = [&](const ShownRow& a, const ShownRow& b) {
-        return std::make_tuple(key(a), b.row->id) > std::make_tuple(key(b), a.row->id);
+        return std::make_tuple(key(a), current_.rows[b.row].id) >
+               std::make_tuple(key(b), current_.rows[a.row].id);
     };
     const std::size_t shown = std::min(count, candidates.size());
     std::partial_sort(candidates.begin(), candidates.begin() + shown, candidates.end(), before);
@@ -236,20 +301,31 @@ std::vector<std::string> LiveView::table(std::size_t room) {
     if (!options_.focus.empty()) {
         std::size_t kept_rows = 0;
         Counters kept_counters;
-        for (const ReportRow& row : rows_)
+        for (uint32_t row = 0; row < current_.rows.size(); ++row)
             if (kept(row)) {
                 ++kept_rows;
-                kept_counters += row.counters;
+                kept_counters += current_.rows[row].counters;
             }
         lines.push_back("focus (" + printable(options_.focus.description()) + "): " +
-                        std::to_string(kept_rows) + " of " + std::to_string(all_rows_) +
+                        std::to_string(kept_rows) + " of " + std::to_string(current_.all_rows) +
                         (options_.by == Grouping::ruby ? " Ruby lines, " : " sites, ") +
                         human_bytes(kept_counters.live_bytes()) + " live");
     }
     lines.push_back(table_row("ID", "LIVE", "BLOCKS", "GROWTH",
                               options_.by == Grouping::ruby ? "RUBY LINE" : "SITE"));
-    for (const ShownRow& shown : ranked(room > lines.size() ? room - lines.size() : 0)) {
-        const ReportRow& row = *shown.row;
+    const std::vector<ShownRow> shown_rows = ranked(room > lines.size() ? room - lines.size() : 0);
+    // Made whole, those alone; make_rows gives them in the order of their numbers.
+    std::vector<bool> wanted(current_.assignment.row_count());
+    std::vector<uint32_t> numbers;
+    for (const ShownRow& shown : shown_rows) {
+        wanted[shown.row] = true;
+        numbers.push_back(shown.row);
+    }
+    std::sort(numbers.begin(), numbers.end());
+    const std::vector<ReportRow> made = make_rows(snapshot_, options_.by, current_.assignment, &wanted);
+    for (const ShownRow& shown : shown_rows) {
+        const ReportRow& row =
+            made[static_cast<std::size_t>(std::lower_bound(numbers.begin(), numbers.end(), shown.row) - numbers.begin())];
         lines.push_back(table_row(std::to_string(row.id), human_bytes(row.counters.live_bytes()),
                                   std::to_string(row.counters.live_blocks()),
                                   signed_human_bytes(static_cast<double>(shown.growth)),
