@@ -53,9 +53,12 @@ bool wait_for_next_sample(TerminalScreen& screen, LiveView& view, Clock::time_po
     };
     redraw();
     for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
-        if (!gone && left.count() <= 0) return true;
+        // Asked even when the next sample is already due (one that took longer than the interval):
+        // otherwise keys and signals would wait for a pause between samples that never comes.
+        const auto left = std::max(std::chrono::milliseconds(0),
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now()));
         const auto event = screen.next_event(gone ? std::chrono::milliseconds(60'000) : left);
+        if (!gone && event.kind == TerminalScreen::Event::Kind::timeout) return true;
         switch (event.kind) {
             case TerminalScreen::Event::Kind::stop:
                 return false;

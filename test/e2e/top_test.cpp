@@ -93,6 +93,15 @@ TEST_F(Top, CtrlCEndsItAndRestoresTheTerminal) {
     pane.expect_exit_and_terminal_restored(0);
 }
 
+// Samples that take longer than the interval leave no pause between them: q and the signals are
+// read anyway, before each sample.
+TEST_F(Top, QuitsWhenEachSampleTakesLongerThanTheInterval) {
+    TmuxPane pane({std::to_string(target_->pid()), "--interval", "1ms"});
+    pane.wait_for_text("sorted by live bytes");
+    pane.send_keys("q");
+    pane.expect_exit_and_terminal_restored(0);
+}
+
 TEST_F(Top, SigtermEndsItAndRestoresTheTerminal) {
     TmuxPane pane(top_of_target());
     pane.wait_for_text("sorted by live bytes");
