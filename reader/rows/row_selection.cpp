@@ -43,12 +43,26 @@ std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<Report
     }
     const Grouping grouping = rows.front().by;
     rows = {};
-    std::vector<bool> kept(snapshot.sites.size());
-    for (const ReportRow& row : report_rows(snapshot, Grouping::native))
-        if (matcher.keeps(row))
-            for (const Site* site : row.record_sites)
-                kept[static_cast<std::size_t>(site - snapshot.sites.data())] = true;
+    const std::vector<bool> kept = records_of_kept_native_rows(snapshot, matcher);
     return report_rows(snapshot, grouping, &kept);
+}
+
+std::vector<bool> records_of_kept_native_rows(const Snapshot& snapshot, RowMatcher& matcher) {
+    const RowAssignment native = assign_rows(snapshot, Grouping::native);
+    enum Verdict : uint8_t { kUnknown, kKept, kLeftOut };
+    std::vector<Verdict> verdicts(native.row_count(), kUnknown);
+    std::vector<bool> kept(snapshot.sites.size());
+    for (uint32_t position = 0; position < snapshot.sites.size(); ++position) {
+        const uint32_t row = native.row_of_site[position];
+        if (row == RowAssignment::kNoRow) continue;
+        // Rows are numbered by their first records, which come first in the sites.
+        if (verdicts[row] == kUnknown)
+            verdicts[row] = matcher.keeps(FirstRecordRow(snapshot.sites[position], Grouping::native).row())
+                                ? kKept
+                                : kLeftOut;
+        kept[position] = verdicts[row] == kKept;
+    }
+    return kept;
 }
 
 namespace {

@@ -40,6 +40,31 @@ private:
 // its native frames and whole Ruby backtrace, and the rows are made anew of the records kept:
 // `--by ruby --focus nokogiri` gives the Ruby lines whose allocations went through nokogiri, each
 // with those allocations only.
+// A row made of one record, standing for the row it is the first record of wherever only what
+// the row stands for matters (its stack, or under --by ruby its Ruby line: a key, a focus
+// verdict), which the records of a row share. It views the record, which must outlive it.
+class FirstRecordRow {
+public:
+    FirstRecordRow(const Site& site, Grouping by) : record_(&site) {
+        row_.id = site.id;
+        row_.overflow = site.overflow;
+        row_.reduced = site.reduced();
+        row_.by = by;
+        row_.record_sites = std::span<const Site* const>(&record_, 1);
+    }
+    FirstRecordRow(const FirstRecordRow&) = delete;
+    FirstRecordRow& operator=(const FirstRecordRow&) = delete;
+    const ReportRow& row() const { return row_; }
+
+private:
+    const Site* record_;
+    ReportRow row_;
+};
+
+// Which of the snapshot's records (by position) belong to a native row the matcher keeps: those a
+// Ruby line keeps under --focus. A native row is matched by its first record.
+std::vector<bool> records_of_kept_native_rows(const Snapshot& snapshot, RowMatcher& matcher);
+
 std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<ReportRow> rows,
                                     RowMatcher& matcher);
 

@@ -29,26 +29,6 @@ std::string fitted(const std::string& line, std::size_t width) {
     return line;
 }
 
-// A row made of its first record alone, for what a row stands for: its stack, or under --by ruby
-// its Ruby line, is its first record's (key_of, the focus verdict).
-class FirstRecordRow {
-public:
-    FirstRecordRow(const Site& site, Grouping by) : record_(&site) {
-        row_.id = site.id;
-        row_.overflow = site.overflow;
-        row_.reduced = site.reduced();
-        row_.by = by;
-        row_.record_sites = std::span<const Site* const>(&record_, 1);
-    }
-    FirstRecordRow(const FirstRecordRow&) = delete;
-    FirstRecordRow& operator=(const FirstRecordRow&) = delete;
-    const ReportRow& row() const { return row_; }
-
-private:
-    const Site* record_;
-    ReportRow row_;
-};
-
 std::string table_row(const std::string& id, const std::string& live, const std::string& blocks,
                       const std::string& growth, const std::string& site) {
     char cells[96];
@@ -141,15 +121,15 @@ void LiveView::update(Snapshot snapshot, double seconds_since_start) {
     }
 }
 
-// A Ruby line is focused by the records it keeps (as focused_rows does), so it is counted of
-// those alone; a native row is kept or not whole, which kept() remembers by key from sample to
+// A Ruby line is focused by the records it keeps (records_of_kept_native_rows, as a report's
+// focused_rows), so it is counted of those alone; a native row is kept or not whole, which kept() remembers by key from sample to
 // sample.
 LiveView::Tallies LiveView::tally(Grouping by) {
     Tallies tallies;
     tallies.assignment = assign_rows(snapshot_, by);
     tallies.all_rows = tallies.assignment.row_count();
     if (by == Grouping::ruby && !options_.focus.empty()) {
-        const std::vector<bool> kept = sites_of_kept_native_rows();
+        const std::vector<bool> kept = records_of_kept_native_rows(snapshot_, *matcher_);
         tallies.assignment = assign_rows(snapshot_, by, &kept);
     }
     constexpr uint32_t kNoSite = UINT32_MAX;
@@ -164,24 +144,6 @@ LiveView::Tallies LiveView::tally(Grouping by) {
         tally.counters += estimated_counters(site.counters(), snapshot_.sample_interval);
     }
     return tallies;
-}
-
-// Each record of a native row the focus keeps.
-std::vector<bool> LiveView::sites_of_kept_native_rows() {
-    const RowAssignment native = assign_rows(snapshot_, Grouping::native);
-    enum Verdict : uint8_t { kUnknown, kKept, kLeftOut };
-    std::vector<Verdict> verdicts(native.row_count(), kUnknown);
-    std::vector<bool> kept(snapshot_.sites.size());
-    for (uint32_t position = 0; position < snapshot_.sites.size(); ++position) {
-        const uint32_t row = native.row_of_site[position];
-        if (row == RowAssignment::kNoRow) continue;
-        if (verdicts[row] == kUnknown)
-            verdicts[row] =
-                matcher_->keeps(FirstRecordRow(snapshot_.sites[position], Grouping::native).row()) ? kKept
-                                                                                                  : kLeftOut;
-        kept[position] = verdicts[row] == kKept;
-    }
-    return kept;
 }
 
 void LiveView::set_grouping(Grouping by) {

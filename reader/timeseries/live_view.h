@@ -109,7 +109,6 @@ private:
     const RowMemory& memory() const { return memory_[static_cast<std::size_t>(options_.by)]; }
     int64_t growth_of(uint32_t row) const;
     Tallies tally(Grouping by);
-    std::vector<bool> sites_of_kept_native_rows();
     bool kept(uint32_t row);
     const std::string& label_of(const ReportRow& row);
     std::vector<ShownRow> ranked(std::size_t count);
