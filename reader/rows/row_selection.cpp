@@ -42,7 +42,7 @@ std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<Report
         return rows;
     }
     const Grouping grouping = rows.front().by;
-    rows = {};
+    rows = std::vector<ReportRow>();  // given back, not only cleared as `= {}` would
     const std::vector<bool> kept = records_of_kept_native_rows(snapshot, matcher);
     return report_rows(snapshot, grouping, &kept);
 }

@@ -765,6 +765,13 @@ Counters& Counters::operator+=(const Counters& other) {
     return *this;
 }
 
+void Snapshot::drop_sites() {
+    // Assigned anew: `sites = {}` would clear them and keep their memory, 4 MiB on a Rails
+    // process, next to the sites of the sample read after.
+    sites = std::vector<Site>();
+    stack_stores = std::vector<std::shared_ptr<const StackStore>>();
+}
+
 std::size_t Snapshot::sites_in_use() const {
     return std::count_if(sites.begin(), sites.end(), [](const Site& site) {
         return !site.overflow || site.counters().allocs > 0;

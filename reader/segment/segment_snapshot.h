@@ -300,6 +300,9 @@ struct Snapshot {
     // Site records that hold a call site: every ordinary record, and the overflow records that
     // counted an allocation (the writer makes all of those at start, used or not).
     std::size_t sites_in_use() const;
+    // Gives back the sites and the stacks they name, the bulk of a snapshot, keeping the rest
+    // (identity, totals, bins, memory): what a sampler keeps of a sample while it reads the next.
+    void drop_sites();
 };
 
 // Called with bytes that the parser has read for the last time, so that a caller whose memory

@@ -153,8 +153,7 @@ void LiveView::set_grouping(Grouping by) {
 }
 
 void LiveView::release_sample() {
-    snapshot_.sites = {};
-    snapshot_.stack_stores = {};
+    snapshot_.drop_sites();
     current_ = {};
     sample_released_ = true;
 }

@@ -279,10 +279,9 @@ WatchResult watch_process(const WatchOptions& options, const ProcessReader& read
         summary_writer.end(sample);
         ++result.samples;
         if (options.on_sample) options.on_sample(snapshot);
-        snapshot.sites = {};
-        snapshot.stack_stores = {};
-        snapshot.modules = {};
-        snapshot.members = {};
+        snapshot.drop_sites();
+        snapshot.modules = std::vector<Module>();
+        snapshot.members = std::vector<TreeMember>();
         previous = std::move(snapshot);
     }
 }
