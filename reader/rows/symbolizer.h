@@ -69,12 +69,15 @@ private:
     DebugInfo& debug_info(std::size_t module_index);
     static const char* function_at(DebugInfo& info, uint64_t address);
     AddressFrames symbolize(uint64_t address, std::size_t module_index);
-    void drop_file_pages_once(std::size_t module_index);
+    // After an address of the module at `module_index` is resolved (see its comment).
+    void drop_file_pages(std::size_t module_index);
 
     std::vector<Module> modules_;
     SymbolizerOptions options_;
     std::vector<std::unique_ptr<DebugInfo>> debug_info_;  // per module, opened on first use
     std::map<std::pair<uint64_t, uint32_t>, AddressFrames> cache_;
+    static constexpr unsigned kResolutionsPerDrop = 64;
+    unsigned resolved_since_drop_ = 0;
 };
 
 // One process's symbolizer across its snapshots (watch's samples, serve's requests), so that what
