@@ -52,7 +52,7 @@ void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& ass
     for (uint32_t position = 0; position < snapshot.sites.size(); ++position)
         if (assignment.row_of_site[position] != RowAssignment::kNoRow) records.push_back(position);
     const auto key = [&](uint32_t position) {
-        return std::make_pair(snapshot.sites[position].size_class, assignment.row_of_site[position]);
+        return std::make_pair(snapshot.sites[position].size_class(), assignment.row_of_site[position]);
     };
     // Ties by position: each share is summed in slot order, as ReportRow::in_size_class sums it.
     std::sort(records.begin(), records.end(), [&](uint32_t a, uint32_t b) {
@@ -78,7 +78,7 @@ void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& ass
             top.insert(at, holder);
             if (top.size() > kTopRowsPerSizeClass) top.pop_back();
         }
-        if (run == records.size() || snapshot.sites[records[run]].size_class != size_class) {
+        if (run == records.size() || snapshot.sites[records[run]].size_class() != size_class) {
             for (const Holder& holder : top) wanted[holder.row] = true;
             top.clear();
         }

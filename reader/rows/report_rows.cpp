@@ -42,7 +42,7 @@ RubyBacktrace ruby_key(const Site& site, Grouping grouping) {
 }
 
 RowKey row_key(const Site& site, Grouping grouping) {
-    if (site.overflow) return {true, {}, {}};
+    if (site.overflow()) return {true, {}, {}};
     return {false, grouping == Grouping::native ? site.frames() : std::span<const uint64_t>(),
             ruby_key(site, grouping)};
 }
@@ -79,7 +79,7 @@ private:
 ReportRow first_row_of(const Site& site, Grouping grouping, bool estimated) {
     ReportRow row;
     row.id = site.id;
-    row.overflow = site.overflow;
+    row.overflow = site.overflow();
     row.estimated = estimated;
     row.by = grouping;
     row.reduced = site.reduced();
@@ -101,10 +101,10 @@ std::vector<SizeClassCounters> ReportRow::size_classes() const {
     std::vector<SizeClassCounters> size_classes;
     for (const Site* site : record_sites) {
         auto at = std::lower_bound(
-            size_classes.begin(), size_classes.end(), site->size_class,
+            size_classes.begin(), size_classes.end(), site->size_class(),
             [](const SizeClassCounters& entry, uint32_t wanted) { return entry.size_class < wanted; });
-        if (at == size_classes.end() || at->size_class != site->size_class)
-            at = size_classes.insert(at, {site->size_class, {}});
+        if (at == size_classes.end() || at->size_class != site->size_class())
+            at = size_classes.insert(at, {site->size_class(), {}});
         at->counters += estimated_counters(site->counters(), record_table->sample_interval);
     }
     return size_classes;
@@ -113,7 +113,7 @@ std::vector<SizeClassCounters> ReportRow::size_classes() const {
 Counters ReportRow::in_size_class(uint32_t size_class) const {
     Counters sum;
     for (const Site* site : record_sites)
-        if (site->size_class == size_class)
+        if (site->size_class() == size_class)
             sum += estimated_counters(site->counters(), record_table->sample_interval);
     return sum;
 }
@@ -137,7 +137,7 @@ RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
         const Site& site = snapshot.sites[position];
         const Counters counters = site.counters();
         // The writer creates every overflow site up front; only those that counted belong in use.
-        if (site.overflow && counters.allocs == 0) continue;
+        if (site.overflow() && counters.allocs == 0) continue;
         // A record that lost an insertion race counted nothing, nor has a new one yet.
         if (counters.allocs == 0 && counters.frees == 0) continue;
         if (kept != nullptr && !(*kept)[position]) continue;

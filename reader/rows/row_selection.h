@@ -47,7 +47,7 @@ class FirstRecordRow {
 public:
     FirstRecordRow(const Site& site, Grouping by) : record_(&site) {
         row_.id = site.id;
-        row_.overflow = site.overflow;
+        row_.overflow = site.overflow();
         row_.reduced = site.reduced();
         row_.by = by;
         row_.record_sites = std::span<const Site* const>(&record_, 1);

@@ -23,8 +23,8 @@ namespace layout = leakwrap::layout;
 constexpr uint32_t kMaxBinShards = 256;
 // Bounds the site delta table with it (at most 1M entries, 40 MiB); the writer keeps far fewer.
 constexpr uint32_t kMaxSiteDeltaSlots = 4096;
-// Site::size_class keeps a class in 16 bits.
-static_assert(layout::kSizeClassCount <= UINT16_MAX + 1);
+// Site keeps a class in 8 bits.
+static_assert(layout::kSizeClassCount <= 256);
 
 [[noreturn]] void fail(const std::string& message) { throw SegmentError(message); }
 
@@ -527,10 +527,8 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         if (!overflow && stack == StackTable::kNotReady) continue;  // its stack was not ready
         Site& site = sites.emplace_back();
         site.id = slot;
-        site.overflow = overflow;
-        site.size_class = static_cast<uint16_t>(record.size_class);  // checked above
+        site.set_key(overflow ? nullptr : &store->stacks[stack], record.size_class, overflow);  // class checked above
         site.set_counters({record.allocs, record.frees, record.alloc_bytes, record.free_bytes});
-        if (!overflow) site.stack = &store->stacks[stack];
     }
     if (done_with) done_with(bytes.subspan(header.sites_offset, uint64_t{count} * header.site_record_size));
     stores.push_back(store);
@@ -708,49 +706,64 @@ uint32_t SharedText::intern(std::string_view text) { return interned_texts().int
 
 const std::string& SharedText::text(uint32_t number) { return interned_texts().text(number); }
 
-Site::Site(const Site& other)
-    : overflow(other.overflow), size_class(other.size_class), id(other.id), stack(other.stack) {
+Site::Site(const Site& other) : id(other.id), tagged_{other.tagged_[0], other.tagged_[1]} {
+    set_tagged(tagged() & ~kWideBit);
     set_counters(other.counters());
 }
 
 Site::Site(Site&& other) noexcept
-    : counts_(other.counts_), wide_(other.wide_), overflow(other.overflow),
-      size_class(other.size_class), id(other.id), stack(other.stack) {
-    other.wide_ = false;
+    : id(other.id), counts_{other.counts_[0], other.counts_[1], other.counts_[2], other.counts_[3]},
+      tagged_{other.tagged_[0], other.tagged_[1]} {
+    other.set_tagged(other.tagged() & ~kWideBit);
 }
 
 Site& Site::operator=(Site other) noexcept {
     std::swap(counts_, other.counts_);
-    std::swap(wide_, other.wide_);
-    overflow = other.overflow;
-    size_class = other.size_class;
+    std::swap(tagged_, other.tagged_);
     id = other.id;
-    stack = other.stack;
     return *this;
 }
 
-Site::~Site() {
-    if (wide_) delete counts_.wide;
+Site::~Site() { free_wide(); }
+
+Counters* Site::wide_counters() const {
+    Counters* counters = nullptr;
+    std::memcpy(&counters, counts_, sizeof(counters));
+    return counters;
+}
+
+void Site::free_wide() {
+    if (!wide()) return;
+    delete wide_counters();
+    set_tagged(tagged() & ~kWideBit);
+}
+
+void Site::set_key(const SiteStack* stack, uint32_t size_class, bool overflow) {
+    const auto address = reinterpret_cast<uintptr_t>(stack);
+    if ((address & ~kAddressMask) != 0 || size_class > 0xff)
+        throw std::logic_error("a site's stack address or size class does not fit its key");
+    set_tagged(address | uint64_t{size_class} << kClassShift | (overflow ? kOverflowBit : 0) |
+               (tagged() & kWideBit));
 }
 
 Counters Site::counters() const {
-    if (wide_) return *counts_.wide;
-    return {counts_.narrow[0], counts_.narrow[1], counts_.narrow[2], counts_.narrow[3]};
+    if (wide()) return *wide_counters();
+    return {counts_[0], counts_[1], counts_[2], counts_[3]};
 }
 
 void Site::set_counters(const Counters& counters) {
     if ((counters.allocs | counters.frees | counters.alloc_bytes | counters.free_bytes) <= UINT32_MAX) {
-        if (wide_) delete counts_.wide;
-        wide_ = false;
-        counts_.narrow[0] = static_cast<uint32_t>(counters.allocs);
-        counts_.narrow[1] = static_cast<uint32_t>(counters.frees);
-        counts_.narrow[2] = static_cast<uint32_t>(counters.alloc_bytes);
-        counts_.narrow[3] = static_cast<uint32_t>(counters.free_bytes);
-    } else if (wide_) {
-        *counts_.wide = counters;
+        free_wide();
+        counts_[0] = static_cast<uint32_t>(counters.allocs);
+        counts_[1] = static_cast<uint32_t>(counters.frees);
+        counts_[2] = static_cast<uint32_t>(counters.alloc_bytes);
+        counts_[3] = static_cast<uint32_t>(counters.free_bytes);
+    } else if (wide()) {
+        *wide_counters() = counters;
     } else {
-        counts_.wide = new Counters(counters);
-        wide_ = true;
+        Counters* stored = new Counters(counters);
+        std::memcpy(counts_, &stored, sizeof(stored));
+        set_tagged(tagged() | kWideBit);
     }
 }
 
@@ -774,7 +787,7 @@ void Snapshot::drop_sites() {
 
 std::size_t Snapshot::sites_in_use() const {
     return std::count_if(sites.begin(), sites.end(), [](const Site& site) {
-        return !site.overflow || site.counters().allocs > 0;
+        return !site.overflow() || site.counters().allocs > 0;
     });
 }
 

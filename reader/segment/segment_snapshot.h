@@ -206,10 +206,12 @@ struct StackStore {
 // count sampled blocks only. The counters are the record's plus those of every site delta entry
 // naming it.
 //
-// 32 bytes a site, since a snapshot holds every site of its process (127,000 on the Rails
+// 28 bytes a site, since a snapshot holds every site of its process (127,000 on the Rails
 // example's boot, at 48 bytes 6.1 MiB of a reader that may take twice the segment's 7.4): the
 // four counters are kept in 32 bits each while they fit, as nearly all do (a site that allocated
-// 4 GiB is a rare one), and on the heap once one does not.
+// 4 GiB is a rare one), and on the heap once one does not; the size class and the flags ride in
+// the top 16 bits of the stack's address, which no user-space address of x86-64 or AArch64
+// uses; and the fields are 32-bit words, so that no padding rounds the site up to 32 bytes.
 class Site {
 public:
     Site() = default;
@@ -221,30 +223,44 @@ public:
     Counters counters() const;
     void set_counters(const Counters& counters);
 
-    std::span<const uint64_t> frames() const {
-        return stack ? stack->frames() : std::span<const uint64_t>();
+    // An overflow site has no stack; any other has one.
+    void set_key(const SiteStack* stack, uint32_t size_class, bool overflow);
+    const SiteStack* stack() const {
+        return reinterpret_cast<const SiteStack*>(static_cast<uintptr_t>(tagged() & kAddressMask));
     }
-    RubyBacktrace ruby() const { return stack ? stack->ruby() : RubyBacktrace(); }
-    uint32_t module_generation() const { return stack ? stack->module_generation : 0; }
-    bool reduced() const { return stack && stack->reduced; }
+    uint32_t size_class() const { return static_cast<uint32_t>(tagged() >> kClassShift) & 0xff; }
+    bool overflow() const { return (tagged() & kOverflowBit) != 0; }
+
+    std::span<const uint64_t> frames() const {
+        return stack() ? stack()->frames() : std::span<const uint64_t>();
+    }
+    RubyBacktrace ruby() const { return stack() ? stack()->ruby() : RubyBacktrace(); }
+    uint32_t module_generation() const { return stack() ? stack()->module_generation : 0; }
+    bool reduced() const { return stack() && stack()->reduced; }
+
+    uint32_t id = 0;  // slot index in the site table
 
 private:
-    union Counts {
-        uint32_t narrow[4];  // allocs, frees, alloc_bytes, free_bytes
-        Counters* wide;      // owned
-    };
-    Counts counts_{};
-    bool wide_ = false;
+    static constexpr unsigned kClassShift = 48;  // 8 bits: layout::kSizeClassCount <= 256
+    static constexpr uint64_t kAddressMask = (uint64_t{1} << kClassShift) - 1;
+    static constexpr uint64_t kOverflowBit = uint64_t{1} << 56;
+    static constexpr uint64_t kWideBit = uint64_t{1} << 57;  // the counters are on the heap
 
-public:
-    bool overflow = false;
-    uint16_t size_class = 0;  // below layout::kSizeClassCount
-    uint32_t id = 0;          // slot index in the site table
-    // Shared by every site of the stack (a Rails process has 2.5 sites a stack, each copying its
-    // stack took 30 MB), in a StackStore of the snapshot's; none for an overflow site.
-    const SiteStack* stack = nullptr;
+    uint64_t tagged() const { return uint64_t{tagged_[1]} << 32 | tagged_[0]; }
+    void set_tagged(uint64_t value) {
+        tagged_[0] = static_cast<uint32_t>(value);
+        tagged_[1] = static_cast<uint32_t>(value >> 32);
+    }
+    bool wide() const { return (tagged() & kWideBit) != 0; }
+    Counters* wide_counters() const;
+    void free_wide();
+
+    // allocs, frees, alloc_bytes, free_bytes; when wide, the address of their Counters.
+    uint32_t counts_[4] = {};
+    // The stack's address, the size class, the flags.
+    uint32_t tagged_[2] = {};
 };
-static_assert(sizeof(Site) == 32);
+static_assert(sizeof(Site) == 28);
 
 // One process of a snapshot merged from a process tree (--children): its own totals and memory,
 // and the ids its site records took in the merged snapshot, [first_site_id, end_site_id).

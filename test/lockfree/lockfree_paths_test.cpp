@@ -260,7 +260,7 @@ private:
         std::map<uint32_t, Counts> sites_by_class;
         for (const auto& site : snapshot.sites) {
             Counts counts = counts_of(site.counters());
-            sites_by_class[site.size_class] += counts;
+            sites_by_class[site.size_class()] += counts;
             largest_sites_[site.id] = largest_sites_[site.id].max_with(counts);
         }
         for (const auto& [size_class, counts] : bins) {
@@ -494,7 +494,7 @@ TEST_F(LockFreePaths, FullSiteTableLosesNoCount) {
     EXPECT_EQ(nonzero(site_counts(snapshot)), truth.sites);
     EXPECT_EQ(nonzero(bin_counts(snapshot)), truth.classes);
     size_t ordinary = std::count_if(snapshot.sites.begin(), snapshot.sites.end(),
-                                    [](const auto& site) { return !site.overflow; });
+                                    [](const auto& site) { return !site.overflow(); });
     EXPECT_LE(ordinary, kOrdinarySlots);
     EXPECT_GE(snapshot.lost_sites, static_cast<uint64_t>(kLogicalSites + 1 - kOrdinarySlots));
 }

@@ -141,17 +141,17 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
     ASSERT_EQ(snapshot.sites.size(), layout::kOverflowSites + 2);
     for (uint32_t slot = 0; slot < layout::kOverflowSites; ++slot) {
         const Site& overflow = snapshot.sites[slot];
-        EXPECT_TRUE(overflow.overflow);
+        EXPECT_TRUE(overflow.overflow());
         EXPECT_EQ(overflow.id, slot);
-        EXPECT_EQ(overflow.size_class, slot);
+        EXPECT_EQ(overflow.size_class(), slot);
         EXPECT_TRUE(overflow.frames().empty());
         EXPECT_TRUE(overflow.ruby().empty());
     }
     EXPECT_EQ(snapshot.sites[kClassOf100].counters().live_blocks(), 2u);
 
     const Site& first = site_in_slot(snapshot, kFirst);
-    EXPECT_FALSE(first.overflow);
-    EXPECT_EQ(first.size_class, kClassOf100);
+    EXPECT_FALSE(first.overflow());
+    EXPECT_EQ(first.size_class(), kClassOf100);
     EXPECT_EQ(first.counters().live_blocks(), 6u);
     EXPECT_EQ(first.counters().live_bytes(), 600u);
     EXPECT_EQ(first.module_generation(), 1u);
@@ -161,7 +161,7 @@ TEST(ParseSegment, ReadsEveryFieldOfAValidSegment) {
     EXPECT_EQ(first.ruby()[0].file, "app/models/user.rb");
     EXPECT_EQ(first.ruby()[0].line, 42u);
     const Site& second = site_in_slot(snapshot, kFirst + 1);
-    EXPECT_EQ(second.size_class, kClassOf10);
+    EXPECT_EQ(second.size_class(), kClassOf10);
     EXPECT_TRUE(second.ruby().empty());
 
     ASSERT_EQ(snapshot.bins.size(), layout::kSizeClassCount);
@@ -665,7 +665,7 @@ TEST(ParseSegment, KeepsCountsBeyondThirtyTwoBitsWhole) {
     for (std::size_t i = 0; i < moved.size(); ++i) {
         EXPECT_EQ(moved[i].counters(), snapshot.sites[i].counters()) << i;
         EXPECT_EQ(moved[i].id, snapshot.sites[i].id) << i;
-        EXPECT_EQ(moved[i].stack, snapshot.sites[i].stack) << i;
+        EXPECT_EQ(moved[i].stack(), snapshot.sites[i].stack()) << i;
     }
     Site assigned = site_in_slot(snapshot, kFirst);
     EXPECT_EQ(assigned.counters(), expected[0]);
@@ -774,7 +774,7 @@ TEST(ParseSegment, GivesEachSiteTheStackItNamesWhateverTheOrder) {
         EXPECT_TRUE(std::ranges::equal(site(id).frames(), sweep)) << id;
         ASSERT_EQ(site(id).ruby().size(), 1u);
         EXPECT_EQ(site(id).ruby()[0].file, "app/jobs/sweep.rb");
-        EXPECT_EQ(site(id).stack, site(kFirst).stack) << "one stack, stored once";
+        EXPECT_EQ(site(id).stack(), site(kFirst).stack()) << "one stack, stored once";
     }
     EXPECT_TRUE(std::ranges::equal(site(kFirst + 2).frames(), user));
     EXPECT_EQ(site(kFirst + 2).ruby()[0].line, 42u);
