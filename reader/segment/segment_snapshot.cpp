@@ -25,6 +25,9 @@ constexpr uint32_t kMaxBinShards = 256;
 constexpr uint32_t kMaxSiteDeltaSlots = 4096;
 // Site keeps a class in 8 bits.
 static_assert(layout::kSizeClassCount <= 256);
+// RubyNode keeps its caller's distance in 32 bits: nodes of layout 6 are no more than the frame
+// records a stack table holds (layout 5's inline frames name only the next node).
+static_assert(layout::kMaxStackTableBytes / sizeof(layout::RubyFrameRecord) <= INT32_MAX);
 
 [[noreturn]] void fail(const std::string& message) { throw SegmentError(message); }
 
@@ -283,10 +286,10 @@ public:
         std::size_t next_node = 0;
         const auto add_frame = [&](uint32_t reference) {
             const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(reference));
-            store->ruby[next_node++] = {location(record.frame),
-                                        record.caller == layout::kNoRubyFrame
-                                            ? nullptr
-                                            : &store->ruby[checked_frames_.rank(record.caller)]};
+            store->ruby[next_node++].set(location(record.frame),
+                                         record.caller == layout::kNoRubyFrame
+                                             ? nullptr
+                                             : &store->ruby[checked_frames_.rank(record.caller)]);
         };
         const auto add_stack = [&](uint32_t reference) {
             const Record record = record_at(reference);
@@ -302,8 +305,8 @@ public:
                 next_node += record.ruby_depth;
                 const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
                 for (uint32_t i = 0; i < record.ruby_depth; ++i)
-                    nodes[i] = {location(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame))),
-                                i + 1 < record.ruby_depth ? &nodes[i + 1] : nullptr};
+                    nodes[i].set(location(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame))),
+                                 i + 1 < record.ruby_depth ? &nodes[i + 1] : nullptr);
                 innermost = nodes;
             }
             // The frames were reserved whole, so this pointer stays where it points.

@@ -107,11 +107,25 @@ struct RubyLocation {
 
 // One frame of a stored Ruby backtrace, and the node of the next outer one: stored once for
 // every backtrace that goes through it, as the writer stores it (layout 6). Copied whole for each
-// backtrace, the Ruby frames of a Rails boot took 1.7 MiB; as nodes, 1 MiB.
-struct RubyNode {
-    RubyLocation location;
-    const RubyNode* caller = nullptr;  // none for the outermost frame kept
+// backtrace, the Ruby frames of a Rails boot took 1.7 MiB; as nodes with a pointer to their
+// caller, 1 MiB; with the caller's distance in the StackStore's array of nodes, 12 bytes a node,
+// 0.75 MiB. So a node is set where it lies in that array, and read there.
+class RubyNode {
+public:
+    // `caller`, if any, lies in the same array as this node.
+    void set(const RubyLocation& location, const RubyNode* caller) {
+        location_ = location;
+        caller_distance_ = caller == nullptr ? 0 : static_cast<int32_t>(caller - this);
+    }
+    const RubyLocation& location() const { return location_; }
+    // None for the outermost frame kept; a frame is never its own caller.
+    const RubyNode* caller() const { return caller_distance_ == 0 ? nullptr : this + caller_distance_; }
+
+private:
+    RubyLocation location_;
+    int32_t caller_distance_ = 0;  // in nodes
 };
+static_assert(sizeof(RubyNode) == 12);
 
 // A Ruby backtrace, innermost first: `size` frames from a node outward, a view into the
 // StackStore that holds the nodes.
@@ -127,10 +141,10 @@ public:
 
         Iterator() = default;
         Iterator(const RubyNode* node, std::size_t left) : node_(left == 0 ? nullptr : node), left_(left) {}
-        reference operator*() const { return node_->location; }
-        pointer operator->() const { return &node_->location; }
+        reference operator*() const { return node_->location(); }
+        pointer operator->() const { return &node_->location(); }
         Iterator& operator++() {
-            node_ = --left_ == 0 ? nullptr : node_->caller;
+            node_ = --left_ == 0 ? nullptr : node_->caller();
             return *this;
         }
         Iterator operator++(int) {
@@ -154,12 +168,12 @@ public:
     Iterator end() const { return {}; }
     std::size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
-    const RubyLocation& front() const { return innermost_->location; }
+    const RubyLocation& front() const { return innermost_->location(); }
     // Walks out from the innermost frame.
     const RubyLocation& operator[](std::size_t index) const {
         const RubyNode* node = innermost_;
-        while (index-- > 0) node = node->caller;
-        return node->location;
+        while (index-- > 0) node = node->caller();
+        return node->location();
     }
     // The innermost `count` frames, or all if there are fewer.
     RubyBacktrace first(std::size_t count) const { return {innermost_, std::min(count, size_)}; }
