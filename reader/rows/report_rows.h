@@ -23,6 +23,19 @@ enum class Grouping : uint8_t {
 std::optional<Grouping> grouping_from_name(std::string_view name);
 std::string_view grouping_name(Grouping grouping);  // "native", "ruby"
 
+// Live bytes (or blocks) summed over records as the differences of what each allocated and freed,
+// modulo 2^64 and read as signed (a process's counts stay far below 2^63, and a sum caught in a
+// live copy's race reads as 0): 8 bytes where summing the records' Counters takes 32, for sums
+// kept for every row of a process.
+class LiveSum {
+public:
+    void add(uint64_t allocated, uint64_t freed) { sum_ += allocated - freed; }
+    uint64_t value() const { return static_cast<int64_t>(sum_) > 0 ? sum_ : 0; }
+
+private:
+    uint64_t sum_ = 0;
+};
+
 struct SizeClassCounters {
     uint32_t size_class = 0;
     Counters counters;

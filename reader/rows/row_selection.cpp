@@ -1,5 +1,6 @@
 #include "row_selection.h"
 
+#include "best_of.h"
 #include "report_bins.h"
 #include "report_labels.h"
 #include "sampling_estimate.h"
@@ -67,19 +68,18 @@ std::vector<bool> records_of_kept_native_rows(const Snapshot& snapshot, RowMatch
 
 namespace {
 
-// Each row's sums as the ranking reads them: live bytes and blocks as the differences of what its
-// records allocated and freed (summed modulo 2^64 and read as signed: a process's counts stay far
-// below 2^63), and the sort key's counter (RowRanking's) unless that is live bytes. 16 bytes a row
-// under the default sort where the row's Counters took 32: ranking the 51,000 rows of a Rails
-// process was the text report's peak.
+// Each row's sums as the ranking reads them: live bytes and blocks (LiveSum), and the sort key's
+// counter (RowRanking's) unless that is live bytes. 16 bytes a row under the default sort where
+// the row's Counters took 32: ranking the 51,000 rows of a Rails process was the text report's
+// peak.
 class RowSums {
 public:
     RowSums(std::size_t rows, const RowRanking& ranking, SortKey sort)
         : live_bytes_(rows), live_blocks_(rows), primary_(sort == SortKey::live ? 0 : rows), ranking_(ranking) {}
 
     void add(uint32_t row, const Counters& counters) {
-        live_bytes_[row] += counters.alloc_bytes - counters.free_bytes;
-        live_blocks_[row] += counters.allocs - counters.frees;
+        live_bytes_[row].add(counters.alloc_bytes, counters.free_bytes);
+        live_blocks_[row].add(counters.allocs, counters.frees);
         if (primary_.empty()) return;
         // Saturating, as Counters sums.
         if (__builtin_add_overflow(primary_[row], ranking_.values_of(counters).primary, &primary_[row]))
@@ -87,16 +87,14 @@ public:
     }
 
     RankedValues values(uint32_t row) const {
-        const auto clamped = [](uint64_t difference) {
-            return static_cast<int64_t>(difference) > 0 ? difference : uint64_t{0};
-        };
-        RankedValues values{0, clamped(live_bytes_[row]), clamped(live_blocks_[row])};
+        RankedValues values{0, live_bytes_[row].value(), live_blocks_[row].value()};
         values.primary = primary_.empty() ? values.live_bytes : primary_[row];
         return values;
     }
 
 private:
-    std::vector<uint64_t> live_bytes_, live_blocks_, primary_;
+    std::vector<LiveSum> live_bytes_, live_blocks_;
+    std::vector<uint64_t> primary_;
     const RowRanking& ranking_;
 };
 
@@ -124,22 +122,11 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
         const auto before = [&](uint32_t a, uint32_t b) {
             return ranking.before(sums.values(a), row_ids[a], sums.values(b), row_ids[b]);
         };
-        // The best --top rows so far in a heap whose top is the worst of them (all rows with --top 0).
-        std::vector<uint32_t>& ranked = selection.ranked;
-        const std::size_t limit = ranking.shown_of(assignment.row_count());
-        for (uint32_t row = 0; row < assignment.row_count(); ++row) {
-            if (!ranking.shown(sums.values(row))) continue;
-            if (ranked.size() < limit) {
-                ranked.push_back(row);
-                std::push_heap(ranked.begin(), ranked.end(), before);
-            } else if (!ranked.empty() && before(row, ranked.front())) {
-                std::pop_heap(ranked.begin(), ranked.end(), before);
-                ranked.back() = row;
-                std::push_heap(ranked.begin(), ranked.end(), before);
-            }
-        }
-        std::sort_heap(ranked.begin(), ranked.end(), before);
-        ranked.shrink_to_fit();
+        // The best --top rows (all rows with --top 0).
+        BestOf<uint32_t, decltype(before)> best(ranking.shown_of(assignment.row_count()), before);
+        for (uint32_t row = 0; row < assignment.row_count(); ++row)
+            if (ranking.shown(sums.values(row))) best.offer(row);
+        selection.ranked = std::move(best).take();
     }
     std::vector<bool> class_tops(assignment.row_count());
     mark_size_class_top_rows(snapshot, assignment, row_ids, class_tops);
