@@ -88,10 +88,14 @@ LiveView::RowKey LiveView::key_of(uint32_t row) const {
 void LiveView::remember_first_live(const Tallies& tallies, Grouping by) {
     auto& first_live = memory_[static_cast<std::size_t>(by)].first_live;
     first_live.clear();
-    first_live.reserve(tallies.rows.size());
+    // A row that held nothing then grew by all it holds, as one not seen then: only the others
+    // are kept (a third of a Rails process's rows hold nothing).
+    const auto held = [](const RowTally& tally) { return tally.live_bytes.value() > 0; };
+    first_live.reserve(static_cast<std::size_t>(std::count_if(tallies.rows.begin(), tallies.rows.end(), held)));
     for (const RowTally& tally : tallies.rows)
-        first_live.emplace_back(key_of(FirstRecordRow(snapshot_.sites[tally.first_site], by).row(), by),
-                                tally.live_bytes.value());
+        if (held(tally))
+            first_live.emplace_back(key_of(FirstRecordRow(snapshot_.sites[tally.first_site], by).row(), by),
+                                    tally.live_bytes.value());
     std::stable_sort(first_live.begin(), first_live.end(),
                      [](const auto& a, const auto& b) { return key_before(a, b.first); });
 }
