@@ -172,9 +172,10 @@ public:
     }
 
     void site(const SampleSite& site) {
-        // At the first sample every site's growth is 0: none grows.
+        // At the first sample every site's growth is 0: none grows. A site that held nothing
+        // then grows as one not seen then, so only the others are kept.
         if (number_ == 1) {
-            start_.emplace_back(site.id, site.counters.live_bytes);
+            if (site.counters.live_bytes > 0) start_.emplace_back(site.id, site.counters.live_bytes);
             return;
         }
         const auto start = std::lower_bound(start_.begin(), start_.end(),
