@@ -117,8 +117,8 @@ TEST_F(ReaderMemory, WatchHoldsOneSampleAtATime) {
 // next, so that it never holds two, and makes only the rows it shows. Its peak after many
 // samples is that of its first, and what the view keeps from one sample to the next (each row's
 // live bytes at the first sample, the labels shown, the symbolizer's tables of the modules those
-// name): 1.2-2.1 MiB on this segment; 15.2 MiB in all, within the bound of every command. When it
-// held a sample while it read the next, and made every row, it took 24.0 MiB.
+// name): 14.2 MiB in all on this segment, within the bound of every command. When it held a
+// sample while it read the next, and made every row, it took 24.0 MiB.
 TEST_F(ReaderMemory, TopHoldsOneSampleAtATime) {
     if (paths::tmux.empty()) GTEST_SKIP() << "tmux is not installed (scripts/setup.sh installs it)";
     TmuxPane pane({pid(), "--interval", "200ms"});
