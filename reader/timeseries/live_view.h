@@ -94,8 +94,9 @@ private:
         std::size_t operator()(const RowKey& key) const { return static_cast<std::size_t>(key.first); }
     };
     // What is kept of the rows of one grouping, each grouping's by its own keys. The live bytes
-    // of every row at the first sample, sorted by key: 24 bytes a row, where a hash map's nodes
-    // took about 80 (some 4 MiB for the rows of a Rails process, native and by Ruby line).
+    // at the first sample of every row that held some, sorted by key: 24 bytes a row, where a
+    // hash map's nodes took about 80 (some 4 MiB for the rows of a Rails process, native and by
+    // Ruby line).
     struct RowMemory {
         std::vector<std::pair<RowKey, uint64_t>> first_live;
         std::unordered_map<RowKey, std::string, RowKeyHash> labels;
