@@ -194,12 +194,17 @@ void drop_mapped_pages(const std::byte* source, uint64_t from, uint64_t to) {
     ::madvise(const_cast<std::byte*>(source) + first, end - first, MADV_DONTNEED);
 }
 
-// A megabyte at a time, each dropped from the mapping once copied.
+// How much of the mapping is read before it is dropped, and how many bytes of site records the
+// parser is handed at a time: the pages of both count in the reader's peak, 2 MiB at a megabyte;
+// a madvise() call per chunk costs nothing to speak of.
+constexpr uint64_t kChunkBytes = uint64_t{256} << 10;
+
+// [from, to) of the mapping into `destination`, which stands for `from`, a chunk at a time, each
+// dropped from the mapping once copied.
 void copy_and_drop(std::byte* destination, const std::byte* source, uint64_t from, uint64_t to) {
-    constexpr uint64_t kChunk = uint64_t{1} << 20;
-    for (uint64_t at = from; at < to; at += kChunk) {
-        const uint64_t chunk_end = std::min(to, at + kChunk);
-        copy_in_publication_order(destination + at, source + at, chunk_end - at);
+    for (uint64_t at = from; at < to; at += kChunkBytes) {
+        const uint64_t chunk_end = std::min(to, at + kChunkBytes);
+        copy_in_publication_order(destination + (at - from), source + at, chunk_end - at);
         drop_mapped_pages(source, at, chunk_end);
     }
 }
@@ -207,11 +212,12 @@ void copy_and_drop(std::byte* destination, const std::byte* source, uint64_t fro
 // The writer hands out a slot or a string before it backs its page, and backing fails once
 // /dev/shm is full, so a claimed range can end in a hole. Reading a hole through the shared
 // mapping makes tmpfs allocate a page, which raises SIGBUS when there is none left. Holes read as
-// zero, which the private copy already is, so only the file's data is copied; a page the writer
-// fills after this look holds nothing published before it, like a page copied earlier. A file
-// system that cannot tell says the whole file is data.
+// zero, which `destination` (standing for `offset`) already is, so only the file's data is
+// copied; a page the writer fills after this look holds nothing published before it, like a page
+// copied earlier. A file system that cannot tell says the whole file is data.
 void copy_data_in_range(int fd, std::byte* destination, const std::byte* source, uint64_t offset,
                         uint64_t end) {
+    const uint64_t start = offset;
     while (offset < end) {
         const off_t data = ::lseek(fd, static_cast<off_t>(offset), SEEK_DATA);
         if (data < 0 && errno == ENXIO) return;  // only holes up to the end of the file
@@ -219,88 +225,14 @@ void copy_data_in_range(int fd, std::byte* destination, const std::byte* source,
         if (from >= end) return;
         const off_t hole = data < 0 ? -1 : ::lseek(fd, data, SEEK_HOLE);
         const uint64_t to = hole < 0 ? end : std::min(static_cast<uint64_t>(hole), end);
-        copy_and_drop(destination, source, from, to);
+        copy_and_drop(destination + (from - start), source, from, to);
         offset = to;
     }
 }
 
-// A corrupt header must not steer the copy outside the mapping.
-void copy_range(int fd, std::byte* destination, const std::byte* source, uint64_t size,
-                uint64_t offset, uint64_t length) {
-    if (offset >= size) return;
-    length = std::min(length, size - offset);
-    copy_data_in_range(fd, destination, source, offset, offset + length);
-}
-
-// Copies only what the writer has handed out. The rest of the segment is a sparse tmpfs file,
-// and reading its holes through a shared mapping would allocate them, inflating the segment
-// to its full size in /dev/shm.
-void copy_segment_bytes(int fd, std::byte* destination, const std::byte* source, uint64_t size) {
-    if (size < sizeof(layout::Header)) {
-        copy_in_publication_order(destination, source, size);
-        return;
-    }
-    // The header's state word is its last field and is published last, so it is loaded first:
-    // a header copied as ready is then a complete one.
-    constexpr size_t kStateOffset = offsetof(layout::Header, state);
-    const uint32_t header_state =
-        __atomic_load_n(reinterpret_cast<const uint32_t*>(source + kStateOffset), __ATOMIC_ACQUIRE);
-    copy_in_publication_order(destination, source, sizeof(layout::Header));
-    layout::Header header;
-    std::memcpy(&header, destination, sizeof(header));
-
-    copy_range(
-        fd, destination, source, size, header.sites_offset,
-        uint64_t{std::min(header.sites_claimed, header.site_capacity)} * header.site_record_size);
-    // After the sites (rule R5: a site is published after its stack): every stack a copied site
-    // names was ready before stacks_used is loaded here.
-    const uint64_t stacks_used = __atomic_load_n(
-        reinterpret_cast<const uint64_t*>(source + offsetof(layout::Header, stacks_used)),
-        __ATOMIC_ACQUIRE);
-    copy_range(fd, destination, source, size, header.stacks_offset,
-               std::min(stacks_used, header.stacks_capacity));
-    // After the sites: a thread moves a delta entry's counts into the site record after marking
-    // the entry empty, so copying the entries after the records may miss counts in transit but
-    // never counts them twice. Entries naming sites claimed after sites_claimed was read are
-    // ignored by the parser. The writer backs the whole table at creation, so reading it all
-    // allocates nothing; a corrupt size is clamped to the file like every range.
-    const uint64_t delta_entries = uint64_t{header.bin_shards} * header.site_delta_slots;
-    copy_range(fd, destination, source, size, header.site_deltas_offset,
-               delta_entries > size / sizeof(layout::SiteDelta)
-                   ? size
-                   : delta_entries * sizeof(layout::SiteDelta));
-    // After the sites and their deltas: the writer counts a block in its bin before its site (or
-    // the site's delta entry), so the exact totals copied now cover every block the copied site
-    // counters show.
-    copy_range(fd, destination, source, size, header.bins_offset,
-               uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters));
-    copy_range(fd, destination, source, size, header.modules_offset,
-               uint64_t{std::min(header.modules_claimed, header.module_capacity)} *
-                   header.module_record_size);
-    // A string is handed out (strings_used) before it is written, and written before the record
-    // naming it is published; so strings_used loaded after the records covers all they name.
-    const uint32_t strings_used = __atomic_load_n(
-        reinterpret_cast<const uint32_t*>(source + offsetof(layout::Header, strings_used)),
-        __ATOMIC_ACQUIRE);
-    copy_range(fd, destination, source, size, header.strings_offset,
-               std::min(strings_used, header.strings_capacity));
-    std::memcpy(destination + kStateOffset, &header_state, sizeof(header_state));
-}
-
-// A concurrent truncate turns reads past the new end into SIGBUS; catch it instead of dying.
-bool copy_surviving_truncation(int fd, std::byte* destination, const std::byte* source,
-                               uint64_t size) {
-    SigbusHandlerScope handler;
-    sigjmp_buf escape;
-    if (sigsetjmp(escape, 1) != 0) return false;
-    sigbus_escape = &escape;
-    copy_segment_bytes(fd, destination, source, size);
-    sigbus_escape = nullptr;
-    return true;
-}
-
 // Zero-filled private memory the size of the segment: the parts left uncopied read as zero
-// (never-written slots) and cost nothing.
+// (never-written slots, and the site table, which is read from the file: SiteRecordSource) and
+// cost nothing.
 class PrivateCopy {
 public:
     PrivateCopy(uint64_t size, const std::filesystem::path& path) : size_(size) {
@@ -332,13 +264,127 @@ private:
     uint64_t size_;
 };
 
-void copy_file(const FileDescriptor& fd, const std::filesystem::path& path, PrivateCopy& copy) {
-    const auto size = copy.bytes().size();
-    if (size == 0) return;
-    const ReadOnlyMapping mapping(fd.get(), size, path);
-    if (!copy_surviving_truncation(fd.get(), copy.data(), mapping.data(), size))
-        throw SegmentFileError(quoted(path) + " shrank while it was being read", EFAULT);
-}
+// A segment file read while its writer may still run, in the order the writer publishes (layout
+// rules R5-R7): the header, then the site records (read by the parser where they lie, twice),
+// then what the sites name or what counts after them. Only what the writer has handed out is
+// read: the rest of the segment is a sparse tmpfs file, and reading its holes through a shared
+// mapping would allocate them, inflating the segment to its full size in /dev/shm.
+class SegmentReading {
+public:
+    SegmentReading(int fd, const std::filesystem::path& path, PrivateCopy& copy)
+        : fd_(fd), path_(path), copy_(copy), size_(copy.bytes().size()), mapping_(fd, size_, path) {}
+
+    // The header's state word is its last field and is published last, so it is loaded first:
+    // a header copied as ready is then a complete one. A file too small for a header is copied
+    // whole, for the parser to say so.
+    void copy_header() {
+        surviving_truncation([&] {
+            if (size_ < sizeof(layout::Header)) {
+                copy_in_publication_order(copy_.data(), source(), size_);
+                return;
+            }
+            const uint32_t state =
+                __atomic_load_n(reinterpret_cast<const uint32_t*>(source() + kStateOffset), __ATOMIC_ACQUIRE);
+            copy_in_publication_order(copy_.data(), source(), sizeof(layout::Header));
+            std::memcpy(copy_.data() + kStateOffset, &state, sizeof(state));
+        });
+    }
+
+    // SiteRecordSource::read: a chunk of whole records at a time, copied into one buffer.
+    void read_site_records(uint64_t offset, uint64_t record_size, uint32_t count,
+                           const SiteRecordSource::Visit& visit) {
+        const uint32_t per_chunk = std::max<uint32_t>(1, static_cast<uint32_t>(kChunkBytes / record_size));
+        std::vector<std::byte> chunk(std::min(per_chunk, count) * record_size);
+        for (uint32_t first = 0; first < count; first += std::min(per_chunk, count - first)) {
+            const uint64_t bytes = std::min(per_chunk, count - first) * record_size;
+            std::fill(chunk.begin(), chunk.end(), std::byte{0});
+            surviving_truncation([&] { copy_range(chunk.data(), offset + first * record_size, bytes); });
+            visit(first, std::span<const std::byte>(chunk.data(), bytes));
+        }
+    }
+
+    // SiteRecordSource::after_names.
+    void copy_after_names() {
+        const layout::Header header = copied_header();
+        surviving_truncation([&] {
+            // After the sites (rule R5: a site is published after its stack): every stack a site
+            // read names was ready before stacks_used is loaded here.
+            const uint64_t stacks_used = __atomic_load_n(
+                reinterpret_cast<const uint64_t*>(source() + offsetof(layout::Header, stacks_used)),
+                __ATOMIC_ACQUIRE);
+            copy_in_place(header.stacks_offset, std::min(stacks_used, header.stacks_capacity));
+            copy_in_place(header.modules_offset, uint64_t{std::min(header.modules_claimed, header.module_capacity)} *
+                                                     header.module_record_size);
+            // A string is handed out (strings_used) before it is written, and written before the
+            // record naming it is published; so strings_used loaded after the records covers all
+            // they name.
+            const uint32_t strings_used = __atomic_load_n(
+                reinterpret_cast<const uint32_t*>(source() + offsetof(layout::Header, strings_used)),
+                __ATOMIC_ACQUIRE);
+            copy_in_place(header.strings_offset, std::min(strings_used, header.strings_capacity));
+        });
+    }
+
+    // SiteRecordSource::after_sites.
+    void copy_after_sites() {
+        const layout::Header header = copied_header();
+        surviving_truncation([&] {
+            // After the sites: a thread moves a delta entry's counts into the site record after
+            // marking the entry empty, so reading the entries after the records may miss counts
+            // in transit but never counts them twice. Entries naming sites claimed after
+            // sites_claimed was read are ignored by the parser. The writer backs the whole table
+            // at creation, so reading it all allocates nothing; a corrupt size is clamped to the
+            // file like every range.
+            const uint64_t delta_entries = uint64_t{header.bin_shards} * header.site_delta_slots;
+            copy_in_place(header.site_deltas_offset, delta_entries > size_ / sizeof(layout::SiteDelta)
+                                                         ? size_
+                                                         : delta_entries * sizeof(layout::SiteDelta));
+            // After the sites and their deltas: the writer counts a block in its bin before its
+            // site (or the site's delta entry), so the exact totals read now cover every block the
+            // site counters read show.
+            copy_in_place(header.bins_offset,
+                          uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters));
+        });
+    }
+
+private:
+    static constexpr size_t kStateOffset = offsetof(layout::Header, state);
+
+    const std::byte* source() const { return mapping_.data(); }
+    layout::Header copied_header() const {
+        layout::Header header;
+        std::memcpy(&header, copy_.bytes().data(), sizeof(header));
+        return header;
+    }
+
+    // A corrupt header must not steer the copy outside the mapping.
+    void copy_range(std::byte* destination, uint64_t offset, uint64_t length) {
+        if (offset >= size_) return;
+        length = std::min(length, size_ - offset);
+        copy_data_in_range(fd_, destination, source(), offset, offset + length);
+    }
+    void copy_in_place(uint64_t offset, uint64_t length) {
+        if (offset < size_) copy_range(copy_.data() + offset, offset, length);
+    }
+
+    // A concurrent truncate turns reads past the new end into SIGBUS; caught instead of dying.
+    // `copy` only copies: nothing it does needs undoing when the signal jumps out of it.
+    template <class Copy>
+    void surviving_truncation(const Copy& copy) {
+        sigjmp_buf escape;
+        if (sigsetjmp(escape, 1) != 0)
+            throw SegmentFileError(quoted(path_) + " shrank while it was being read", EFAULT);
+        sigbus_escape = &escape;
+        copy();
+        sigbus_escape = nullptr;
+    }
+
+    int fd_;
+    const std::filesystem::path& path_;
+    PrivateCopy& copy_;
+    uint64_t size_;
+    ReadOnlyMapping mapping_;
+};
 
 uint64_t file_size(const FileDescriptor& fd, const std::filesystem::path& path) {
     const auto size = static_cast<uint64_t>(status_of(fd, path).st_size);
@@ -364,16 +410,29 @@ bool writer_still_initializing(std::span<const std::byte> bytes) {
 Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions& options) {
     const FileDescriptor fd = open_segment(path);
     require_trustworthy(status_of(fd, path), path);
+    const SigbusHandlerScope handler;
 
     const auto deadline = std::chrono::steady_clock::now() + options.ready_timeout;
     for (;;) {
         PrivateCopy copy(file_size(fd, path), path);
-        copy_file(fd, path, copy);
-        if (!writer_still_initializing(copy.bytes()) ||
-            std::chrono::steady_clock::now() >= deadline)
-            return parse_segment(copy.bytes(),
-                                 [&](std::span<const std::byte> part) { copy.release(part); });
-        std::this_thread::sleep_for(kReadyPollInterval);
+        const auto release = [&](std::span<const std::byte> part) { copy.release(part); };
+        if (copy.bytes().empty()) {
+            if (std::chrono::steady_clock::now() >= deadline) return parse_segment(copy.bytes());
+            std::this_thread::sleep_for(kReadyPollInterval);
+            continue;
+        }
+        SegmentReading reading(fd.get(), path, copy);
+        reading.copy_header();
+        if (writer_still_initializing(copy.bytes()) && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(kReadyPollInterval);
+            continue;
+        }
+        const SiteRecordSource streamed{
+            [&](uint64_t offset, uint64_t record_size, uint32_t count, const SiteRecordSource::Visit& visit) {
+                reading.read_site_records(offset, record_size, count, visit);
+            },
+            [&] { reading.copy_after_names(); }, [&] { reading.copy_after_sites(); }};
+        return parse_segment(copy.bytes(), release, &streamed);
     }
 }
 

@@ -90,12 +90,14 @@ public:
         return std::string(begin, ref.length);
     }
 
-    // A string named by its offset alone: it must end with a NUL inside the pool.
-    std::string get_terminated(uint32_t offset, const std::string& owner) const {
+    // A string named by its offset alone: it must end with a NUL inside the pool. owner() names
+    // its owner for the message, made only if there is one to give.
+    template <class Owner>
+    std::string get_terminated(uint32_t offset, const Owner& owner) const {
         const std::string_view pool(reinterpret_cast<const char*>(pool_.data()), pool_.size());
         const auto end = offset < pool.size() ? pool.find('\0', offset) : std::string_view::npos;
         if (end == std::string_view::npos)
-            fail(owner + " string at offset " + number(offset) + " has no NUL inside the " +
+            fail(owner() + " string at offset " + number(offset) + " has no NUL inside the " +
                  number(pool_.size()) + "-byte string pool");
         return std::string(pool.substr(offset, end - offset));
     }
@@ -451,7 +453,7 @@ private:
     template <class Owner>
     void check_ruby_file(uint32_t offset, const Owner& owner) {
         const auto [entry, is_new] = ruby_files_.try_emplace(offset);
-        if (is_new) entry->second = strings_.get_terminated(offset, owner());
+        if (is_new) entry->second = strings_.get_terminated(offset, owner);
     }
 
     std::span<const std::byte> bytes_;
@@ -466,74 +468,113 @@ private:
     std::unordered_map<uint32_t, SharedText> ruby_files_;
 };
 
+// The site records in slot order, a chunk of whole records at a time, from the bytes parsed or
+// from `streamed` (see SiteRecordSource).
+class SiteRecordChunks {
+public:
+    SiteRecordChunks(std::span<const std::byte> bytes, const layout::Header& header, const SiteRecordSource* streamed)
+        : bytes_(bytes), header_(header), streamed_(streamed),
+          count_(std::min(header.sites_claimed, header.site_capacity)) {}
+
+    uint32_t count() const { return count_; }
+
+    // Calls visit(slot, record) for every record; `done_with`, if set, is given the records of
+    // the bytes parsed behind the visit, a megabyte at a time.
+    template <class Visit>
+    void for_each(const Visit& visit, const DoneWithBytes& done_with = {}) const {
+        const uint64_t record_size = header_.site_record_size;
+        const auto visit_chunk = [&](uint32_t first_slot, std::span<const std::byte> records) {
+            const uint64_t in_chunk = records.size() / record_size;
+            for (uint64_t i = 0; i < in_chunk; ++i)
+                visit(first_slot + static_cast<uint32_t>(i), load<layout::SiteRecord>(records, i * record_size));
+        };
+        if (streamed_ != nullptr) {
+            streamed_->read(header_.sites_offset, record_size, count_, visit_chunk);
+            return;
+        }
+        const uint32_t per_chunk = std::max<uint32_t>(1, static_cast<uint32_t>(kChunkBytes / record_size));
+        for (uint32_t first = 0; first < count_; first += std::min(per_chunk, count_ - first)) {
+            const uint32_t slots = std::min(per_chunk, count_ - first);
+            const auto records = bytes_.subspan(header_.sites_offset + uint64_t{first} * record_size,
+                                                uint64_t{slots} * record_size);
+            visit_chunk(first, records);
+            if (done_with) done_with(records);
+        }
+    }
+
+private:
+    static constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
+
+    std::span<const std::byte> bytes_;
+    const layout::Header& header_;
+    const SiteRecordSource* streamed_;
+    uint32_t count_;
+};
+
 // In two passes over the records. The first checks them and marks the stacks they name, checks
-// those and makes their store, so that the copy's stack table is given back before any site is
-// made; the second makes the sites, giving the copy's records back as it goes. In one pass, the
-// sites were all made before the store, and the store while the stack table was still resident:
-// on a Rails boot, `--by ruby` (which resolves no native frame) took 17.1 MiB; with the indexes
-// of the stacks checked kept as hash tables, 16.4.
+// those and makes their store, so that the stack table is given back before any site is made;
+// the second makes the sites. Only records ready in the first pass are made sites: their stacks
+// were ready before the stack table was read, and a live writer adds sites all the time. A
+// streamed segment's site table is never copied whole: made from a copy of it, the parse of the
+// Rails example peaked with the 4.9 MiB of that copy, its stack table and the store of its stacks
+// at once, and `--by ruby` took 14.0 MiB; now the parse peaks at what it makes, 12.5 MiB with
+// the reader's code, and `--by ruby` takes 13.0.
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
-                              const StringPool& strings,
+                              const StringPool& strings, const SiteRecordSource* streamed,
                               std::vector<std::shared_ptr<const StackStore>>& stores,
                               const DoneWithBytes& done_with) {
-    const uint32_t count = std::min(header.sites_claimed, header.site_capacity);
-    const auto offset_of = [&](uint32_t slot) {
-        return header.sites_offset + uint64_t{slot} * header.site_record_size;
-    };
-    const auto record_at = [&](uint32_t slot) { return load<layout::SiteRecord>(bytes, offset_of(slot)); };
-    const auto names_a_stack = [](const layout::SiteRecord& record, uint32_t slot) {
-        return record.state == layout::kReady && !layout::is_overflow_site(slot);
-    };
-    StackTable stacks(bytes, header, strings);
-    std::size_t ready = 0;
-    for (uint32_t slot = 0; slot < count; ++slot) {
-        const auto record = record_at(slot);
-        if (record.state != layout::kReady) continue;
-        ++ready;
+    const SiteRecordChunks records(bytes, header, streamed);
+    // Whether the record names a stack; throws if it is not a record the writer makes.
+    const auto check_record = [](uint32_t slot, const layout::SiteRecord& record) {
         const auto owner = [&] { return "site " + number(slot); };
         if (record.size_class >= layout::kSizeClassCount)
             fail(owner() + " has size class " + number(record.size_class) + ", there are " +
                  number(layout::kSizeClassCount));
-        if (!names_a_stack(record, slot)) {
-            if (record.stack != layout::kNoStack || record.size_class != slot)
-                fail("overflow " + owner() + " must have no stack and size class " + number(slot) +
-                     ", has stack " + number(record.stack) + " and size class " +
-                     number(record.size_class));
-            continue;
-        }
-        if (record.stack == layout::kNoStack) fail(owner() + " has no stack");
-        stacks.name(record.stack, owner);
-    }
-    stacks.check_named([&](uint32_t reference) {
-        uint32_t slot = 0;
-        while (slot < count && !(names_a_stack(record_at(slot), slot) && record_at(slot).stack == reference))
-            ++slot;
-        return "site " + number(slot);
+        const bool overflow = layout::is_overflow_site(slot);
+        if (overflow && (record.stack != layout::kNoStack || record.size_class != slot))
+            fail("overflow " + owner() + " must have no stack and size class " + number(slot) +
+                 ", has stack " + number(record.stack) + " and size class " + number(record.size_class));
+        if (!overflow && record.stack == layout::kNoStack) fail(owner() + " has no stack");
+        return !overflow;
+    };
+
+    StackTable stacks(bytes, header, strings);
+    std::vector<bool> ready_when_named(records.count());
+    std::size_t ready = 0;
+    records.for_each([&](uint32_t slot, const layout::SiteRecord& record) {
+        if (record.state != layout::kReady) return;
+        ready_when_named[slot] = true;
+        ++ready;
+        if (check_record(slot, record)) stacks.name(record.stack, [&] { return "site " + number(slot); });
+    });
+    if (streamed != nullptr) streamed->after_names();
+    stacks.check_named([&](uint32_t reference) {  // for a message: read the records once more
+        std::optional<uint32_t> first;
+        records.for_each([&](uint32_t slot, const layout::SiteRecord& record) {
+            if (!first && ready_when_named[slot] && !layout::is_overflow_site(slot) && record.stack == reference)
+                first = slot;
+        });
+        return "site " + number(first.value_or(records.count()));
     });
     const std::shared_ptr<const StackStore> store = stacks.store(done_with);
     if (done_with)
-        done_with(bytes.subspan(header.stacks_offset,
-                                std::min(header.stacks_used, header.stacks_capacity)));
+        done_with(bytes.subspan(header.stacks_offset, std::min(header.stacks_used, header.stacks_capacity)));
 
     std::vector<Site> sites;
     sites.reserve(ready);  // once, at its size: grown by doubling it took twice that for a moment
-    const uint32_t slots_per_release =
-        std::max<uint32_t>(1, (uint32_t{1} << 20) / header.site_record_size);
-    for (uint32_t slot = 0; slot < count; ++slot) {
-        if (done_with && slot > 0 && slot % slots_per_release == 0)
-            done_with(bytes.subspan(offset_of(slot - slots_per_release),
-                                    uint64_t{slots_per_release} * header.site_record_size));
-        const auto record = record_at(slot);
-        if (record.state != layout::kReady) continue;
-        const bool overflow = !names_a_stack(record, slot);
-        const uint32_t stack = overflow ? StackTable::kNotReady : stacks.index(record.stack);
-        if (!overflow && stack == StackTable::kNotReady) continue;  // its stack was not ready
-        Site& site = sites.emplace_back();
-        site.id = slot;
-        site.set_key(overflow ? nullptr : &store->stacks[stack], record.size_class, overflow);  // class checked above
-        site.set_counters({record.allocs, record.frees, record.alloc_bytes, record.free_bytes});
-    }
-    if (done_with) done_with(bytes.subspan(header.sites_offset, uint64_t{count} * header.site_record_size));
+    records.for_each(
+        [&](uint32_t slot, const layout::SiteRecord& record) {
+            if (!ready_when_named[slot]) return;
+            const bool overflow = !check_record(slot, record);  // read again: checked again
+            const uint32_t stack = overflow ? StackTable::kNotReady : stacks.index(record.stack);
+            if (!overflow && stack == StackTable::kNotReady) return;  // its stack was not ready
+            Site& site = sites.emplace_back();
+            site.id = slot;
+            site.set_key(overflow ? nullptr : &store->stacks[stack], record.size_class, overflow);
+            site.set_counters({record.allocs, record.frees, record.alloc_bytes, record.free_bytes});
+        },
+        done_with);
+    if (streamed != nullptr) streamed->after_sites();
     stores.push_back(store);
     return sites;
 }
@@ -606,7 +647,8 @@ Counters sum_bins(const std::vector<Counters>& bins) {
 
 }  // namespace
 
-Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& done_with) {
+Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& done_with,
+                       const SiteRecordSource* streamed) {
     const auto header = parse_header(bytes);
     // An empty pool's offset is never checked, so it must not be used to slice.
     const StringPool strings(header.strings_capacity == 0
@@ -614,6 +656,8 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
                                  : bytes.subspan(header.strings_offset, header.strings_capacity));
 
     Snapshot snapshot;
+    // First: a streamed segment's other parts are copied after its site records are read.
+    snapshot.sites = parse_sites(bytes, header, strings, streamed, snapshot.stack_stores, done_with);
     snapshot.pid = header.pid;
     snapshot.parent_pid = header.parent_pid;
     snapshot.start_time_ticks = header.start_time_ticks;
@@ -633,7 +677,6 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     snapshot.sample_interval = header.sample_interval;
     if (header.layout_version >= 7) snapshot.writer_private_bytes = uint64_t{header.private_kib} * 1024;
     snapshot.modules = parse_modules(bytes, header, strings);
-    snapshot.sites = parse_sites(bytes, header, strings, snapshot.stack_stores, done_with);
     add_site_deltas(bytes, header, snapshot.sites);
     if (done_with)
         done_with(bytes.subspan(header.site_deltas_offset, uint64_t{header.bin_shards} *

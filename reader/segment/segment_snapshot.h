@@ -340,9 +340,27 @@ struct Snapshot {
 // made.
 using DoneWithBytes = std::function<void(std::span<const std::byte>)>;
 
-// Parses a private copy of a segment. Every offset, size and count is checked against the bytes
-// before use; anything inconsistent throws SegmentError.
-Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& done_with = {});
+// Where a live segment's site records are read from instead of the copy parsed: the file itself,
+// so that the copy never holds the site table, the largest part of a segment (4.9 MiB of a Rails
+// process's 7.4), next to the sites made of it. After parse_segment has checked the header, it
+// reads the records once, calls after_names(), which copies into the bytes parsed what the sites
+// name (stacks, modules and strings), reads the records again and calls after_sites(), which
+// copies what counts after the sites (their delta entries, the bins): the order the writer
+// publishes them in.
+struct SiteRecordSource {
+    using Visit = std::function<void(uint32_t first_slot, std::span<const std::byte> records)>;
+    // Calls visit() with the table's first `count` records of `record_size` bytes from `offset`
+    // in slot order, each as it is then published, a chunk of whole records at a time.
+    std::function<void(uint64_t offset, uint64_t record_size, uint32_t count, const Visit& visit)> read;
+    std::function<void()> after_names;
+    std::function<void()> after_sites;
+};
+
+// Parses a private copy of a segment, its site records from `streamed` if given. Every offset,
+// size and count is checked against the bytes before use; anything inconsistent throws
+// SegmentError.
+Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& done_with = {},
+                       const SiteRecordSource* streamed = nullptr);
 
 // One line saying which sites' counters are impossible and what that means, if any are.
 std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot);
