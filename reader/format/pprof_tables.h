@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <stdexcept>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -96,10 +97,13 @@ private:
     FlatSlots<PprofStringTable> slots_;
 };
 
-// An id for each pair of numbers, made by the caller the first time the pair is seen.
+// An id for each pair of numbers, made by the caller the first time the pair is seen. The second
+// number of a pair is a line or a string's index, and ids count a profile's functions or
+// locations: each fits 32 bits, so that an entry takes 16 bytes, not 24 (the Rails example's
+// profile makes 28,000 of them).
 class PairIds {
 public:
-    using Pair = std::pair<uint64_t, uint64_t>;
+    using Pair = std::pair<uint64_t, uint32_t>;
 
     // The id of `key`, or 0 if it has none yet.
     uint64_t find(const Pair& key) {
@@ -108,18 +112,22 @@ public:
     }
     // Gives `key`, just looked for with find() and not found, its id.
     void add(const Pair& key, uint64_t id) {
-        entries_.push_back({key, id});
+        if (id > UINT32_MAX) throw std::length_error("more than 4 billion pprof functions or locations");
+        entries_.push_back({key.first, key.second, static_cast<uint32_t>(id)});
         slots_.occupy(slot_, entries_.size() - 1);
     }
 
-    bool key_equals(std::size_t entry, const Pair& key) const { return entries_[entry].key == key; }
-    uint64_t hash_of(std::size_t entry) const { return hash(entries_[entry].key); }
+    bool key_equals(std::size_t entry, const Pair& key) const { return entries_[entry].key() == key; }
+    uint64_t hash_of(std::size_t entry) const { return hash(entries_[entry].key()); }
 
 private:
     struct Entry {
-        Pair key;
-        uint64_t id;
+        uint64_t first;
+        uint32_t second;
+        uint32_t id;
+        Pair key() const { return {first, second}; }
     };
+    static_assert(sizeof(Entry) == 16);
     static uint64_t hash(const Pair& key) { return mixed(key.first * 31 + mixed(key.second)); }
 
     std::deque<Entry> entries_;  // grown without copying: ids are made through the whole profile

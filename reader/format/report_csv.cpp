@@ -19,8 +19,6 @@ std::string csv_field(std::string_view text) {
     return quoted + '"';
 }
 
-std::string function_name(const ResolvedFrame& frame) { return frame.function.value_or("??"); }
-
 void write_row(std::ostream& out, std::size_t rank, const ReportRow& row, const ReportInput& input) {
     std::string stack;
     // The innermost frame shown, malloc's caller unless --hide-runtime passed over it, stands
@@ -30,12 +28,12 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row, const 
     for (const std::size_t i : shown) {
         const AddressFrames& frames = input.symbolizer.resolve(row.frames()[i], row.module_generation());
         if (i == shown.front()) {
-            function = function_name(frames.front());
+            function = frames.front().function_or_unknown();
             location = source_location(frames.front());
             module = frames.front().module.value_or("");
         }
         for (const ResolvedFrame& frame : frames)
-            stack += (stack.empty() ? "" : ";") + function_name(frame);
+            stack += (stack.empty() ? "" : ";") + frame.function_or_unknown();
     }
     if (row.overflow) function = "[overflow site]";
     const Counters& counters = row.counters;

@@ -24,7 +24,7 @@ uint64_t folded_value(const ReportRow& row, ValueKind value) {
 }  // namespace
 
 std::string frame_name(const ResolvedFrame& frame) {
-    if (frame.function) return *frame.function;
+    if (frame.function) return frame.function->str();
     if (frame.module && frame.module_offset)
         return std::filesystem::path(frame.module->str()).filename().string() + '+' +
                hex_address(*frame.module_offset);

@@ -154,7 +154,8 @@ private:
         // adds them in the order a new function would: its name, then its file.
         const int64_t name_index = string_index(name);  // in this order, not as arguments
         const int64_t file_index = string_index(file);
-        const PairIds::Pair key{static_cast<uint64_t>(name_index), static_cast<uint64_t>(file_index)};
+        // A profile of more than 4 billion strings would not fit in memory.
+        const PairIds::Pair key{static_cast<uint64_t>(name_index), static_cast<uint32_t>(file_index)};
         if (const uint64_t found = functions_.find(key)) return found;
         const uint64_t id = add_function(name_index, file_index, name_index);
         functions_.add(key, id);

@@ -47,7 +47,7 @@ std::string padded_left(const std::string& text, std::size_t width) {
 bool full_names(const ReportOptions& options) { return options.full_names || options.site; }
 
 void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& frame, bool full) {
-    const std::string function = frame.function.value_or("??");
+    const std::string function = frame.function_or_unknown();
     out << "    #" << index << ' ' << hex_address(frame.address) << ' '
         << printable(full ? function : short_function_name(function));
     if (const auto location = source_location(frame); !location.empty())

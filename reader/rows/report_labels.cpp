@@ -87,7 +87,7 @@ std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& sym
     std::string summary =
         row.frames().empty()
             ? "(no stack)"
-            : symbolizer.resolve(row.frames()[0], row.module_generation()).front().function.value_or("??");
+            : symbolizer.resolve(row.frames()[0], row.module_generation()).front().function_or_unknown();
     if (short_names) summary = short_function_name(summary);
     if (row.innermost_ruby()) summary += "  ruby: " + ruby_location_text(*row.innermost_ruby());
     return summary;

@@ -14,7 +14,7 @@ namespace leakwrap {
 FocusVerdict RowMatcher::native_verdict(const ResolvedFrame& frame) {
     const auto [entry, is_new] = native_.try_emplace(&frame);
     if (is_new) {
-        if (frame.function) entry->second |= patterns_.verdict(*frame.function);
+        if (frame.function) entry->second |= patterns_.verdict(frame.function->str());
         if (frame.file) entry->second |= patterns_.verdict(*frame.file);
         if (frame.module) entry->second |= patterns_.verdict(*frame.module);
     }

@@ -8,7 +8,7 @@ namespace leakwrap {
 
 bool is_runtime_frame(const ResolvedFrame& frame) {
     // _start is linked into the executable itself, so its module does not tell.
-    return is_runtime_module(frame.module.value_or("")) || frame.function == "_start";
+    return is_runtime_module(frame.module.value_or("")) || (frame.function && frame.function->str() == "_start");
 }
 
 std::vector<std::size_t> shown_frame_indexes(const ReportRow& row, Symbolizer& symbolizer,

@@ -248,25 +248,17 @@ std::vector<InlinedCall> inlined_calls(Dwfl_Module* module, uint64_t address) {
 // symbol table on every call: on cc1plus (about 100,000 symbols) that was 2 s for 1000 rows.
 class FunctionIndex {
 public:
-    explicit FunctionIndex(Dwfl_Module* module) {
-        const int count = dwfl_module_getsymtab(module);
-        for (int i = 1; i < count; ++i) {
-            GElf_Sym symbol{};
-            GElf_Addr address = 0;
-            GElf_Word section = SHN_UNDEF;
-            const char* name =
-                dwfl_module_getsym_info(module, i, &symbol, &address, &section, nullptr, nullptr);
-            const int type = GELF_ST_TYPE(symbol.st_info);
-            // An undefined symbol names code of another module; in a non-PIE executable its
-            // value is the address of its PLT entry, which would otherwise stretch over the
-            // module's stripped code up to the next symbol.
-            if (name == nullptr || *name == '\0' || address == 0 || section == SHN_UNDEF ||
-                (type != STT_FUNC && type != STT_GNU_IFUNC))
-                continue;
-            functions_.push_back({address, name,
-                                  static_cast<uint32_t>(std::min<uint64_t>(symbol.st_size, UINT32_MAX)),
-                                  section, binding_rank(symbol)});
-        }
+    explicit FunctionIndex(Dwfl_Module* module) : module_(module) {
+        Dwarf_Addr high = 0;
+        dwfl_module_info(module, nullptr, &low_, &high, nullptr, nullptr, nullptr, nullptr);
+        // Counted first, so that the index is allocated once at its size: grown by doubling,
+        // libruby's and libc's held up to twice what they use, through the whole report.
+        std::size_t count = 0;
+        for_each_function([&](const char*, uint64_t, uint32_t, uint32_t, uint32_t) { ++count; });
+        functions_.reserve(count);
+        for_each_function([&](const char* name, uint64_t start, uint32_t size, uint32_t section, uint32_t rank) {
+            functions_.push_back({static_cast<uint32_t>(start - low_), size, name, section, rank});
+        });
         // At one address, the preferred name (global, then weak, then local) comes first.
         std::sort(functions_.begin(), functions_.end(), [](const Function& a, const Function& b) {
             return a.start != b.start ? a.start < b.start : a.rank < b.rank;
@@ -278,27 +270,55 @@ public:
     // The function whose extent holds `address`; a zero-sized symbol extends to the next one in
     // its section, and covers nothing more when it is its section's last.
     const char* name_at(uint64_t address) const {
-        auto after = std::upper_bound(functions_.begin(), functions_.end(), address,
-                                      [](uint64_t wanted, const Function& f) { return wanted < f.start; });
+        if (address < low_ || address - low_ > UINT32_MAX) return nullptr;
+        const auto offset = static_cast<uint32_t>(address - low_);
+        auto after = std::upper_bound(functions_.begin(), functions_.end(), offset,
+                                      [](uint32_t wanted, const Function& f) { return wanted < f.start; });
         if (after == functions_.begin()) return nullptr;
         auto at = std::prev(after);
         while (at != functions_.begin() && std::prev(at)->start == at->start) --at;
-        const uint64_t end = at->size != 0 ? at->start + at->size
+        const uint64_t end = at->size != 0 ? uint64_t{at->start} + at->size
                              : after != functions_.end() && after->section == at->section
                                  ? after->start
-                                 : at->start + 1;
-        return address < end ? at->name : nullptr;
+                                 : uint64_t{at->start} + 1;
+        return offset < end ? at->name : nullptr;
     }
 
 private:
-    // 24 bytes: libc's symbol table alone has 30,000 functions.
-    struct Function {
-        uint64_t start;
-        const char* name;  // in the module's string table, alive as long as the Dwfl
+    // 20 bytes: libc's symbol table alone has 30,000 functions. (Named by their index in the
+    // symbol table instead, 16 bytes, each name looked up took a page of the table back into the
+    // reader's memory, 64 KiB with the pages the kernel maps around it.)
+    struct __attribute__((packed, aligned(4))) Function {
+        uint32_t start;    // from the module's lowest address: no module spans 4 GiB
         uint32_t size;     // no function is 4 GiB long
+        const char* name;  // in the module's string table, alive as long as the Dwfl
         uint32_t section : 30;
         uint32_t rank : 2;
     };
+    static_assert(sizeof(Function) == 20);
+
+    // Calls visit(name, start, size, section, rank) for each symbol that names a function of the
+    // module.
+    template <class Visit>
+    void for_each_function(const Visit& visit) const {
+        const int count = dwfl_module_getsymtab(module_);
+        for (int i = 1; i < count; ++i) {
+            GElf_Sym symbol{};
+            GElf_Addr address = 0;
+            GElf_Word section = SHN_UNDEF;
+            const char* name =
+                dwfl_module_getsym_info(module_, i, &symbol, &address, &section, nullptr, nullptr);
+            const int type = GELF_ST_TYPE(symbol.st_info);
+            // An undefined symbol names code of another module; in a non-PIE executable its
+            // value is the address of its PLT entry, which would otherwise stretch over the
+            // module's stripped code up to the next symbol.
+            if (name == nullptr || *name == '\0' || address == 0 || section == SHN_UNDEF ||
+                (type != STT_FUNC && type != STT_GNU_IFUNC) || address < low_ || address - low_ > UINT32_MAX)
+                continue;
+            visit(name, address, static_cast<uint32_t>(std::min<uint64_t>(symbol.st_size, UINT32_MAX)), section,
+                  binding_rank(symbol));
+        }
+    }
 
     static uint32_t binding_rank(const GElf_Sym& symbol) {
         switch (GELF_ST_BIND(symbol.st_info)) {
@@ -308,6 +328,8 @@ private:
         }
     }
 
+    Dwfl_Module* module_;
+    Dwarf_Addr low_ = 0;
     std::vector<Function> functions_;
 };
 

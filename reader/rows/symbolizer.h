@@ -20,12 +20,12 @@
 
 namespace leakwrap {
 
-// Kept for every address a report resolves: the texts that many frames share (files, modules,
-// notes) are SharedText, 4 bytes each; as strings, a frame took 190 bytes and a copy of its
-// module's path.
+// Kept for every address a report resolves: the texts that many frames share (functions, files,
+// modules, notes) are SharedText, 4 bytes each; as strings, a frame took 190 bytes and a copy of
+// its module's path, and the function names of the Rails example's 3,800 addresses 0.3 MiB.
 struct ResolvedFrame {
     uint64_t address = 0;                 // as recorded: a return address
-    std::optional<std::string> function;  // demangled
+    std::optional<SharedText> function;   // demangled
     std::optional<SharedText> file;       // as DWARF gives it, possibly absolute
     std::optional<uint32_t> line;
     std::optional<SharedText> module;       // path, or the name of a pathless module like [vdso]
@@ -34,6 +34,9 @@ struct ResolvedFrame {
     // The function was inlined into the next frame, which holds the code at `address`; the
     // frames of one address share address, module and module_offset.
     bool inlined = false;
+
+    // The function's name, or "??" as the tools of the trade print an unknown one.
+    std::string function_or_unknown() const { return function ? function->str() : "??"; }
 };
 
 // The frames of one address, innermost first: the functions inlined there (if any), then the
