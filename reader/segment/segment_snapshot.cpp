@@ -23,6 +23,9 @@ namespace layout = leakwrap::layout;
 constexpr uint32_t kMaxBinShards = 256;
 // Bounds the site delta table with it (at most 1M entries, 40 MiB); the writer keeps far fewer.
 constexpr uint32_t kMaxSiteDeltaSlots = 4096;
+// Site records are read a chunk of whole records at a time (SiteRecordSource): a record size
+// taken from a corrupt header must not make a chunk of gigabytes. The writer's are 40 bytes.
+constexpr uint32_t kMaxSiteRecordSize = 4096;
 // Site keeps a class in 8 bits.
 static_assert(layout::kSizeClassCount <= 256);
 // RubyNode keeps its caller's distance in 32 bits: nodes of layout 6 are no more than the frame
@@ -154,9 +157,9 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
         header.site_capacity > layout::kMaxSiteCapacity)
         fail("site_capacity " + number(header.site_capacity) + " is outside [" +
              number(layout::kMinSiteCapacity) + ", " + number(layout::kMaxSiteCapacity) + "]");
-    if (header.site_record_size < sizeof(layout::SiteRecord))
-        fail("site_record_size " + number(header.site_record_size) + " is below " +
-             number(sizeof(layout::SiteRecord)));
+    if (header.site_record_size < sizeof(layout::SiteRecord) || header.site_record_size > kMaxSiteRecordSize)
+        fail("site_record_size " + number(header.site_record_size) + " is outside [" +
+             number(sizeof(layout::SiteRecord)) + ", " + number(kMaxSiteRecordSize) + "]");
     if (header.module_record_size < sizeof(layout::ModuleRecord))
         fail("module_record_size " + number(header.module_record_size) + " is below " +
              number(sizeof(layout::ModuleRecord)));
