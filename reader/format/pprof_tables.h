@@ -13,8 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <stdexcept>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>

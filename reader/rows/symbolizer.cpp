@@ -249,8 +249,7 @@ std::vector<InlinedCall> inlined_calls(Dwfl_Module* module, uint64_t address) {
 class FunctionIndex {
 public:
     explicit FunctionIndex(Dwfl_Module* module) : module_(module) {
-        Dwarf_Addr high = 0;
-        dwfl_module_info(module, nullptr, &low_, &high, nullptr, nullptr, nullptr, nullptr);
+        dwfl_module_info(module, nullptr, &low_, nullptr, nullptr, nullptr, nullptr, nullptr);
         // Counted first, so that the index is allocated once at its size: grown by doubling,
         // libruby's and libc's held up to twice what they use, through the whole report.
         std::size_t count = 0;
