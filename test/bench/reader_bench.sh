@@ -2,11 +2,11 @@
 # What reading a profile costs: makes a real segment with many sites (rdoc over Ruby's irb
 # library under the preload, kept with LEAKWRAP_KEEP=1: about 80,000 sites), then times
 # leakwrap-report on it, median of RUNS runs each:
-#   - snapshot: copy and parse the whole segment, merge its sites into rows, symbolize the top
+#   - snapshot: read and parse the whole segment, merge its sites into rows, symbolize the top
 #     row (`--top 1`);
 #   - top N rows: the same and symbolize every frame of the N largest rows (text and JSON).
-# The target's side needs no measurement: the reader maps the segment read-only, copies it and
-# takes no lock the target could wait for.
+# The target's side needs no measurement: the reader maps the segment read-only, reads its site
+# records through the mapping, copies the rest and takes no lock the target could wait for.
 #
 # Usage: test/bench/reader_bench.sh [-n RUNS (default 5)] [-b BUILD_DIR] [-r ROWS (default 10000)]
 set -euo pipefail
