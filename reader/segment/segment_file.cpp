@@ -293,14 +293,14 @@ public:
     // SiteRecordSource::read: a chunk of whole records at a time, copied into one buffer.
     void read_site_records(uint64_t offset, uint64_t record_size, uint32_t count,
                            const SiteRecordSource::Visit& visit) {
-        const uint32_t per_chunk = std::max<uint32_t>(1, static_cast<uint32_t>(kChunkBytes / record_size));
-        std::vector<std::byte> chunk(std::min(per_chunk, count) * record_size);
-        for (uint32_t first = 0; first < count; first += std::min(per_chunk, count - first)) {
-            const uint64_t bytes = std::min(per_chunk, count - first) * record_size;
+        std::vector<std::byte> chunk;
+        for_each_record_chunk(count, record_size, kChunkBytes, [&](uint32_t first, uint32_t slots) {
+            const uint64_t bytes = slots * record_size;
+            if (chunk.size() < bytes) chunk.resize(bytes);
             std::fill(chunk.begin(), chunk.end(), std::byte{0});
             surviving_truncation([&] { copy_range(chunk.data(), offset + first * record_size, bytes); });
             visit(first, std::span<const std::byte>(chunk.data(), bytes));
-        }
+        });
     }
 
     // SiteRecordSource::after_names.

@@ -495,14 +495,12 @@ public:
             streamed_->read(header_.sites_offset, record_size, count_, visit_chunk);
             return;
         }
-        const uint32_t per_chunk = std::max<uint32_t>(1, static_cast<uint32_t>(kChunkBytes / record_size));
-        for (uint32_t first = 0; first < count_; first += std::min(per_chunk, count_ - first)) {
-            const uint32_t slots = std::min(per_chunk, count_ - first);
+        for_each_record_chunk(count_, record_size, kChunkBytes, [&](uint32_t first, uint32_t slots) {
             const auto records = bytes_.subspan(header_.sites_offset + uint64_t{first} * record_size,
                                                 uint64_t{slots} * record_size);
             visit_chunk(first, records);
             if (done_with) done_with(records);
-        }
+        });
     }
 
 private:

@@ -347,6 +347,18 @@ using DoneWithBytes = std::function<void(std::span<const std::byte>)>;
 // name (stacks, modules and strings), reads the records again and calls after_sites(), which
 // copies what counts after the sites (their delta entries, the bins): the order the writer
 // publishes them in.
+// Calls visit(first_slot, slots) for the runs of whole records, in order, that split `count` records
+// of `record_size` bytes into chunks of at most `chunk_bytes` (one record at least).
+template <class Visit>
+void for_each_record_chunk(uint32_t count, uint64_t record_size, uint64_t chunk_bytes, const Visit& visit) {
+    const auto per_chunk = static_cast<uint32_t>(std::clamp<uint64_t>(chunk_bytes / record_size, 1, UINT32_MAX));
+    for (uint32_t first = 0; first < count;) {
+        const uint32_t slots = std::min(per_chunk, count - first);
+        visit(first, slots);
+        first += slots;
+    }
+}
+
 struct SiteRecordSource {
     using Visit = std::function<void(uint32_t first_slot, std::span<const std::byte> records)>;
     // Calls visit() with the table's first `count` records of `record_size` bytes from `offset`
