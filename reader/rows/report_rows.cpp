@@ -15,11 +15,11 @@ namespace {
 // ordinary record can never join it.
 struct RowKey {
     bool overflow = false;
-    std::span<const uint64_t> frames;
+    NativeFrames frames;
     RubyBacktrace ruby;
 
     bool operator==(const RowKey& other) const {
-        return overflow == other.overflow && std::ranges::equal(frames, other.frames) && ruby == other.ruby;
+        return overflow == other.overflow && frames == other.frames && ruby == other.ruby;
     }
 };
 
@@ -43,7 +43,7 @@ RubyBacktrace ruby_key(const Site& site, Grouping grouping) {
 
 RowKey row_key(const Site& site, Grouping grouping) {
     if (site.overflow()) return {true, {}, {}};
-    return {false, grouping == Grouping::native ? site.frames() : std::span<const uint64_t>(),
+    return {false, grouping == Grouping::native ? site.frames() : NativeFrames(),
             ruby_key(site, grouping)};
 }
 

@@ -66,8 +66,8 @@ struct ReportRow {
 
     // The stack of the row's first record, a view into the snapshot's stacks, which must outlive
     // the row; empty for the overflow row and under --by ruby.
-    std::span<const uint64_t> frames() const {
-        return by == Grouping::native ? record_sites.front()->frames() : std::span<const uint64_t>();
+    NativeFrames frames() const {
+        return by == Grouping::native ? record_sites.front()->frames() : NativeFrames();
     }
     uint32_t module_generation() const { return record_sites.front()->module_generation(); }
     // The Ruby backtrace of the row's first record, innermost first; under --by ruby only the

@@ -1,5 +1,6 @@
 #include "segment_snapshot.h"
 
+#include "flat_slots.h"
 #include "reference_set.h"
 
 #include <leakwrap/segment_layout.h>
@@ -227,6 +228,33 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
     return modules;
 }
 
+// Numbers each distinct return address as first seen, appending it to `addresses`.
+class DistinctAddresses {
+public:
+    explicit DistinctAddresses(std::vector<uint64_t>& addresses) : addresses_(addresses) {}
+
+    uint32_t index_of(uint64_t address) {
+        uint32_t* slot = slots_.find(*this, address, hash(address));
+        if (*slot == 0) {
+            addresses_.push_back(address);
+            slots_.occupy(slot, addresses_.size() - 1);
+        }
+        return *slot - 1;
+    }
+
+    bool key_equals(std::size_t entry, uint64_t address) const { return addresses_[entry] == address; }
+    uint64_t hash_of(std::size_t entry) const { return hash(addresses_[entry]); }
+
+private:
+    static uint64_t hash(uint64_t address) {
+        const uint64_t mixed = address * 0x9E3779B97F4A7C15ull;
+        return mixed ^ (mixed >> 29);
+    }
+
+    std::vector<uint64_t>& addresses_;
+    FlatSlots<DistinctAddresses> slots_;
+};
+
 // The stacks that sites name: marked as the sites name them (name()), then each checked once
 // however many sites share it, in reference order (check_named()), and copied into a StackStore
 // sized to hold them all (store()), where a stack's index is its rank among the ready ones
@@ -296,27 +324,29 @@ public:
                                              ? nullptr
                                              : &store->ruby[checked_frames_.rank(record.caller)]);
         };
+        DistinctAddresses addresses(store->addresses);
         const auto add_stack = [&](uint32_t reference) {
             const Record record = record_at(reference);
             const uint64_t native = native_frames_offset(reference);
-            const std::size_t first_frame = store->frames.size();
-            for (uint32_t i = 0; i < record.native_depth; ++i)
-                store->frames.push_back(load<uint64_t>(bytes_, native + i * sizeof(uint64_t)));
-            const RubyNode* innermost = nullptr;
+            const auto first_frame = static_cast<uint32_t>(store->frames.size());
+            for (uint32_t i = 0; i < record.native_depth; ++i) {
+                const auto address = load<uint64_t>(bytes_, native + i * sizeof(uint64_t));
+                store->frames.push_back(addresses.index_of(address));
+            }
+            uint32_t innermost = SiteStack::kNoRuby;
             if (record.ruby_depth > 0 && !ruby_inline_) {
-                innermost = &store->ruby[checked_frames_.rank(record.ruby)];
+                innermost = checked_frames_.rank(record.ruby);
             } else if (record.ruby_depth > 0) {
                 RubyNode* nodes = &store->ruby[next_node];
+                innermost = static_cast<uint32_t>(next_node);
                 next_node += record.ruby_depth;
                 const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
                 for (uint32_t i = 0; i < record.ruby_depth; ++i)
                     nodes[i].set(location(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame))),
                                  i + 1 < record.ruby_depth ? &nodes[i + 1] : nullptr);
-                innermost = nodes;
             }
-            // The frames were reserved whole, so this pointer stays where it points.
-            store->stacks.push_back({store->frames.data() + first_frame, innermost,
-                                     record.module_generation, static_cast<uint8_t>(record.native_depth),
+            store->stacks.push_back({store.get(), first_frame, innermost, record.module_generation,
+                                     static_cast<uint8_t>(record.native_depth),
                                      static_cast<uint8_t>(record.ruby_depth), record.reduced});
         };
         // Nothing below the record read next is read again.
