@@ -14,7 +14,11 @@ namespace leakwrap {
 template <class T, class Before>
 class BestOf {
 public:
-    BestOf(std::size_t limit, Before before) : limit_(limit), before_(std::move(before)) {}
+    // Room for `limit` is taken at once: grown by doubling to every row of a report of every row,
+    // and shrunk to fit, the table stood at twice its size for a moment.
+    BestOf(std::size_t limit, Before before) : limit_(limit), before_(std::move(before)) {
+        kept_.reserve(limit);
+    }
 
     void offer(const T& value) {
         if (kept_.size() < limit_) {
@@ -30,7 +34,6 @@ public:
     // The values kept, first ranked first.
     std::vector<T> take() && {
         std::sort_heap(kept_.begin(), kept_.end(), before_);
-        kept_.shrink_to_fit();
         return std::move(kept_);
     }
 

@@ -46,7 +46,7 @@ std::vector<SizeClassEntry> size_class_table(const Snapshot& snapshot,
 }
 
 void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& assignment,
-                              const std::vector<uint32_t>& row_ids, std::vector<bool>& wanted) {
+                              std::vector<bool>& wanted) {
     // The records in rows, by class and then row, so that each (row, class) share is one run.
     std::vector<uint32_t> records;
     for (uint32_t position = 0; position < snapshot.sites.size(); ++position)
@@ -73,7 +73,8 @@ void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& ass
         if (const uint64_t blocks = share.live_blocks(); blocks > 0) {
             const Holder holder{blocks, row};
             const auto at = std::find_if(top.begin(), top.end(), [&](const Holder& other) {
-                return holds_more_of_class(blocks, row_ids[row], other.blocks, row_ids[other.row]);
+                // Row numbers rank as the rows' ids do (see RowAssignment).
+                return holds_more_of_class(blocks, row, other.blocks, other.row);
             });
             top.insert(at, holder);
             if (top.size() > kTopRowsPerSizeClass) top.pop_back();

@@ -26,9 +26,8 @@ std::vector<SizeClassEntry> size_class_table(const Snapshot& snapshot,
                                              const std::vector<ReportRow>& rows);
 // Marks in `wanted` (by row number) the rows that size_class_table puts at the top of a class,
 // out of every row of the assignment: made with them, any rows give the table of every row.
-// row_ids: each row's id, by row number.
 void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& assignment,
-                              const std::vector<uint32_t>& row_ids, std::vector<bool>& wanted);
+                              std::vector<bool>& wanted);
 // The entries point into the rows, which must outlive them.
 std::vector<SizeClassEntry> size_class_table(const Snapshot&, std::vector<ReportRow>&&) = delete;
 

@@ -90,7 +90,9 @@ static_assert(sizeof(ReportRow) == 72);
 
 // Which row each of the snapshot's records joins, by its position in snapshot.sites (kNoRow for
 // a record in none: an unused overflow site, an empty record, one `kept` leaves out), rows being
-// numbered in the order of their first records; and how many records each row has.
+// numbered in the order of their first records; and how many records each row has. The records
+// are in slot order, ids ascending, so rows are numbered in the order of their ids too: a ranking
+// breaks ties by row number, where a table of every row's id took 200 KiB of a Rails report.
 struct RowAssignment {
     static constexpr uint32_t kNoRow = UINT32_MAX;
     std::vector<uint32_t> row_of_site;

@@ -105,7 +105,6 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
     selection.assignment = assign_rows(snapshot, options.by);
     const RowAssignment& assignment = selection.assignment;
     selection.all_rows = selection.kept_rows = assignment.row_count();
-    std::vector<uint32_t> row_ids(assignment.row_count(), RowAssignment::kNoRow);
     {
         const RowRanking ranking(options);
         RowSums sums(assignment.row_count(), ranking, options.sort);
@@ -116,11 +115,10 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
             const Counters counters = estimated_counters(site.counters(), snapshot.sample_interval);
             sums.add(row, counters);
             selection.counters += counters;
-            // Records come in slot order: a row's id is its first record's.
-            if (row_ids[row] == RowAssignment::kNoRow) row_ids[row] = site.id;
         }
+        // Row numbers rank as the rows' ids do (see RowAssignment).
         const auto before = [&](uint32_t a, uint32_t b) {
-            return ranking.before(sums.values(a), row_ids[a], sums.values(b), row_ids[b]);
+            return ranking.before(sums.values(a), a, sums.values(b), b);
         };
         // The best --top rows (all rows with --top 0).
         BestOf<uint32_t, decltype(before)> best(ranking.shown_of(assignment.row_count()), before);
@@ -129,7 +127,7 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
         selection.ranked = std::move(best).take();
     }
     std::vector<bool> class_tops(assignment.row_count());
-    mark_size_class_top_rows(snapshot, assignment, row_ids, class_tops);
+    mark_size_class_top_rows(snapshot, assignment, class_tops);
     selection.rows = make_rows(snapshot, options.by, assignment, &class_tops);
     selection.rows_made_when_visited = true;
     return selection;
