@@ -175,15 +175,16 @@ public:
         // At the first sample every site's growth is 0: none grows. A site that held nothing
         // then grows as one not seen then, so only the others are kept.
         if (number_ == 1) {
-            if (site.counters.live_bytes > 0) start_.emplace_back(site.id, site.counters.live_bytes);
+            if (site.counters.live_bytes == 0) return;
+            if (site.id <= UINT32_MAX && site.counters.live_bytes < UINT32_MAX)
+                start_.push_back({static_cast<uint32_t>(site.id),
+                                  static_cast<uint32_t>(site.counters.live_bytes)});
+            else
+                wide_start_.emplace_back(site.id, site.counters.live_bytes);
             return;
         }
-        const auto start = std::lower_bound(start_.begin(), start_.end(),
-                                            std::make_pair(site.id, uint64_t{0}));
-        const double growth =
-            static_cast<double>(site.counters.live_bytes) -
-            (start == start_.end() || start->first != site.id ? 0.0
-                                                              : static_cast<double>(start->second));
+        const double growth = static_cast<double>(site.counters.live_bytes) -
+                              static_cast<double>(start_live_bytes(site.id));
         if (growth > top_growth_) {
             top_label_ = site.label;
             top_growth_ = growth;
@@ -193,7 +194,9 @@ public:
     void end(const Sample& sample) {
         if (number_ == 1) {
             start_total_ = sample.totals.live_bytes;
-            std::sort(start_.begin(), start_.end());
+            std::sort(start_.begin(), start_.end(),
+                      [](const Start& a, const Start& b) { return a.id < b.id; });
+            std::sort(wide_start_.begin(), wide_start_.end());
         }
         out_ << local_clock_time() << " sample " << number_ << ": live "
              << human_bytes(sample.totals.live_bytes) << ", "
@@ -216,13 +219,33 @@ public:
     }
 
 private:
+    struct Start {
+        uint32_t id;
+        uint32_t live_bytes;
+    };
+
+    uint64_t start_live_bytes(uint64_t id) const {
+        if (id <= UINT32_MAX) {
+            const auto start =
+                std::lower_bound(start_.begin(), start_.end(), id,
+                                 [](const Start& entry, uint64_t wanted) { return entry.id < wanted; });
+            if (start != start_.end() && start->id == id) return start->live_bytes;
+        }
+        const auto wide =
+            std::lower_bound(wide_start_.begin(), wide_start_.end(), std::make_pair(id, uint64_t{0}));
+        return wide != wide_start_.end() && wide->first == id ? wide->second : 0;
+    }
+
     std::ostream& out_;
     std::size_t number_ = 0;
     uint64_t start_total_ = 0;
-    // Live bytes by site id at the first sample, sorted by id once it is complete. A deque, as
-    // the number of sites is not known beforehand: a vector grown by doubling took up to twice
-    // their size and a copy (1.5 MiB for 32,768 sites).
-    std::deque<std::pair<uint64_t, uint64_t>> start_;
+    // Live bytes by row id at the first sample, of the rows that held any, sorted by id once it is
+    // complete: 8 bytes a row (a Rails process has 32,000 such rows), and the rare row whose id
+    // or bytes do not fit in 32 bits in `wide_start_`. A deque, as the number of rows is not known
+    // beforehand: a vector grown by doubling took up to twice their size and a copy (1.5 MiB for
+    // 32,768 sites).
+    std::deque<Start> start_;
+    std::vector<std::pair<uint64_t, uint64_t>> wide_start_;
     std::optional<std::string> top_label_;
     double top_growth_ = 0;
 };
