@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -121,21 +122,21 @@ Process live_process(pid_t pid) {
     }
 }
 
-// Every live process whose segment this user may read. A dead process's series must go stale,
-// not stay at its last value; and since /dev/shm may hold many segments left behind, one whose
-// pid is gone is not even read.
-std::vector<Process> live_processes() {
-    std::vector<Process> processes;
+// Every live process whose segment this user may read, one at a time: each is given back before
+// the next is read. A dead process's series must go stale, not stay at its last value; and since
+// /dev/shm may hold many segments left behind, one whose pid is gone is not even read.
+template <class Visit>
+void for_each_live_process(const Visit& visit) {
     for (const SegmentEntry& entry : find_segments()) {
         if (!process_exists(entry.pid)) continue;
+        std::optional<Process> process;
         try {
-            Process process = read_process_entry(entry);
-            if (process.state == OwnerState::alive) processes.push_back(std::move(process));
+            process = read_process_entry(entry);
         } catch (const std::exception&) {
             // Another user's, gone since it was listed, or not a segment: not ours to show.
         }
+        if (process && process->state == OwnerState::alive) visit(*process);
     }
-    return processes;
 }
 
 pid_t pid_parameter(const HttpRequest& request) {
@@ -179,18 +180,18 @@ void serve_metrics(const HttpRequest& request, HttpResponse& response,
                                        : MetricsDialect::prometheus;
     ReportOptions report;
     report.top = options.top;
-    const std::vector<Process> processes = live_processes();
-    std::ostringstream body;
+    MetricsExposition exposition;
     {
         const auto lock = symbolizers.lock();
         symbolizers.forget_gone_processes();
-        std::vector<ReportInput> inputs;
-        for (const Process& process : processes)
-            inputs.push_back(
-                {process.snapshot, process.state, symbolizers.of(process.snapshot), report});
-        write_metrics(body, inputs, dialect);
     }
-    set_body(response, body.str(), std::string(metrics_content_type(dialect)));
+    for_each_live_process([&](const Process& process) {
+        const auto lock = symbolizers.lock();
+        exposition.add({process.snapshot, process.state, symbolizers.of(process.snapshot), report});
+    });
+    std::ostringstream body;
+    exposition.write(body, dialect);
+    set_body(response, std::move(body).str(), std::string(metrics_content_type(dialect)));
 }
 
 // ?children=1 asks for the process and its live descendants merged, as --children does.

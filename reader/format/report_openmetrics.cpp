@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <ranges>
 #include <string>
 #include <string_view>
@@ -127,8 +128,8 @@ std::string_view metrics_content_type(MetricsDialect dialect) {
                : "text/plain; version=0.0.4; charset=utf-8";
 }
 
-void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
-                   MetricsDialect dialect) {
+// Every family the exposition has, with the samples of the processes added so far.
+struct MetricsExposition::Families {
     Family live_bytes{"leakwrap_live_bytes", "gauge", "bytes",
                       "Bytes allocated and not freed, in the whole process.", {}};
     Family live_blocks{"leakwrap_live_blocks", "gauge", "",
@@ -164,43 +165,58 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
                       "Live bytes allocated at a call site, for the top sites.", {}};
     Family site_blocks{"leakwrap_site_live_blocks", "gauge", "",
                        "Live blocks allocated at a call site, for the top sites.", {}};
+};
 
-    for (const ReportInput& input : processes) {
-        const Snapshot& snapshot = input.snapshot;
-        const Labels process = {{"pid", std::to_string(snapshot.pid)},
-                                {"exe", snapshot.exe},
-                                {"command", snapshot.command_line}};
-        const Counters& totals = snapshot.totals;
-        live_bytes.samples.push_back({process, totals.live_bytes()});
-        live_blocks.samples.push_back({process, totals.live_blocks()});
-        allocations.samples.push_back({process, totals.allocs});
-        frees.samples.push_back({process, totals.frees});
-        sample_interval.samples.push_back({process, snapshot.sample_interval});
-        add_bins(bins.samples, process, snapshot);
-        if (const auto& memory = snapshot.memory) {
-            for (const auto& [kind, bytes] : {std::pair{"anon", memory->rss_anon},
-                                              std::pair{"file", memory->rss_file},
-                                              std::pair{"shmem", memory->rss_shmem}})
-                process_resident.samples.push_back({with(process, {{"kind", kind}}), bytes});
-            segment_resident.samples.push_back({process, memory->segment_resident});
-            if (snapshot.writer_private_bytes)
-                private_tables.samples.push_back({process, memory->leakwrap_private});
-            proportional.samples.push_back({process, memory->pss});
-        }
-        const RowSelection selection =
-            selected_rows(snapshot, input.options, input.symbolizer);
-        for_each_ranked_row(snapshot, selection, input.options, [&](const ReportRow& row) {
-            const Labels labels = with(process, row_labels(row, input.symbolizer));
-            site_bytes.samples.push_back({labels, row.counters.live_bytes()});
-            site_blocks.samples.push_back({labels, row.counters.live_blocks()});
-        });
+MetricsExposition::MetricsExposition() : families_(std::make_unique<Families>()) {}
+MetricsExposition::~MetricsExposition() = default;
+
+void MetricsExposition::add(const ReportInput& process) {
+    Families& f = *families_;
+    const Snapshot& snapshot = process.snapshot;
+    const Labels labels_of_process = {{"pid", std::to_string(snapshot.pid)},
+                                      {"exe", snapshot.exe},
+                                      {"command", snapshot.command_line}};
+    const Counters& totals = snapshot.totals;
+    f.live_bytes.samples.push_back({labels_of_process, totals.live_bytes()});
+    f.live_blocks.samples.push_back({labels_of_process, totals.live_blocks()});
+    f.allocations.samples.push_back({labels_of_process, totals.allocs});
+    f.frees.samples.push_back({labels_of_process, totals.frees});
+    f.sample_interval.samples.push_back({labels_of_process, snapshot.sample_interval});
+    add_bins(f.bins.samples, labels_of_process, snapshot);
+    if (const auto& memory = snapshot.memory) {
+        for (const auto& [kind, bytes] : {std::pair{"anon", memory->rss_anon},
+                                          std::pair{"file", memory->rss_file},
+                                          std::pair{"shmem", memory->rss_shmem}})
+            f.process_resident.samples.push_back(
+                {with(labels_of_process, {{"kind", kind}}), bytes});
+        f.segment_resident.samples.push_back({labels_of_process, memory->segment_resident});
+        if (snapshot.writer_private_bytes)
+            f.private_tables.samples.push_back({labels_of_process, memory->leakwrap_private});
+        f.proportional.samples.push_back({labels_of_process, memory->pss});
     }
+    const RowSelection selection = selected_rows(snapshot, process.options, process.symbolizer);
+    for_each_ranked_row(snapshot, selection, process.options, [&](const ReportRow& row) {
+        const Labels labels = with(labels_of_process, row_labels(row, process.symbolizer));
+        f.site_bytes.samples.push_back({labels, row.counters.live_bytes()});
+        f.site_blocks.samples.push_back({labels, row.counters.live_blocks()});
+    });
+}
+
+void MetricsExposition::write(std::ostream& out, MetricsDialect dialect) const {
+    const Families& f = *families_;
     for (const Family* family :
-         {&live_bytes, &live_blocks, &allocations, &frees, &sample_interval, &bins,
-          &process_resident, &proportional, &segment_resident, &private_tables, &site_bytes,
-          &site_blocks})
+         {&f.live_bytes, &f.live_blocks, &f.allocations, &f.frees, &f.sample_interval, &f.bins,
+          &f.process_resident, &f.proportional, &f.segment_resident, &f.private_tables,
+          &f.site_bytes, &f.site_blocks})
         write_family(out, *family, dialect);
     if (dialect == MetricsDialect::openmetrics) out << "# EOF\n";
+}
+
+void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
+                   MetricsDialect dialect) {
+    MetricsExposition exposition;
+    for (const ReportInput& process : processes) exposition.add(process);
+    exposition.write(out, dialect);
 }
 
 }  // namespace leakwrap

@@ -6,6 +6,7 @@
 
 #include "report_input.h"
 
+#include <memory>
 #include <ostream>
 #include <string_view>
 #include <vector>
@@ -32,5 +33,24 @@ std::string_view metrics_content_type(MetricsDialect dialect);
 // of all processes together, in the order given; a family without samples is left out.
 void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
                    MetricsDialect dialect);
+
+// The same, a process at a time: add() takes what the families need of a process (its totals,
+// bins, memory and top rows), so that its snapshot can be given back before the next is read;
+// write() puts out what write_metrics does of the processes added, in the order added. A scrape
+// of every process of a puma cluster held all their snapshots at once.
+class MetricsExposition {
+public:
+    MetricsExposition();
+    ~MetricsExposition();
+    MetricsExposition(const MetricsExposition&) = delete;
+    MetricsExposition& operator=(const MetricsExposition&) = delete;
+
+    void add(const ReportInput& process);
+    void write(std::ostream& out, MetricsDialect dialect) const;
+
+private:
+    struct Families;
+    std::unique_ptr<Families> families_;
+};
 
 }  // namespace leakwrap
