@@ -190,8 +190,9 @@ private:
 };
 
 // The return addresses of a stack, innermost first: a view of the stack's indexes into the table
-// of distinct addresses of the StackStore that holds it. A Rails boot's stacks have 161,000
-// frames over some 4,000 addresses: 8 bytes a frame took 1.3 MiB, and 4 take half that.
+// of distinct addresses of the StackStore that holds it. The Rails example's stacks have 80,783
+// frames over 2,155 addresses, many_stacks' 557,066 over 14: at 8 bytes a frame they took 0.6 and
+// 4.3 MiB, and indexes take half.
 class NativeFrames {
 public:
     class Iterator {
@@ -203,7 +204,8 @@ public:
         using reference = uint64_t;
 
         Iterator() = default;
-        Iterator(const uint32_t* index, const uint64_t* addresses) : index_(index), addresses_(addresses) {}
+        Iterator(const uint32_t* index, const uint64_t* addresses)
+            : index_(index), addresses_(addresses) {}
         uint64_t operator*() const { return addresses_[*index_]; }
         Iterator& operator++() {
             ++index_;
@@ -254,7 +256,7 @@ struct SiteStack {
     static constexpr uint32_t kNoRuby = UINT32_MAX;
 
     const StackStore* store = nullptr;
-    uint32_t first_frame = 0;         // in the store's frames
+    uint32_t first_frame = 0;           // in the store's frames
     uint32_t innermost_ruby = kNoRuby;  // in the store's nodes
     uint32_t module_generation = 0;
     uint8_t native_depth = 0;  // at most 64 (layout::kMaxDepth)
