@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -307,6 +308,13 @@ Completed run_report(const std::vector<std::string>& arguments) {
     std::vector<std::string> argv{paths::report_tool};
     argv.insert(argv.end(), arguments.begin(), arguments.end());
     return run(argv, Environment::bare());
+}
+
+long peak_resident_kib(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    return 0;
 }
 
 long reader_peak_kib(const std::vector<std::string>& arguments) {

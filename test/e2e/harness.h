@@ -99,6 +99,15 @@ bool segment_exists(pid_t pid);
 // A pid that no process has and no segment is named after.
 pid_t unused_pid();
 
+// What no reader command may exceed on a segment this resident, in KiB: twice the segment plus
+// the reader's fixed base (its code and libraries, the symbol tables of the modules it names;
+// test/e2e/reader_memory_test.cpp says what the base holds and what each command takes).
+constexpr long kReaderBaseKiB = 5 * 1024;
+constexpr long reader_memory_bound_kib(long segment_kib) { return 2 * segment_kib + kReaderBaseKiB; }
+
+// The peak resident size so far of a running process, in KiB (VmHWM); 0 if it has none.
+long peak_resident_kib(pid_t pid);
+
 // leakwrap-report, run bare with the given arguments.
 Completed run_report(const std::vector<std::string>& arguments);
 // The peak resident size of `leakwrap-report arguments...` in KiB (its stdout discarded), run

@@ -11,14 +11,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 namespace leakwrap::e2e {
 namespace {
 
-// What the reader needs whatever the segment: its own code and libraries (libdw, libc, the C++
+// kReaderBaseKiB (harness.h) is what the reader needs whatever the segment: its own code and libraries (libdw, libc, the C++
 // runtime linked in, ...: 4.0-4.4 MiB resident for `leakwrap-report --version`), the symbol
 // tables of the modules it symbolizes, the allocator's arenas and the output's buffers. Twice the
 // segment holds the rest: the parse gives the copy back as it goes, and the sites and stacks it
@@ -37,7 +36,6 @@ namespace {
 // with the shared C++ runtime they took 17.4-17.6, 25.0-25.3 with those libraries, and before
 // the reader's stacks, rows and samples were made compact the reports took 45.7-46.2 MiB, pprof
 // 62.2 and a watch sample of every site 113.9.
-constexpr long kBaseKiB = 5 * 1024;
 
 class ReaderMemory : public ::testing::Test {
 protected:
@@ -50,7 +48,7 @@ protected:
         sites_ = report.at("totals").at("sites").get<std::size_t>();
         segment_kib_ = static_cast<long>(
             report.at("totals").at("memory").at("leakwrap_segment_resident_bytes").get<uint64_t>() / 1024);
-        bound_kib_ = 2 * segment_kib_ + kBaseKiB;
+        bound_kib_ = reader_memory_bound_kib(segment_kib_);
         directory_ = std::filesystem::temp_directory_path() /
                      ("leakwrap-reader-memory-" + std::to_string(::getpid()));
         std::filesystem::create_directories(directory_);
@@ -68,7 +66,7 @@ protected:
         EXPECT_LE(peak_kib, bound_kib_)
             << command << ": peak RSS " << peak_kib << " KiB for " << sites_
             << " sites; the segment is " << segment_kib_ << " KiB resident, the bound 2 x "
-            << segment_kib_ << " + " << kBaseKiB << " KiB";
+            << segment_kib_ << " + " << kReaderBaseKiB << " KiB";
     }
 
     Target target_{{paths::program("many_stacks")},
@@ -135,16 +133,10 @@ TEST_F(ReaderMemory, TopHoldsOneSampleAtATime) {
     TmuxPane pane({pid(), "--interval", "200ms"});
     pane.wait_for_text("(sample 1,");
     const pid_t top = pane.top_pid();
-    const auto peak_kib = [top] {
-        std::ifstream status("/proc/" + std::to_string(top) + "/status");
-        for (std::string line; std::getline(status, line);)
-            if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-        return 0L;
-    };
-    const long first = peak_kib();
+    const long first = peak_resident_kib(top);
     ASSERT_GT(first, 0) << "no VmHWM for top, pid " << top;
     pane.wait_for_text("(sample 8,");
-    const long peak = peak_kib();
+    const long peak = peak_resident_kib(top);
     EXPECT_LE(peak, first + 3 * 1024) << "the segment is " << segment_kib_ << " KiB resident";
     expect_within_bound("top after 8 samples", peak);
     pane.send_keys("q");

@@ -122,6 +122,39 @@ protected:
     int port = 0;
 };
 
+// serve runs next to the processes it reads, answering again and again: its heap profiles of a
+// big process stay within what any reader command may take (e2e::reader_memory_bound_kib). On
+// many_stacks (a 6.0 MiB segment, so a bound of 17.1 MiB) three profiles take 11.4 MiB: the
+// first 9.7, as `--format pprof` does, and the symbolizer kept for the next ones 1.7 more.
+// /metrics is left out: it reads every live process, including other tests' programs.
+TEST(ServeMemory, HeapProfilesOfABigProcessStayWithinTheReadersBound) {
+    e2e::Target target({e2e::paths::program("many_stacks")},
+                       e2e::Environment::profiled().set(
+                           "LEAKWRAP_DEPTH", std::to_string(ground_truth::many_stacks::kLevels + 2)));
+    target.wait_ready();
+    const std::string pid = std::to_string(target.pid());
+    const e2e::Completed report = e2e::run_report({pid, "--format", "json", "--top", "1"});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    const long segment_kib = static_cast<long>(nlohmann::json::parse(report.out)
+                                                   .at("totals")
+                                                   .at("memory")
+                                                   .at("leakwrap_segment_resident_bytes")
+                                                   .get<uint64_t>() /
+                                               1024);
+    e2e::Target server({e2e::paths::report_tool, "serve", "--listen", "127.0.0.1:0"}, e2e::Environment::bare());
+    const int port = port_in(server.wait_for_line("serving on"));
+    for (int request = 0; request < 3; ++request) {
+        const HttpAnswer answer = http_get(port, "/debug/pprof/heap?pid=" + pid);
+        ASSERT_EQ(answer.status, 200) << answer.body;
+    }
+    const long peak_kib = e2e::peak_resident_kib(server.pid());
+    ASSERT_GT(peak_kib, 0) << "no VmHWM for serve, pid " << server.pid();
+    EXPECT_LE(peak_kib, e2e::reader_memory_bound_kib(segment_kib))
+        << "serve's peak RSS after three heap profiles; the segment is " << segment_kib << " KiB resident";
+    EXPECT_EQ(server.signal_and_wait(SIGTERM), 0);
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
 TEST_F(Serve, ListsTheProfiledProgramInProcesses) {
     const HttpAnswer answer = http_get(port, "/processes");
     ASSERT_EQ(answer.status, 200) << answer.body;
