@@ -41,9 +41,7 @@ void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
 class MetricsExposition {
 public:
     MetricsExposition();
-    ~MetricsExposition();
-    MetricsExposition(const MetricsExposition&) = delete;
-    MetricsExposition& operator=(const MetricsExposition&) = delete;
+    ~MetricsExposition();  // where Families is complete
 
     void add(const ReportInput& process);
     void write(std::ostream& out, MetricsDialect dialect) const;
