@@ -41,12 +41,6 @@ private:
     std::vector<std::string> chunks_;
 };
 
-inline uint64_t mixed(uint64_t value) {
-    value ^= value >> 33;
-    value *= 0xff51afd7ed558ccdull;
-    return value ^ (value >> 33);
-}
-
 // Where the profile's fields go as they are made. Protobuf reads a message's fields in any order
 // and appends each repeated one in the order met, so a string, mapping, function or location can
 // be written as soon as it exists, between the samples: kept serialized until the last sample,
@@ -128,7 +122,7 @@ private:
         Pair key() const { return {first, second}; }
     };
     static_assert(sizeof(Entry) == 16);
-    static uint64_t hash(const Pair& key) { return mixed(key.first * 31 + mixed(key.second)); }
+    static uint64_t hash(const Pair& key) { return mixed_key(key.first * 31 + mixed_key(key.second)); }
 
     std::deque<Entry> entries_;  // grown without copying: ids are made through the whole profile
     FlatSlots<PairIds> slots_;

@@ -12,6 +12,14 @@
 
 namespace leakwrap {
 
+// A hash of an integer key (an address, an id) for FlatSlots, which takes a slot from the low
+// bits: those of addresses and ids are poorly spread.
+inline uint64_t mixed_key(uint64_t value) {
+    value ^= value >> 33;
+    value *= 0xff51afd7ed558ccdull;
+    return value ^ (value >> 33);
+}
+
 // `Table` says what an entry's key is: key_equals(entry, key) and hash_of(entry), entries
 // numbered from 0.
 template <class Table>

@@ -234,7 +234,7 @@ public:
     explicit DistinctAddresses(std::vector<uint64_t>& addresses) : addresses_(addresses) {}
 
     uint32_t index_of(uint64_t address) {
-        uint32_t* slot = slots_.find(*this, address, hash(address));
+        uint32_t* slot = slots_.find(*this, address, mixed_key(address));
         if (*slot == 0) {
             addresses_.push_back(address);
             slots_.occupy(slot, addresses_.size() - 1);
@@ -243,14 +243,9 @@ public:
     }
 
     bool key_equals(std::size_t entry, uint64_t address) const { return addresses_[entry] == address; }
-    uint64_t hash_of(std::size_t entry) const { return hash(addresses_[entry]); }
+    uint64_t hash_of(std::size_t entry) const { return mixed_key(addresses_[entry]); }
 
 private:
-    static uint64_t hash(uint64_t address) {
-        const uint64_t mixed = address * 0x9E3779B97F4A7C15ull;
-        return mixed ^ (mixed >> 29);
-    }
-
     std::vector<uint64_t>& addresses_;
     FlatSlots<DistinctAddresses> slots_;
 };
