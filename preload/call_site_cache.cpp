@@ -15,10 +15,11 @@ namespace {
 
 constexpr uint32_t kEntries = 64;  // per thread, direct-mapped
 
-// An entry is first only seen: its key and site are noted after a fast unwind, which gives no
-// slots. Once the key has led to the same site kRepeatsBeforeFilling times in a row, the slow
-// unwind that gives slots fills it. Keys whose stacks keep changing (an interpreter's, where
-// the same C caller at the same depth runs for many scripts) then never pay for slow unwinds.
+// An entry is first only seen: its key and site are noted. Once the key has led to the same
+// site kRepeatsBeforeFilling times in a row, the next stack captured with its slots fills it
+// (a walk by frame sizes gives them; where the stack cannot be walked, the slow unwind). Keys
+// whose stacks keep changing (an interpreter's, where the same C caller at the same depth runs
+// for many scripts) then neither pay for slow unwinds nor copy a stack each time.
 enum EntryState : uint32_t { kEmpty, kSeen, kFilled };
 constexpr uint32_t kRepeatsBeforeFilling = 64;
 
@@ -174,9 +175,9 @@ void remember_site(const CallerContext& caller, uint32_t size_class,
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return;
     Entry* entry = entry_at(cache, slot_index(caller, size_class));
-    if (!stack.slots_known) {
-        bool repeated = entry->state == kSeen && entry->site == site &&
-                        same_key(entry, caller, size_class);
+    const bool seen_here = entry->state == kSeen && same_key(entry, caller, size_class);
+    if (!stack.slots_known || !seen_here || entry->repeats < kRepeatsBeforeFilling) {
+        bool repeated = seen_here && entry->site == site;
         entry->state = kSeen;
         set_key(entry, caller, size_class);
         entry->site = site;
@@ -186,8 +187,10 @@ void remember_site(const CallerContext& caller, uint32_t size_class,
     uintptr_t base = slot_base(caller);
     for (uint32_t i = 0; i < stack.depth; ++i) {
         uintptr_t slot = stack.slots[i];
-        if (slot < base || slot + sizeof(uint64_t) > cache->stack_high || slot - base > UINT32_MAX)
+        if (slot < base || slot + sizeof(uint64_t) > cache->stack_high || slot - base > UINT32_MAX) {
+            entry->repeats = 0;  // not worth capturing the slots again at the next call
             return;
+        }
     }
     entry->state = kEmpty;
     set_key(entry, caller, size_class);

@@ -1,7 +1,8 @@
 // Per-thread cache of recent call sites, so that a repeated allocation skips the unwind.
 //
-// Unwinding with slots costs about a hundred times the fast unwind, so a key is only filled
-// once it has led to the same site a few times in a row (see EntryState).
+// Where the stack cannot be walked by frame sizes, unwinding it with slots costs about a hundred
+// times the fast unwind, so a key is only filled once it has led to the same site a few times
+// in a row (see EntryState).
 //
 // An entry remembers, for a (return address, caller stack pointer, size class), the frames of
 // the stack and the stack slot each return address was read from (only for allocations without
@@ -33,7 +34,8 @@ struct CacheLookup {
 
 CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class);
 
-// Fills the call's entry if the stack's slots are known; otherwise only notes its key.
+// Fills the call's entry if the stack's slots are known and its key has repeated enough;
+// otherwise only notes its key.
 void remember_site(const CallerContext& caller, uint32_t size_class,
                    const CapturedStack& stack, uint32_t site);
 

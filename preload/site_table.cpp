@@ -183,27 +183,20 @@ bool cut_below_ruby_vm(uint32_t depth, bool ruby_backtrace, CapturedStack* stack
     return true;
 }
 
-void capture(const CallerContext& caller, bool with_slots, uint32_t max_depth, CapturedStack* stack) {
-    if (with_slots)
-        capture_stack_with_slots(caller, max_depth, stack);
-    else
-        capture_stack_quickly(caller, max_depth, stack);
-}
-
 // Native frames tried first in a Ruby process, when the stack cannot be walked, if the caller
 // is not the VM: most extensions reach the VM's frames within a few, and each frame not unwound
 // is time saved. When the VM is the caller, its next kVmAllocationFrames - 1 frames tell
 // whether an extension is behind it.
 constexpr uint32_t kFirstTryBelowRubyVm = 8;
 
-void capture_native_stack(const CallerContext& caller, bool with_slots, bool ruby_backtrace,
+void capture_native_stack(const CallerContext& caller, bool slots_wanted, bool ruby_backtrace,
                           CapturedStack* stack) {
     uint32_t max_depth = g_segment.max_depth;
     bool ruby_process = ruby_vm_loaded();
     // A walk stops where the frames decide depth_below_ruby_vm(), and says so when it stopped
     // there: one pass, however far the VM is.
     uint32_t cut = 0;
-    if (ruby_process && !with_slots &&
+    if (ruby_process &&
         try_walking_stack(caller, max_depth, CodeBoundary{ruby_vm_code(), kVmAllocationFrames}, stack, &cut)) {
         LEAKWRAP_CHECK(cut == 0 || cut == depth_below_ruby_vm(*stack));
         cut_below_ruby_vm(cut != 0 ? cut : depth_below_ruby_vm(*stack), ruby_backtrace, stack);
@@ -211,10 +204,10 @@ void capture_native_stack(const CallerContext& caller, bool with_slots, bool rub
     }
     if (ruby_process && max_depth > kFirstTryBelowRubyVm) {
         bool vm_caller = is_ruby_vm_code(caller.return_address);
-        capture(caller, with_slots, vm_caller ? kVmAllocationFrames : kFirstTryBelowRubyVm, stack);
+        capture_stack_quickly(caller, vm_caller ? kVmAllocationFrames : kFirstTryBelowRubyVm, slots_wanted, stack);
         if (cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack)) return;
     }
-    capture(caller, with_slots, max_depth, stack);
+    capture_stack_quickly(caller, max_depth, slots_wanted, stack);
     if (ruby_process) cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack);
 }
 

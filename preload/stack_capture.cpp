@@ -1,5 +1,7 @@
 #include "stack_capture.h"
 
+#include <ucontext.h>
+
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
@@ -130,6 +132,7 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
             return can_learn_frame_sizes() ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
         // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks.
         if (__builtin_expect(!own.contains(ip), 1)) {
+            out->slots[depth] = stack_pointer - sizeof(uint64_t);  // where `ip` was read from
             out->frames[depth++] = ip;
             if (depth == max_depth) break;
             if (stop != nullptr) {
@@ -162,7 +165,7 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
         ip = *reinterpret_cast<const uint64_t*>(stack_pointer - sizeof(uint64_t));
     }
     out->depth = depth;
-    out->slots_known = false;
+    out->slots_known = true;
 #if defined(LEAKWRAP_DEBUG) && LEAKWRAP_DEBUG
     LEAKWRAP_CHECK(same_as_libunwind(*out));
 #endif
@@ -194,18 +197,20 @@ bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const Co
     return true;
 }
 
-void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
+void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool slots_wanted, CapturedStack* out) {
     StackWalkCounts& counts = t_thread.stack_walks;
     StackWalk walk = walk_stack_by_frame_sizes(caller, max_depth, nullptr, out, nullptr);
     if (walk == StackWalk::kWalked) {
         ++counts.walked;
-    } else if (walk == StackWalk::kNeedsLearning && learning_pays(counts)) {
-        ++counts.learned;
-        capture_stack_with_slots(caller, max_depth, out);
-    } else {
-        if (walk == StackWalk::kNotWalkable) ++counts.unwalkable;
-        capture_stack(max_depth, out);
+        return;
     }
+    if (walk == StackWalk::kNotWalkable) ++counts.unwalkable;
+    const bool learn = walk == StackWalk::kNeedsLearning && learning_pays(counts);
+    if (learn) ++counts.learned;
+    if (learn || slots_wanted)
+        capture_stack_with_slots(caller, max_depth, out);
+    else
+        capture_stack(max_depth, out);
 }
 
 bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
@@ -254,22 +259,26 @@ void capture_stack(uint32_t max_depth, CapturedStack* out) {
 
 // The cursor API gives each frame's stack pointer, from which the slot of every return address
 // follows: on x86_64 a return address sits just below the stack pointer of the frame it returns
-// to. Each step takes a lock of libunwind's (with two sigprocmask calls), about 0.7 us a frame.
+// to. Each step takes a lock of libunwind's with two sigprocmask system calls: 2 us a frame on
+// this project's virtual machines, where a walk by frame sizes takes nanoseconds.
+//
+// The cursor starts in the caller's frame, from the registers the entry point saw at the call,
+// not in this function's: stepping out of leakwrap's own frames (four or five) cost more than
+// the frames wanted when only a few are (the Ruby VM's three). The other callee-saved registers
+// are this frame's, not the caller's; no frame at a call site finds its caller through them
+// (its CFA follows from rsp or rbp), and nothing here reads them.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
-    LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth);
+    LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     out->depth = 0;
     out->slots_known = false;
     unw_context_t context;
+    if (unw_getcontext(&context) != 0) return;
+    context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.return_address);
+    context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.stack_pointer);
+    context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.frame_pointer);
     unw_cursor_t cursor;
-    if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) return;
-    // Walk out of leakwrap's own frames to the caller's frame.
-    for (int skipped = 0;; ++skipped) {
-        if (unw_step(&cursor) <= 0 || skipped > kMaxOwnFrames) return;
-        uintptr_t ip = register_value(&cursor, UNW_REG_IP);
-        if (!is_own_frame(ip)) break;
-    }
-    bool slots_known = register_value(&cursor, UNW_REG_IP) == caller.return_address &&
-                       register_value(&cursor, UNW_REG_SP) == caller.stack_pointer;
+    if (unw_init_local(&cursor, &context) != 0) return;
+    bool slots_known = true;
     uint32_t depth = 0;
     FrameSizeLearner learner;
     for (bool after_signal = false;;) {

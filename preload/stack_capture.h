@@ -22,7 +22,7 @@ struct CapturedStack {
     uint64_t frames[layout::kMaxDepth];
     uintptr_t slots[layout::kMaxDepth];
     uint32_t depth;
-    bool slots_known;  // false when the unwind went through a signal frame or lost the caller
+    bool slots_known;  // false after libunwind's fast unwind, or one through a signal frame
 };
 
 // Where a walk may end before max_depth (site_table.cpp's cut below the Ruby VM): at the first
@@ -35,7 +35,7 @@ struct CodeBoundary {
 
 // Walks from the caller of the interposed function by the frames' learned rules (frame_sizes.h),
 // up to max_depth frames, or to `stop` (may be null): a table lookup and a load or two a frame.
-// The slots stay unknown. Not kWalked when a frame on the way is unknown (the slow unwind
+// Each return address is read from its slot, so the slots are known. Not kWalked when a frame on the way is unknown (the slow unwind
 // learns it) or not walkable, or when the caller is not on the thread's own stack. `cut` (may
 // be null) tells where `stop` ended the walk: the depth up to and including the frame that
 // entered its code again, 1 when the inner frames inside it ended it, 0 when it did not.
@@ -51,16 +51,17 @@ bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const Co
 // The stack from the caller, up to max_depth frames, the cheapest way: walked by frame sizes,
 // else learned by the slow unwind while learning pays (the thread's walks far outnumber its
 // slow unwinds: a program whose stacks cross frames that cannot be walked by size stops
-// learning), else unwound by libunwind. The slots may be unknown.
-void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
+// learning), else unwound by libunwind: with its slots if `slots_wanted` (the slow unwind),
+// else fast, without them.
+void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool slots_wanted, CapturedStack* out);
 
 // Unwinds from the caller of the interposed function, up to max_depth frames, fast; the slots
 // stay unknown.
 void capture_stack(uint32_t max_depth, CapturedStack* out);
 
-// The same frames and their slots (unless the caller was lost or a signal frame crossed), at
-// about a hundred times the cost: for the stacks the call-site cache will remember, and to learn
-// the sizes of the frames it crosses.
+// The same frames and their slots (unless a signal frame crossed), at
+// about a hundred times the cost: to learn the sizes of the frames it crosses, and for the
+// stacks the call-site cache will remember that cannot be walked.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
 }  // namespace leakwrap

@@ -1,7 +1,8 @@
 // Walking a stack by learned frame sizes (preload/frame_sizes.cpp, stack_capture.cpp) in this
 // test process: the table's rules for what it learns, and real stacks of this program's own
 // functions, first unknown, then learned by one slow unwind and walked to the same frames as
-// libunwind finds, a frame that allocates on the stack dynamically through its frame pointer.
+// libunwind finds, from the same slots, a frame that allocates on the stack dynamically through
+// its frame pointer.
 #include "frame_sizes.h"
 
 #include <alloca.h>
@@ -72,13 +73,13 @@ struct Found {
 
 constexpr uint32_t kDepth = 6;
 
-// Stands for malloc: the caller context names the function that called it. The slow unwind
-// starts one frame further in, here: in this program no frame is leakwrap's own to leave out.
+// Stands for malloc: the caller context names the function that called it, where both the walk
+// and the slow unwind start.
 __attribute__((noinline)) void allocator(Found* found) {
     const CallerContext caller = LEAKWRAP_CALLER();
     GuardScope guard;
     found->first_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, &found->walked, nullptr);
-    capture_stack_with_slots(caller, kDepth + 1, &found->learned);
+    capture_stack_with_slots(caller, kDepth, &found->learned);
     found->second_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, &found->walked, nullptr);
     asm volatile("" ::: "memory");  // not a tail call: this frame stays on the stack
 }
@@ -120,6 +121,20 @@ __attribute__((noinline)) void outer(Found* found, unsigned dynamic_bytes, bool 
     asm volatile("" ::: "memory");
 }
 
+// The second walk found the frames the slow unwind found, read from the same slots: the
+// call-site cache takes a walk's slots as it takes libunwind's.
+void expect_walked_as_unwound(const Found& found) {
+    ASSERT_EQ(found.second_walk, StackWalk::kWalked);
+    ASSERT_EQ(found.learned.depth, kDepth);
+    ASSERT_EQ(found.walked.depth, kDepth);
+    ASSERT_TRUE(found.learned.slots_known);
+    ASSERT_TRUE(found.walked.slots_known);
+    for (uint32_t i = 0; i < kDepth; ++i) {
+        EXPECT_EQ(found.walked.frames[i], found.learned.frames[i]) << i;
+        EXPECT_EQ(found.walked.slots[i], found.learned.slots[i]) << i;
+    }
+}
+
 TEST_F(FrameSizes, AStackOnceUnwoundSlowlyIsWalkedToTheSameFrames) {
     record_thread_stack_bounds();
     Found calls[2]{};
@@ -127,10 +142,7 @@ TEST_F(FrameSizes, AStackOnceUnwoundSlowlyIsWalkedToTheSameFrames) {
     for (int i = 0; i < count; ++i) outer(&calls[i], 0);
     const Found& found = calls[0];
     EXPECT_EQ(found.first_walk, StackWalk::kNeedsLearning);
-    ASSERT_EQ(found.second_walk, StackWalk::kWalked);
-    ASSERT_EQ(found.learned.depth, kDepth + 1);
-    ASSERT_EQ(found.walked.depth, kDepth);
-    for (uint32_t i = 0; i < kDepth; ++i) EXPECT_EQ(found.walked.frames[i], found.learned.frames[i + 1]) << i;
+    expect_walked_as_unwound(found);
     EXPECT_EQ(calls[1].first_walk, StackWalk::kWalked);  // no slow unwind needed any more
 }
 
@@ -145,13 +157,7 @@ TEST_P(FrameSizesDynamic, AFrameThatAllocatesOnTheStackIsWalkedThroughItsFramePo
     volatile int count = 3;  // one call site, not unrolled: the same return addresses each time
     for (int i = 0; i < count; ++i) outer(&calls[i], dynamic_bytes[i], GetParam());
     EXPECT_EQ(calls[0].first_walk, StackWalk::kNeedsLearning);
-    for (const Found& found : calls) {
-        ASSERT_EQ(found.second_walk, StackWalk::kWalked);
-        ASSERT_EQ(found.learned.depth, kDepth + 1);
-        ASSERT_EQ(found.walked.depth, kDepth);
-        for (uint32_t i = 0; i < kDepth; ++i)
-            EXPECT_EQ(found.walked.frames[i], found.learned.frames[i + 1]) << i;
-    }
+    for (const Found& found : calls) expect_walked_as_unwound(found);
     for (int i = 1; i < 3; ++i) EXPECT_EQ(calls[i].first_walk, StackWalk::kWalked) << i;
     // The second frame walked is with_dynamic_frame's (where inner returns to).
     EXPECT_EQ(frame_size(calls[0].walked.frames[1]), kFramePointerFrame);
