@@ -34,14 +34,6 @@ struct Entry {
     // followed by uint64_t frames[max_depth] and uint32_t slot_offsets[max_depth]
 };
 
-constexpr uint32_t kKnownSites = 4096;  // per thread, direct-mapped; 64 KiB, touched as used
-
-struct KnownSite {
-    uint64_t key_hash;  // 0: empty
-    uint32_t site;
-    uint32_t unused;
-};
-
 }  // namespace
 
 // Declared in thread_state.h, which holds a pointer to it.
@@ -49,7 +41,6 @@ struct ThreadCache {
     uintptr_t stack_low;
     uintptr_t stack_high;
     std::size_t mapping_size;
-    KnownSite known[kKnownSites];
     // followed by kEntries entries
 };
 
@@ -95,7 +86,6 @@ __attribute__((noinline, cold)) ThreadCache* create_cache() {
         os::unmap(memory, size);
         return nullptr;
     }
-    // Touched as used, the memo of known sites at random: counted whole.
     count_private_bytes(static_cast<int64_t>(size));
     t_thread.call_site_cache = cache;
     return cache;
@@ -155,19 +145,6 @@ CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class) {
         }
     }
     return {entry->site, false};
-}
-
-uint32_t known_site(uint64_t key_hash) {
-    ThreadCache* cache = t_thread.call_site_cache;
-    if (cache == nullptr || cache == kNoCache) return kNoCachedSite;
-    const KnownSite& known = cache->known[key_hash % kKnownSites];
-    return known.key_hash == key_hash ? known.site : kNoCachedSite;
-}
-
-void remember_known_site(uint64_t key_hash, uint32_t site) {
-    ThreadCache* cache = t_thread.call_site_cache;
-    if (cache == nullptr || cache == kNoCache || key_hash == 0) return;
-    cache->known[key_hash % kKnownSites] = KnownSite{key_hash, site, 0};
 }
 
 void remember_site(const CallerContext& caller, uint32_t size_class,

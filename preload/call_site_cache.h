@@ -39,12 +39,4 @@ CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class);
 void remember_site(const CallerContext& caller, uint32_t size_class,
                    const CapturedStack& stack, uint32_t site);
 
-// Sites of the stacks this thread has met, by a 64-bit hash of (native frames, Ruby backtrace,
-// size class): a stack that the entries above cannot vouch for (an interpreter's, whose Ruby
-// backtrace keeps changing) is still walked, but found without the shared indexes.
-// kNoCachedSite if not known. The hash is the key: two stacks of a process colliding is a
-// 2^-40 event even at a million stacks.
-uint32_t known_site(uint64_t key_hash);
-void remember_known_site(uint64_t key_hash, uint32_t site);
-
 }  // namespace leakwrap

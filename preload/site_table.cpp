@@ -9,6 +9,7 @@
 #include "debug_check.h"
 #include "diagnostics.h"
 #include "guard.h"
+#include "known_sites.h"
 #include "os.h"
 #include "private_memory.h"
 #include "ruby_backtrace.h"
@@ -211,8 +212,9 @@ void capture_native_stack(const CallerContext& caller, bool slots_wanted, bool r
     if (ruby_process) cut_below_ruby_vm(depth_below_ruby_vm(*stack), ruby_backtrace, stack);
 }
 
-// The key of the thread's memo of known sites (known_site()): the native frames, the Ruby
-// backtrace by its innermost frame's record and whether it was reduced, and the size class.
+// The key of the memo of known sites (known_sites.h): the native frames, the Ruby backtrace by
+// its innermost frame's record and whether it was reduced, and the size class. The memo places
+// a key by its low bits: the last shift brings the high bits down even for a stack of no frame.
 uint64_t known_site_key(const CapturedStack& stack, const RubyBacktrace& ruby, uint32_t size_class) {
     uint64_t h = ((uint64_t{ruby.innermost} << 32) ^ (uint64_t{ruby.reduced} << 16) ^
                   (uint64_t{stack.depth} << 8) ^ size_class) *
@@ -221,7 +223,7 @@ uint64_t known_site_key(const CapturedStack& stack, const RubyBacktrace& ruby, u
         h = (h ^ stack.frames[i]) * 0xff51afd7ed558ccdull;
         h ^= h >> 33;
     }
-    return h;
+    return h ^ (h >> 32);
 }
 
 }  // namespace
@@ -232,7 +234,7 @@ bool init_site_table() {
     if (next_sites == nullptr) return false;
     g_next_site = static_cast<uint32_t*>(next_sites);
     g_next_site_counted.store(0, std::memory_order_relaxed);  // a new reservation, none of it counted yet
-    return init_stack_table(capacity) && init_ruby_frame_tree();
+    return init_stack_table(capacity) && init_ruby_frame_tree() && init_known_sites();
 }
 
 uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
@@ -254,7 +256,7 @@ uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
     capture_native_stack(caller, cached.fill, ruby.depth > 0, &stack);
     uint64_t known_key = known_site_key(stack, ruby, size_class);
     uint32_t site = known_site(known_key);
-    if (site == kNoCachedSite) {
+    if (site == kUnknownSite) {
         StackKey key{stack.frames, stack.depth, ruby.innermost, ruby.depth, ruby.reduced ? layout::kStackReduced : 0};
         site = site_for_stack(key, hash_stack_key(key), size_class);
         remember_known_site(known_key, site);
