@@ -1,4 +1,4 @@
-// What each return address's frame spans on the stack, learned from libunwind's slow unwinds, so
+// What each return address's frame spans on the stack, learned from libunwind's steps, so
 // that a stack of known return addresses is then walked with a table lookup and a load or two a
 // frame.
 //
@@ -25,9 +25,11 @@
 
 namespace leakwrap {
 
-// frame_size() of a return address never seen by a slow unwind: walking must stop before it.
+// frame_size() of a return address libunwind never stepped from nor saw: walking must stop
+// before it (or learn it).
 inline constexpr uint32_t kUnknownFrame = 0;
-// Seen as the last frame a slow unwind asked for: it may end a walk, not be walked through.
+// Seen as the last frame a slow unwind asked for: it may end a walk, not be walked through
+// (unless learned).
 inline constexpr uint32_t kSeenFrame = 1;
 // Not walkable (see above): libunwind must unwind it.
 inline constexpr uint32_t kUnwalkableFrame = 2;
@@ -55,7 +57,7 @@ uint32_t frame_size(uintptr_t return_address);
 // frame is then unwound by libunwind without trying to learn it.
 bool can_learn_frame_sizes();
 
-// What a slow unwind found for a return address: a sized_frame(), or one of the markers above.
+// What a libunwind step found for a return address: a sized_frame(), or one of the markers above.
 void learn_frame_size(uintptr_t return_address, uint32_t value);
 
 // Forgets everything learned: some module was unloaded.

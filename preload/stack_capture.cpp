@@ -39,6 +39,15 @@ uintptr_t saved_rbp_address(unw_cursor_t* cursor) {
     return location.u.addr;
 }
 
+// Whether the cursor's frame has an entry in a module's unwind table (an FDE). libunwind steps
+// out of a frame without one (JIT code, V8's builtins in node) by guessing from the registers,
+// differently from one unwind to another (its fast unw_backtrace and a cursor made from a walk's
+// registers took node's for a frame of 16 bytes, and lost the stack): no rule is learned for it.
+bool has_unwind_table_entry(unw_cursor_t* cursor) {
+    unw_proc_info_t procedure;
+    return unw_get_proc_info(cursor, &procedure) == 0 && procedure.format == UNW_INFO_FORMAT_TABLE;
+}
+
 // How a slow unwind walked each frame, frame by frame (see frame_sizes.h).
 class FrameSizeLearner {
 public:
@@ -49,13 +58,14 @@ public:
         stack_pointer_ = register_value(cursor, UNW_REG_SP);
         frame_pointer_ = register_value(cursor, UNW_X86_64_RBP);
         signal_ = unw_is_signal_frame(cursor) > 0;
+        described_ = ip_ != 0 && has_unwind_table_entry(cursor);
     }
     bool signal() const { return signal_; }
     uintptr_t stack_pointer() const { return stack_pointer_; }
     // The unwind stepped from the frame at() saw; `stepped` is unw_step's result.
     void stepped(unw_cursor_t* cursor, int stepped) {
         if (ip_ == 0) return;
-        if (stepped < 0 || signal_) return learn_frame_size(ip_, kUnwalkableFrame);
+        if (stepped < 0 || signal_ || !described_) return learn_frame_size(ip_, kUnwalkableFrame);
         if (stepped == 0) return learn_frame_size(ip_, kOutermostFrame);
         const uintptr_t caller_stack_pointer = register_value(cursor, UNW_REG_SP);  // the CFA
         if (frame_pointer_ + 16 == caller_stack_pointer) return learn_frame_size(ip_, kFramePointerFrame);
@@ -87,7 +97,53 @@ private:
     uintptr_t stack_pointer_ = 0;
     uintptr_t frame_pointer_ = 0;
     bool signal_ = false;
+    bool described_ = false;
 };
+
+// A cursor in the frame of `ip`, from the registers that frame had at its call: rip, rsp and
+// rbp. The other callee-saved registers are this frame's, not that one's; no frame at a call
+// site finds its caller through them (its CFA follows from rsp or rbp), and nothing here reads
+// them.
+bool init_cursor_at(uintptr_t ip, uintptr_t stack_pointer, uintptr_t frame_pointer, unw_context_t* context,
+                    unw_cursor_t* cursor) {
+    if (unw_getcontext(context) != 0) return false;
+    context->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(ip);
+    context->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(stack_pointer);
+    context->uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(frame_pointer);
+    return unw_init_local(cursor, context) == 0;
+}
+
+// A thread's first kFreeLearnedFrames frames learned are free; after that each needs this many
+// stacks walked, and the thread's stacks must mostly be walkable: a program whose stacks keep
+// crossing frames that only libunwind can unwind gains nothing from learning more. A frame is
+// learned once in the life of the process, so what this bounds is a program that keeps making
+// code (a JIT, modules loaded and unloaded).
+constexpr uint64_t kFreeLearnedFrames = 4096;
+constexpr uint64_t kWalksPerLearnedFrame = 8;
+constexpr uint64_t kWalksPerUnwalkableStack = 4;
+
+bool learning_pays(const StackWalkCounts& counts) {
+    if (counts.learned < kFreeLearnedFrames) return true;
+    return counts.learned * kWalksPerLearnedFrame < counts.walked &&
+           counts.unwalkable * kWalksPerUnwalkableStack < counts.walked;
+}
+
+// The rule of the frame of `ip` (its stack pointer and rbp as a walk found them), learned now by
+// one libunwind step out of it if learning pays; kUnknownFrame if it does not. A walk thus pays
+// a step for each frame it must step out of and does not know, not an unwind of the whole stack.
+__attribute__((noinline, cold)) uint32_t learn_frame_now(uintptr_t ip, uintptr_t stack_pointer,
+                                                         uintptr_t frame_pointer) {
+    StackWalkCounts& counts = t_thread.stack_walks;
+    if (!can_learn_frame_sizes() || !learning_pays(counts)) return kUnknownFrame;
+    unw_context_t context;
+    unw_cursor_t cursor;
+    if (!init_cursor_at(ip, stack_pointer, frame_pointer, &context, &cursor)) return kUnknownFrame;
+    ++counts.learned;
+    FrameSizeLearner learner;
+    learner.at(&cursor, ip, false);
+    learner.stepped(&cursor, unw_step(&cursor));
+    return frame_size(ip);
+}
 
 #if defined(LEAKWRAP_DEBUG) && LEAKWRAP_DEBUG
 // A walk by frame sizes finds what libunwind finds from the caller's frame on.
@@ -108,7 +164,7 @@ bool same_as_libunwind(const CapturedStack& walked) {
 }  // namespace
 
 StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, const CodeBoundary* stop,
-                                    CapturedStack* out, uint32_t* cut) {
+                                    bool may_learn, CapturedStack* out, uint32_t* cut) {
     LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     const StackBounds bounds = t_thread.stack_bounds;
     uintptr_t stack_pointer = caller.stack_pointer;
@@ -127,9 +183,7 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     // Every frame costs a lookup and a few compares: the markers, rare past a thread's first
     // stacks, are told apart only off the path of a sized frame.
     for (;;) {
-        const uint32_t value = frame_size(ip);
-        if (__builtin_expect(value == kUnknownFrame, 0))
-            return can_learn_frame_sizes() ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
+        uint32_t value = frame_size(ip);
         // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks.
         if (__builtin_expect(!own.contains(ip), 1)) {
             out->slots[depth] = stack_pointer - sizeof(uint64_t);  // where `ip` was read from
@@ -144,6 +198,14 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
                 outside_seen = outside_seen || !inside;
             }
         }
+        // A frame the walk must step out of and does not know (or saw only as the last frame
+        // of an unwind) is learned now: a frame that only ends the walk costs nothing.
+        if (__builtin_expect(!is_sized_frame(value), 0) && value != kFramePointerFrame && value != kOutermostFrame) {
+            if (value != kUnwalkableFrame && may_learn) value = learn_frame_now(ip, stack_pointer, frame_pointer);
+            if (value == kUnknownFrame || value == kSeenFrame)
+                return can_learn_frame_sizes() ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
+            if (value == kUnwalkableFrame) return StackWalk::kNotWalkable;
+        }
         uintptr_t caller_stack_pointer;
         if (__builtin_expect(is_sized_frame(value), 1)) {
             caller_stack_pointer = stack_pointer + frame_bytes(value);
@@ -156,10 +218,9 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
                 return StackWalk::kNotWalkable;
             caller_stack_pointer = frame_pointer + 16;
             frame_pointer = *reinterpret_cast<const uint64_t*>(frame_pointer);
-        } else if (value == kOutermostFrame) {
-            break;
         } else {
-            return value == kSeenFrame ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
+            LEAKWRAP_CHECK(value == kOutermostFrame);
+            break;
         }
         stack_pointer = caller_stack_pointer;
         ip = *reinterpret_cast<const uint64_t*>(stack_pointer - sizeof(uint64_t));
@@ -172,42 +233,22 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     return StackWalk::kWalked;
 }
 
-namespace {
-
-// A thread's first slow unwinds to learn frame sizes are free; after that each needs this many
-// stacks walked since, and the thread's stacks must mostly be walkable: a program whose stacks
-// keep crossing frames that only libunwind can unwind (GCC's own, which use alloca) gains
-// nothing from learning more, and each slow unwind costs as much as a few hundred walks.
-constexpr uint64_t kFreeLearningUnwinds = 256;
-constexpr uint64_t kWalksPerLearningUnwind = 32;
-constexpr uint64_t kWalksPerUnwalkableStack = 4;
-
-bool learning_pays(const StackWalkCounts& counts) {
-    if (counts.learned < kFreeLearningUnwinds) return true;
-    return counts.learned * kWalksPerLearningUnwind < counts.walked &&
-           counts.unwalkable * kWalksPerUnwalkableStack < counts.walked;
-}
-
-}  // namespace
-
 bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const CodeBoundary& stop, CapturedStack* out,
                        uint32_t* cut) {
-    if (walk_stack_by_frame_sizes(caller, max_depth, &stop, out, cut) != StackWalk::kWalked) return false;
+    if (walk_stack_by_frame_sizes(caller, max_depth, &stop, true, out, cut) != StackWalk::kWalked) return false;
     ++t_thread.stack_walks.walked;
     return true;
 }
 
 void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool slots_wanted, CapturedStack* out) {
     StackWalkCounts& counts = t_thread.stack_walks;
-    StackWalk walk = walk_stack_by_frame_sizes(caller, max_depth, nullptr, out, nullptr);
+    StackWalk walk = walk_stack_by_frame_sizes(caller, max_depth, nullptr, true, out, nullptr);
     if (walk == StackWalk::kWalked) {
         ++counts.walked;
         return;
     }
     if (walk == StackWalk::kNotWalkable) ++counts.unwalkable;
-    const bool learn = walk == StackWalk::kNeedsLearning && learning_pays(counts);
-    if (learn) ++counts.learned;
-    if (learn || slots_wanted)
+    if (slots_wanted)
         capture_stack_with_slots(caller, max_depth, out);
     else
         capture_stack(max_depth, out);
@@ -261,23 +302,15 @@ void capture_stack(uint32_t max_depth, CapturedStack* out) {
 // follows: on x86_64 a return address sits just below the stack pointer of the frame it returns
 // to. Each step takes a lock of libunwind's with two sigprocmask system calls: 2 us a frame on
 // this project's virtual machines, where a walk by frame sizes takes nanoseconds.
-//
-// The cursor starts in the caller's frame, from the registers the entry point saw at the call,
-// not in this function's: stepping out of leakwrap's own frames (four or five) cost more than
-// the frames wanted when only a few are (the Ruby VM's three). The other callee-saved registers
-// are this frame's, not the caller's; no frame at a call site finds its caller through them
-// (its CFA follows from rsp or rbp), and nothing here reads them.
+// The cursor starts in the caller's frame, not in this function's: stepping out of leakwrap's
+// own frames (four or five) would cost more than the frames wanted.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
     LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     out->depth = 0;
     out->slots_known = false;
     unw_context_t context;
-    if (unw_getcontext(&context) != 0) return;
-    context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(caller.return_address);
-    context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(caller.stack_pointer);
-    context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(caller.frame_pointer);
     unw_cursor_t cursor;
-    if (unw_init_local(&cursor, &context) != 0) return;
+    if (!init_cursor_at(caller.return_address, caller.stack_pointer, caller.frame_pointer, &context, &cursor)) return;
     bool slots_known = true;
     uint32_t depth = 0;
     FrameSizeLearner learner;

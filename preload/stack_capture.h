@@ -35,24 +35,25 @@ struct CodeBoundary {
 
 // Walks from the caller of the interposed function by the frames' learned rules (frame_sizes.h),
 // up to max_depth frames, or to `stop` (may be null): a table lookup and a load or two a frame.
-// Each return address is read from its slot, so the slots are known. Not kWalked when a frame on the way is unknown (the slow unwind
-// learns it) or not walkable, or when the caller is not on the thread's own stack. `cut` (may
-// be null) tells where `stop` ended the walk: the depth up to and including the frame that
-// entered its code again, 1 when the inner frames inside it ended it, 0 when it did not.
+// Each return address is read from its slot, so the slots are known. A frame not known yet is
+// learned on the way by one step of libunwind's, if `may_learn` and learning pays for the
+// thread (a program whose stacks keep crossing frames that cannot be walked by size stops
+// learning). Not kWalked when a frame on the way is not known (kNeedsLearning) or not walkable,
+// or when the caller is not on the thread's own stack. `cut` (may be null) tells where `stop`
+// ended the walk: the depth up to and including the frame that entered its code again, 1 when
+// the inner frames inside it ended it, 0 when it did not.
 enum class StackWalk { kWalked, kNeedsLearning, kNotWalkable };
 StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_depth, const CodeBoundary* stop,
-                                    CapturedStack* out, uint32_t* cut);
+                                    bool may_learn, CapturedStack* out, uint32_t* cut);
 
 // walk_stack_by_frame_sizes(), counted among the thread's walks when it walked; when it did not,
 // the caller captures the stack otherwise (capture_stack_quickly), which counts it.
 bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const CodeBoundary& stop, CapturedStack* out,
                        uint32_t* cut);
 
-// The stack from the caller, up to max_depth frames, the cheapest way: walked by frame sizes,
-// else learned by the slow unwind while learning pays (the thread's walks far outnumber its
-// slow unwinds: a program whose stacks cross frames that cannot be walked by size stops
-// learning), else unwound by libunwind: with its slots if `slots_wanted` (the slow unwind),
-// else fast, without them.
+// The stack from the caller, up to max_depth frames, the cheapest way: walked by frame sizes
+// (learning the frames it does not know while learning pays), else unwound by libunwind: with
+// its slots if `slots_wanted` (the slow unwind), else fast, without them.
 void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool slots_wanted, CapturedStack* out);
 
 // Unwinds from the caller of the interposed function, up to max_depth frames, fast; the slots
@@ -60,8 +61,8 @@ void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool
 void capture_stack(uint32_t max_depth, CapturedStack* out);
 
 // The same frames and their slots (unless a signal frame crossed), at
-// about a hundred times the cost: to learn the sizes of the frames it crosses, and for the
-// stacks the call-site cache will remember that cannot be walked.
+// about a hundred times the cost, learning the sizes of the frames it crosses: for the stacks
+// the call-site cache will remember that cannot be walked.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
 }  // namespace leakwrap

@@ -2,7 +2,8 @@
 // test process: the table's rules for what it learns, and real stacks of this program's own
 // functions, first unknown, then learned by one slow unwind and walked to the same frames as
 // libunwind finds, from the same slots, a frame that allocates on the stack dynamically through
-// its frame pointer.
+// its frame pointer; and stacks learned by the walk itself, a libunwind step a frame it does not
+// know.
 #include "frame_sizes.h"
 
 #include <alloca.h>
@@ -65,6 +66,7 @@ TEST_F(FrameSizes, ForgetsEverythingWhenAModuleIsUnloaded) {
 
 // What each stack below found, from inside the "allocator" (the innermost function).
 struct Found {
+    bool first_walk_learns;  // set by the test: the first walk learns what it does not know
     StackWalk first_walk;
     CapturedStack learned;
     StackWalk second_walk;
@@ -74,13 +76,14 @@ struct Found {
 constexpr uint32_t kDepth = 6;
 
 // Stands for malloc: the caller context names the function that called it, where both the walk
-// and the slow unwind start.
+// and the slow unwind start. The second walk learns nothing: it walks by what is known.
 __attribute__((noinline)) void allocator(Found* found) {
     const CallerContext caller = LEAKWRAP_CALLER();
     GuardScope guard;
-    found->first_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, &found->walked, nullptr);
+    found->first_walk =
+        walk_stack_by_frame_sizes(caller, kDepth, nullptr, found->first_walk_learns, &found->walked, nullptr);
     capture_stack_with_slots(caller, kDepth, &found->learned);
-    found->second_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, &found->walked, nullptr);
+    found->second_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, false, &found->walked, nullptr);
     asm volatile("" ::: "memory");  // not a tail call: this frame stays on the stack
 }
 
@@ -163,6 +166,21 @@ TEST_P(FrameSizesDynamic, AFrameThatAllocatesOnTheStackIsWalkedThroughItsFramePo
     EXPECT_EQ(frame_size(calls[0].walked.frames[1]), kFramePointerFrame);
     if (GetParam()) {
         EXPECT_NE(saved_rbp_slot(frame_size(calls[0].walked.frames[0])), 0u);
+    }
+}
+
+// A walk that may learn steps libunwind out of each frame it does not know, from the stack
+// pointer and rbp it found there, and goes on: the frames and slots it finds are libunwind's,
+// whether the frames are sized, use a frame pointer, or reach it through a saved rbp.
+TEST_P(FrameSizesDynamic, AWalkLearnsTheFramesItDoesNotKnowOnItsWay) {
+    record_thread_stack_bounds();
+    for (const unsigned dynamic_bytes : {0u, 64u, 4096u + 48}) {
+        forget_frame_sizes();
+        Found found{};
+        found.first_walk_learns = true;
+        outer(&found, dynamic_bytes, GetParam());
+        EXPECT_EQ(found.first_walk, StackWalk::kWalked) << dynamic_bytes;
+        expect_walked_as_unwound(found);
     }
 }
 
