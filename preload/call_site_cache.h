@@ -29,7 +29,7 @@ inline constexpr uint32_t kNoCachedSite = UINT32_MAX;
 
 struct CacheLookup {
     uint32_t site;        // kNoCachedSite on a miss
-    bool fill;            // a miss worth the slow unwind that gives the slots to fill the entry
+    bool fill;            // a miss whose stack is worth capturing with its slots, to fill the entry
 };
 
 CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class);

@@ -60,9 +60,9 @@ void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool
 // stay unknown.
 void capture_stack(uint32_t max_depth, CapturedStack* out);
 
-// The same frames and their slots (unless a signal frame crossed), at
-// about a hundred times the cost, learning the sizes of the frames it crosses: for the stacks
-// the call-site cache will remember that cannot be walked.
+// The same frames and their slots (unless a signal frame crossed), at about a hundred times the
+// cost, learning the sizes of the frames it crosses: for the stacks the call-site cache will
+// remember that cannot be walked.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
 }  // namespace leakwrap
