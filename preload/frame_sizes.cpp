@@ -29,13 +29,8 @@ uint64_t entry(uintptr_t return_address, uint32_t value) { return (uint64_t{retu
 uintptr_t address_of(uint64_t entry) { return static_cast<uintptr_t>(entry >> 16); }
 uint32_t value_of(uint64_t entry) { return static_cast<uint32_t>(entry & 0xffff); }
 
-// What a new observation makes of a known value: walking rules must agree; one never undoes a
-// marker but kSeenFrame, which only says the address exists.
-uint32_t merged(uint32_t known, uint32_t seen) {
-    if (seen == kSeenFrame || known == seen) return known;
-    if (known == kSeenFrame) return seen;
-    return kUnwalkableFrame;
-}
+// What a new observation makes of a known value: walking rules must agree.
+uint32_t merged(uint32_t known, uint32_t seen) { return known == seen ? known : kUnwalkableFrame; }
 
 }  // namespace
 

@@ -1,6 +1,6 @@
-// What each return address's frame spans on the stack, learned from libunwind's steps, so
-// that a stack of known return addresses is then walked with a table lookup and a load or two a
-// frame.
+// What each return address's frame spans on the stack, learned from its module's unwind table
+// (unwind_tables.h) the first time a walk must step out of it, so that a stack of known return
+// addresses is then walked with a table lookup and a load or two a frame.
 //
 // A frame whose canonical frame address (CFA) is the stack pointer plus a constant at the call
 // it made (every frame compiled without a frame pointer, except those that realign the stack)
@@ -13,8 +13,8 @@
 // A frame whose CFA follows its frame pointer (CFA = rbp + 16, the layout of every frame-pointer
 // prologue: push rbp; mov rsp, rbp) may allocate on the stack dynamically (alloca, VLAs), so its
 // size is not fixed; it is walked through rbp instead: the return address at rbp + 8, the
-// caller's rbp at rbp. Two values seen for one return address make it unwalkable, and so do
-// signal frames and frames whose CFA is neither.
+// caller's rbp at rbp. Signal frames, frames whose CFA is neither, and return addresses two
+// rules were learned for are unwalkable.
 //
 // Entries are never removed but all at once, when a module is unloaded (its addresses could be
 // reused by other code); the table is process-private, so a forked child keeps what its parent
@@ -25,18 +25,14 @@
 
 namespace leakwrap {
 
-// frame_size() of a return address libunwind never stepped from nor saw: walking must stop
-// before it (or learn it).
+// frame_size() of a return address not learned yet: walking must stop before it (or learn it).
 inline constexpr uint32_t kUnknownFrame = 0;
-// Seen as the last frame a slow unwind asked for: it may end a walk, not be walked through
-// (unless learned).
-inline constexpr uint32_t kSeenFrame = 1;
 // Not walkable (see above): libunwind must unwind it.
-inline constexpr uint32_t kUnwalkableFrame = 2;
+inline constexpr uint32_t kUnwalkableFrame = 1;
 // The outermost frame: unwinding ends there.
-inline constexpr uint32_t kOutermostFrame = 3;
+inline constexpr uint32_t kOutermostFrame = 2;
 // The CFA is rbp + 16: walked through the frame pointer.
-inline constexpr uint32_t kFramePointerFrame = 4;
+inline constexpr uint32_t kFramePointerFrame = 3;
 // Any value from 8 up is a frame walked by its size, sized_frame(): the size in bytes (a multiple
 // of 8 up to kMaxFrameSize) plus, in the low three bits, the slot where the frame saved its
 // caller's rbp: 0 for none, k for CFA - 8 - 8k.
@@ -57,7 +53,7 @@ uint32_t frame_size(uintptr_t return_address);
 // frame is then unwound by libunwind without trying to learn it.
 bool can_learn_frame_sizes();
 
-// What a libunwind step found for a return address: a sized_frame(), or one of the markers above.
+// What the unwind table says of a return address: a sized_frame(), or one of the markers above.
 void learn_frame_size(uintptr_t return_address, uint32_t value);
 
 // Forgets everything learned: some module was unloaded.

@@ -14,12 +14,13 @@
 //  3. Locks a slow path may take, none of which can close a cycle with an allocation:
 //     - urcu-bp's registry lock, once per thread on its first RCU read-side section: liburcu
 //       takes no lock of ours and allocates with mmap;
-//     - the loader lock (dl_iterate_phdr for each new stack, to see whether modules changed;
-//       dlsym of Ruby's thread-local once per thread): recursive, so a thread that called
+//     - the loader lock (dl_iterate_phdr for each new stack, to see whether modules changed,
+//       and for each module whose unwind table a walk reads; dlsym of Ruby's thread-local
+//       once per thread): recursive, so a thread that called
 //       malloc while holding it (a constructor in dlopen) takes it again; another thread
 //       holding it never waits for us, since nothing we hold is needed by the loader;
-//     - libunwind's lock, in the cursor steps that fill a cache entry or learn frame sizes:
-//       taken and released inside each step, libunwind calls nothing of ours while holding it;
+//     - libunwind's lock, in the cursor steps of a stack that cannot be walked: taken and
+//       released inside each step, libunwind calls nothing of ours while holding it;
 //     - never a lock of glibc's malloc (invariant 2) nor of the program's.
 //     The Ruby tables' flag and the module scan's flag are tried, never waited for: a thread
 //     that finds them taken records the allocation without a Ruby backtrace / module scan.

@@ -4,8 +4,8 @@
 #include <link.h>
 
 #include <atomic>
-#include <cstring>
 
+#include "build_id.h"
 #include "debug_check.h"
 #include "frame_sizes.h"
 #include "guard.h"
@@ -36,31 +36,6 @@ int read_loader_counters(dl_phdr_info* info, size_t size, void* out) {
     if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
         *static_cast<LoaderCounters*>(out) = LoaderCounters{info->dlpi_adds, info->dlpi_subs};
     return 1;  // the counters are the same in every entry: one is enough
-}
-
-uint32_t read_build_id(const dl_phdr_info* info, uint8_t* out) {
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-        if (ph.p_type != PT_NOTE) continue;
-        auto* note = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
-        const unsigned char* end = note + ph.p_memsz;
-        while (note + sizeof(ElfW(Nhdr)) <= end) {
-            const auto* header = reinterpret_cast<const ElfW(Nhdr)*>(note);
-            const unsigned char* name = note + sizeof(ElfW(Nhdr));
-            const unsigned char* desc = name + ((header->n_namesz + 3) & ~3u);
-            const unsigned char* next = desc + ((header->n_descsz + 3) & ~3u);
-            if (next > end) break;
-            if (header->n_type == NT_GNU_BUILD_ID && header->n_namesz == 4 &&
-                std::memcmp(name, "GNU", 4) == 0) {
-                uint32_t length = header->n_descsz < layout::kBuildIdMax ? header->n_descsz
-                                                                         : layout::kBuildIdMax;
-                std::memcpy(out, desc, length);
-                return length;
-            }
-            note = next;
-        }
-    }
-    return 0;
 }
 
 void address_range(const dl_phdr_info* info, uint64_t* start, uint64_t* end) {
@@ -96,7 +71,7 @@ void append_module(const dl_phdr_info* info, uint64_t start, uint64_t end, uint3
     record->load_bias = info->dlpi_addr;
     record->start = start;
     record->end = end;
-    record->build_id_length = read_build_id(info, record->build_id);
+    record->build_id_length = build_id_of_loaded(info, record->build_id, layout::kBuildIdMax);
     std::atomic_ref<uint32_t>(record->state).store(layout::kReady, std::memory_order_release);
     claimed.store(index + 1, std::memory_order_release);
     g_mapped[g_mapped_count] = index;

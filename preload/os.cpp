@@ -121,6 +121,34 @@ bool for_each_directory_entry(const char* path, DirectoryVisitor visit, void* co
     return true;
 }
 
+int open_regular_file(const char* path, FileIdentity* file) noexcept {
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat status {};
+    if (fstat(fd, &status) == 0 && S_ISREG(status.st_mode)) {
+        *file = FileIdentity{status.st_dev, status.st_ino, status.st_mtim};
+        return fd;
+    }
+    close(fd);
+    errno = ENODEV;
+    return -1;
+}
+
+std::size_t read_at(int fd, uint64_t offset, void* buffer, std::size_t size) noexcept {
+    std::size_t done = 0;
+    while (done < size) {
+        const ssize_t n = pread(fd, static_cast<char*>(buffer) + done, size - done, static_cast<off_t>(offset + done));
+        if (n > 0) {
+            done += static_cast<std::size_t>(n);
+        } else if (n == 0 || errno != EINTR) {
+            break;
+        }
+    }
+    return done;
+}
+
+void close_file(int fd) noexcept { close(fd); }
+
 bool process_is_gone(int pid) noexcept { return kill(pid, 0) != 0 && errno == ESRCH; }
 
 }  // namespace leakwrap::os

@@ -1,17 +1,19 @@
 // The system calls of libleakwrap.so, named for what it needs of the kernel (as mimalloc's
 // prim/): private memory, the shared-memory segment and its backing, small /proc files, the
-// segment files of /dev/shm. Everything else in preload/ asks through here.
+// segment files of /dev/shm, the modules' files (their unwind tables). Everything else in
+// preload/ asks through here.
 //
 // Every function here is allocation-free and never throws: it calls the kernel (through
 // glibc's thin syscall wrappers) with the caller's buffers or stack buffers, never malloc,
 // stdio or anything that could lock. So each may run with the reentrancy guard held, before
 // the real allocator is known, in a forked child before it has its own segment, and in a
 // signal handler: POSIX lists open, read, close, fstat, readlink, unlink, kill as
-// async-signal-safe; mmap, munmap, fallocate and getdents64 are single syscalls; glibc's
+// async-signal-safe; mmap, munmap, fallocate, pread and getdents64 are single syscalls; glibc's
 // shm_open and shm_unlink (2.34 and later) are open and unlink of /dev/shm/<name>, the path
 // built on the stack.
 // None waits for another thread, and none is on the per-allocation fast path: they run at
-// start-up, at fork and exit, once per thread, or when a table needs more room.
+// start-up, at fork and exit, once per thread, when a table needs more room, or when a walk
+// learns a frame.
 // Failures are reported by the return value; errno is left as the call set it.
 //
 // Left where they are, each the one thing its caller does: the write(2) of a warning
@@ -89,6 +91,16 @@ void remove_if_same_file(int directory, const char* name, const FileIdentity& fi
 // cannot be opened.
 using DirectoryVisitor = void (*)(void* context, int directory, const char* name, unsigned char type);
 bool for_each_directory_entry(const char* path, DirectoryVisitor visit, void* context) noexcept;
+
+// --- Module files ----------------------------------------------------------------------------
+
+// Opens a regular file to read (a module's ELF file, for its unwind table), without waiting
+// (O_NONBLOCK), and says which file it is; the descriptor, or -1 with errno set (ENODEV for a
+// file that is not regular).
+int open_regular_file(const char* path, FileIdentity* file) noexcept;
+// Reads up to `size` bytes at `offset` (pread, retried when interrupted); returns how many.
+std::size_t read_at(int fd, uint64_t offset, void* buffer, std::size_t size) noexcept;
+void close_file(int fd) noexcept;
 
 // --- Processes --------------------------------------------------------------------------------
 

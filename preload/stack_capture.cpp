@@ -12,6 +12,7 @@
 #include "frame_sizes.h"
 #include "guard.h"
 #include "thread_state.h"
+#include "unwind_tables.h"
 
 namespace leakwrap {
 namespace {
@@ -30,75 +31,6 @@ uintptr_t register_value(unw_cursor_t* cursor, unw_regnum_t reg) {
     unw_get_reg(cursor, reg, &value);
     return value;
 }
-
-// Where libunwind found the caller's rbp after stepping out of a frame; 0 if not in memory.
-uintptr_t saved_rbp_address(unw_cursor_t* cursor) {
-    unw_save_loc_t location{};
-    if (unw_get_save_loc(cursor, UNW_X86_64_RBP, &location) != 0 || location.type != UNW_SLT_MEMORY)
-        return 0;
-    return location.u.addr;
-}
-
-// Whether the cursor's frame has an entry in a module's unwind table (an FDE). libunwind steps
-// out of a frame without one (JIT code, V8's builtins in node) by guessing from the registers,
-// differently from one unwind to another (its fast unw_backtrace and a cursor made from a walk's
-// registers took node's for a frame of 16 bytes, and lost the stack): no rule is learned for it.
-bool has_unwind_table_entry(unw_cursor_t* cursor) {
-    unw_proc_info_t procedure;
-    return unw_get_proc_info(cursor, &procedure) == 0 && procedure.format == UNW_INFO_FORMAT_TABLE;
-}
-
-// How a slow unwind walked each frame, frame by frame (see frame_sizes.h).
-class FrameSizeLearner {
-public:
-    // The unwind has reached the frame of `ip`; `after_signal`: the frame inside it was a signal
-    // frame, so `ip` is where the signal struck, not a return address.
-    void at(unw_cursor_t* cursor, uintptr_t ip, bool after_signal) {
-        ip_ = after_signal ? 0 : ip;
-        stack_pointer_ = register_value(cursor, UNW_REG_SP);
-        frame_pointer_ = register_value(cursor, UNW_X86_64_RBP);
-        signal_ = unw_is_signal_frame(cursor) > 0;
-        described_ = ip_ != 0 && has_unwind_table_entry(cursor);
-    }
-    bool signal() const { return signal_; }
-    uintptr_t stack_pointer() const { return stack_pointer_; }
-    // The unwind stepped from the frame at() saw; `stepped` is unw_step's result.
-    void stepped(unw_cursor_t* cursor, int stepped) {
-        if (ip_ == 0) return;
-        if (stepped < 0 || signal_ || !described_) return learn_frame_size(ip_, kUnwalkableFrame);
-        if (stepped == 0) return learn_frame_size(ip_, kOutermostFrame);
-        const uintptr_t caller_stack_pointer = register_value(cursor, UNW_REG_SP);  // the CFA
-        if (frame_pointer_ + 16 == caller_stack_pointer) return learn_frame_size(ip_, kFramePointerFrame);
-        // A size's low three bits hold the saved rbp's slot (frame_sizes.h): x86_64 frames are
-        // whole words, and one that is not is not walked.
-        if (caller_stack_pointer <= stack_pointer_ || caller_stack_pointer - stack_pointer_ > kMaxFrameSize ||
-            (caller_stack_pointer - stack_pointer_) % 8 != 0)
-            return learn_frame_size(ip_, kUnwalkableFrame);
-        // libunwind names where the caller's rbp came from; within this frame, this frame saved it
-        // (a slot below, in a frame further in, says the register kept its value through this one).
-        uint32_t slot = 0;
-        const uintptr_t saved = saved_rbp_address(cursor);
-        if (saved >= stack_pointer_ && saved < caller_stack_pointer) {
-            const uintptr_t below_return_address = caller_stack_pointer - sizeof(uint64_t) - saved;
-            if (below_return_address % 8 != 0 || below_return_address / 8 == 0 ||
-                below_return_address / 8 > kMaxSavedRbpSlot)
-                return learn_frame_size(ip_, kUnwalkableFrame);
-            slot = static_cast<uint32_t>(below_return_address / 8);
-        }
-        learn_frame_size(ip_, sized_frame(static_cast<uint32_t>(caller_stack_pointer - stack_pointer_), slot));
-    }
-    // The unwind stopped at the frame at() saw without stepping from it.
-    void stopped() const {
-        if (ip_ != 0) learn_frame_size(ip_, kSeenFrame);
-    }
-
-private:
-    uintptr_t ip_ = 0;
-    uintptr_t stack_pointer_ = 0;
-    uintptr_t frame_pointer_ = 0;
-    bool signal_ = false;
-    bool described_ = false;
-};
 
 // A cursor in the frame of `ip`, from the registers that frame had at its call: rip, rsp and
 // rbp. The other callee-saved registers are this frame's, not that one's; no frame at a call
@@ -128,20 +60,15 @@ bool learning_pays(const StackWalkCounts& counts) {
            counts.unwalkable * kWalksPerUnwalkableStack < counts.walked;
 }
 
-// The rule of the frame of `ip` (its stack pointer and rbp as a walk found them), learned now by
-// one libunwind step out of it if learning pays; kUnknownFrame if it does not. A walk thus pays
-// a step for each frame it must step out of and does not know, not an unwind of the whole stack.
-__attribute__((noinline, cold)) uint32_t learn_frame_now(uintptr_t ip, uintptr_t stack_pointer,
-                                                         uintptr_t frame_pointer) {
+// The rule of the frame of `ip`, learned now from its module's unwind table if learning pays;
+// kUnknownFrame if it does not. A walk thus pays for each frame it must step out of and does not
+// know, not for an unwind of the whole stack.
+__attribute__((noinline, cold)) uint32_t learn_frame_now(UnwindTableReader& tables, uintptr_t ip) {
     StackWalkCounts& counts = t_thread.stack_walks;
     if (!can_learn_frame_sizes() || !learning_pays(counts)) return kUnknownFrame;
-    unw_context_t context;
-    unw_cursor_t cursor;
-    if (!init_cursor_at(ip, stack_pointer, frame_pointer, &context, &cursor)) return kUnknownFrame;
     ++counts.learned;
-    FrameSizeLearner learner;
-    learner.at(&cursor, ip, false);
-    learner.stepped(&cursor, unw_step(&cursor));
+    const uint32_t rule = tables.frame_rule(ip);
+    if (rule != kUnknownFrame) learn_frame_size(ip, rule);
     return frame_size(ip);
 }
 
@@ -179,6 +106,7 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     // For `stop`: frames inside its code at the inner end, and whether one outside came since.
     uint32_t inner_frames_inside = 0;
     bool outside_seen = false;
+    UnwindTableReader tables;
     if (cut != nullptr) *cut = 0;
     // Every frame costs a lookup and a few compares: the markers, rare past a thread's first
     // stacks, are told apart only off the path of a sized frame.
@@ -198,11 +126,11 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
                 outside_seen = outside_seen || !inside;
             }
         }
-        // A frame the walk must step out of and does not know (or saw only as the last frame
-        // of an unwind) is learned now: a frame that only ends the walk costs nothing.
+        // A frame the walk must step out of and does not know is learned now: a frame that
+        // only ends the walk costs nothing.
         if (__builtin_expect(!is_sized_frame(value), 0) && value != kFramePointerFrame && value != kOutermostFrame) {
-            if (value != kUnwalkableFrame && may_learn) value = learn_frame_now(ip, stack_pointer, frame_pointer);
-            if (value == kUnknownFrame || value == kSeenFrame)
+            if (value == kUnknownFrame && may_learn) value = learn_frame_now(tables, ip);
+            if (value == kUnknownFrame)
                 return can_learn_frame_sizes() ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
             if (value == kUnwalkableFrame) return StackWalk::kNotWalkable;
         }
@@ -259,6 +187,7 @@ bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
 void init_stack_capture() {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     init_frame_sizes();
+    init_unwind_tables();
     g_own_code = code_range_of(reinterpret_cast<const void*>(&capture_stack));
 }
 
@@ -313,24 +242,16 @@ void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, C
     if (!init_cursor_at(caller.return_address, caller.stack_pointer, caller.frame_pointer, &context, &cursor)) return;
     bool slots_known = true;
     uint32_t depth = 0;
-    FrameSizeLearner learner;
-    for (bool after_signal = false;;) {
-        uintptr_t ip = register_value(&cursor, UNW_REG_IP);
-        learner.at(&cursor, ip, after_signal);
+    for (;;) {
+        const uintptr_t ip = register_value(&cursor, UNW_REG_IP);
         if (!is_own_frame(ip)) {
             out->frames[depth] = ip;
-            out->slots[depth] = learner.stack_pointer() - sizeof(uint64_t);
+            out->slots[depth] = register_value(&cursor, UNW_REG_SP) - sizeof(uint64_t);
             ++depth;
         }
-        if (learner.signal()) slots_known = false;
-        if (depth == max_depth) {
-            learner.stopped();
-            break;
-        }
-        int stepped = unw_step(&cursor);
-        learner.stepped(&cursor, stepped);
-        if (stepped <= 0) break;
-        after_signal = learner.signal();
+        // The frame inside a signal frame was interrupted, not called: no slot holds its address.
+        if (unw_is_signal_frame(&cursor) > 0) slots_known = false;
+        if (depth == max_depth || unw_step(&cursor) <= 0) break;
     }
     out->depth = depth;
     out->slots_known = slots_known;

@@ -1,4 +1,5 @@
-// Native call stack of the allocating thread, via libunwind.
+// Native call stack of the allocating thread: walked by the frames' rules learned from the
+// modules' unwind tables, or unwound by libunwind where they cannot be walked.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,7 @@ struct CodeBoundary {
 // Walks from the caller of the interposed function by the frames' learned rules (frame_sizes.h),
 // up to max_depth frames, or to `stop` (may be null): a table lookup and a load or two a frame.
 // Each return address is read from its slot, so the slots are known. A frame not known yet is
-// learned on the way by one step of libunwind's, if `may_learn` and learning pays for the
+// learned on the way from its module's unwind table, if `may_learn` and learning pays for the
 // thread (a program whose stacks keep crossing frames that cannot be walked by size stops
 // learning). Not kWalked when a frame on the way is not known (kNeedsLearning) or not walkable,
 // or when the caller is not on the thread's own stack. `cut` (may be null) tells where `stop`
@@ -61,8 +62,7 @@ void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool
 void capture_stack(uint32_t max_depth, CapturedStack* out);
 
 // The same frames and their slots (unless a signal frame crossed), at about a hundred times the
-// cost, learning the sizes of the frames it crosses: for the stacks the call-site cache will
-// remember that cannot be walked.
+// cost: for the stacks the call-site cache will remember that cannot be walked.
 void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
 }  // namespace leakwrap

@@ -21,10 +21,10 @@ struct StackBounds {
 };
 
 // stack_capture.cpp: how this thread's stacks were found lately, which decides whether a walk
-// that meets an unknown frame is worth a libunwind step to learn it.
+// that meets an unknown frame is worth reading its rule from the unwind table.
 struct StackWalkCounts {
     uint64_t walked;     // stacks walked by frame sizes
-    uint64_t learned;    // frames learned by a libunwind step during a walk
+    uint64_t learned;    // frames learned from the unwind tables during a walk
     uint64_t unwalkable; // stacks with a frame that cannot be walked by size
 };
 

@@ -1,20 +1,28 @@
 // Walking a stack by learned frame sizes (preload/frame_sizes.cpp, stack_capture.cpp) in this
 // test process: the table's rules for what it learns, and real stacks of this program's own
-// functions, first unknown, then learned by one slow unwind and walked to the same frames as
-// libunwind finds, from the same slots, a frame that allocates on the stack dynamically through
-// its frame pointer; and stacks learned by the walk itself, a libunwind step a frame it does not
-// know.
+// functions and of libc's, first unknown, then learned from the modules' unwind tables by a walk
+// and walked to the same frames as libunwind finds, from the same slots, a frame that allocates
+// on the stack dynamically through its frame pointer.
 #include "frame_sizes.h"
 
 #include <alloca.h>
+#include <dlfcn.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "caller.h"
 #include "guard.h"
 #include "stack_capture.h"
 #include "thread_stacks.h"
+#include "unwind_tables.h"
 
 namespace leakwrap {
 namespace {
@@ -23,6 +31,7 @@ class FrameSizes : public ::testing::Test {
 protected:
     void SetUp() override {
         ASSERT_TRUE(init_frame_sizes());
+        ASSERT_TRUE(init_unwind_tables());
         forget_frame_sizes();
     }
 };
@@ -30,11 +39,8 @@ protected:
 TEST_F(FrameSizes, KeepsASizeSeenAgainAndGivesUpOnTwoSizes) {
     const uintptr_t address = 0x7f0000401234;
     EXPECT_EQ(frame_size(address), kUnknownFrame);
-    learn_frame_size(address, kSeenFrame);
-    EXPECT_EQ(frame_size(address), kSeenFrame);
     learn_frame_size(address, 48);
     EXPECT_EQ(frame_size(address), 48u);
-    learn_frame_size(address, kSeenFrame);  // says nothing new
     learn_frame_size(address, 48);
     EXPECT_EQ(frame_size(address), 48u);
     learn_frame_size(address, 64);  // a frame of two sizes cannot be walked by size
@@ -68,21 +74,24 @@ TEST_F(FrameSizes, ForgetsEverythingWhenAModuleIsUnloaded) {
 struct Found {
     bool first_walk_learns;  // set by the test: the first walk learns what it does not know
     StackWalk first_walk;
-    CapturedStack learned;
+    CapturedStack unwound;  // by libunwind: the frames and slots every walk must find
+    StackWalk learning_walk;
     StackWalk second_walk;
     CapturedStack walked;
 };
 
 constexpr uint32_t kDepth = 6;
 
-// Stands for malloc: the caller context names the function that called it, where both the walk
-// and the slow unwind start. The second walk learns nothing: it walks by what is known.
+// Stands for malloc: the caller context names the function that called it, where both the walks
+// and libunwind's unwind start. Between a first walk (learning only if asked) and a last one,
+// which learns nothing and walks by what is known, a walk learns what it needs.
 __attribute__((noinline)) void allocator(Found* found) {
     const CallerContext caller = LEAKWRAP_CALLER();
     GuardScope guard;
     found->first_walk =
         walk_stack_by_frame_sizes(caller, kDepth, nullptr, found->first_walk_learns, &found->walked, nullptr);
-    capture_stack_with_slots(caller, kDepth, &found->learned);
+    capture_stack_with_slots(caller, kDepth, &found->unwound);
+    found->learning_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, true, &found->walked, nullptr);
     found->second_walk = walk_stack_by_frame_sizes(caller, kDepth, nullptr, false, &found->walked, nullptr);
     asm volatile("" ::: "memory");  // not a tail call: this frame stays on the stack
 }
@@ -124,29 +133,129 @@ __attribute__((noinline)) void outer(Found* found, unsigned dynamic_bytes, bool 
     asm volatile("" ::: "memory");
 }
 
-// The second walk found the frames the slow unwind found, read from the same slots: the
-// call-site cache takes a walk's slots as it takes libunwind's.
+// The last walk found the frames libunwind found, read from the same slots: the call-site cache
+// takes a walk's slots as it takes libunwind's.
 void expect_walked_as_unwound(const Found& found) {
     ASSERT_EQ(found.second_walk, StackWalk::kWalked);
-    ASSERT_EQ(found.learned.depth, kDepth);
+    ASSERT_EQ(found.unwound.depth, kDepth);
     ASSERT_EQ(found.walked.depth, kDepth);
-    ASSERT_TRUE(found.learned.slots_known);
+    ASSERT_TRUE(found.unwound.slots_known);
     ASSERT_TRUE(found.walked.slots_known);
     for (uint32_t i = 0; i < kDepth; ++i) {
-        EXPECT_EQ(found.walked.frames[i], found.learned.frames[i]) << i;
-        EXPECT_EQ(found.walked.slots[i], found.learned.slots[i]) << i;
+        EXPECT_EQ(found.walked.frames[i], found.unwound.frames[i]) << i;
+        EXPECT_EQ(found.walked.slots[i], found.unwound.slots[i]) << i;
     }
 }
 
-TEST_F(FrameSizes, AStackOnceUnwoundSlowlyIsWalkedToTheSameFrames) {
+TEST_F(FrameSizes, AStackIsLearnedFromTheUnwindTablesOnceAndThenWalkedToLibunwindsFrames) {
     record_thread_stack_bounds();
     Found calls[2]{};
     volatile int count = 2;  // one call site, not unrolled: the same return addresses twice
     for (int i = 0; i < count; ++i) outer(&calls[i], 0);
     const Found& found = calls[0];
     EXPECT_EQ(found.first_walk, StackWalk::kNeedsLearning);
+    EXPECT_EQ(found.learning_walk, StackWalk::kWalked);
     expect_walked_as_unwound(found);
-    EXPECT_EQ(calls[1].first_walk, StackWalk::kWalked);  // no slow unwind needed any more
+    EXPECT_EQ(calls[1].first_walk, StackWalk::kWalked);  // nothing left to learn
+    expect_walked_as_unwound(calls[1]);
+}
+
+// glibc's qsort calls the comparator from its own frames (msort's recursion, in libc.so.6, built
+// with -O2 and no frame pointer): they are learned from libc's unwind table.
+Found* g_found_in_comparator = nullptr;
+
+int compare_and_allocate(const void* a, const void* b) {
+    if (g_found_in_comparator != nullptr) {
+        allocator(g_found_in_comparator);
+        g_found_in_comparator = nullptr;
+    }
+    return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+TEST_F(FrameSizes, FramesOfLibcAreLearnedFromItsUnwindTable) {
+    record_thread_stack_bounds();
+    Found found{};
+    g_found_in_comparator = &found;
+    int values[64];
+    for (int i = 0; i < 64; ++i) values[i] = (i * 37) % 64;
+    qsort(values, 64, sizeof values[0], compare_and_allocate);
+    ASSERT_EQ(g_found_in_comparator, nullptr);
+    EXPECT_EQ(found.first_walk, StackWalk::kNeedsLearning);
+    EXPECT_EQ(found.learning_walk, StackWalk::kWalked);
+    expect_walked_as_unwound(found);
+    Dl_info info{};
+    ASSERT_NE(dladdr(reinterpret_cast<void*>(found.walked.frames[2]), &info), 0);
+    EXPECT_NE(std::string(info.dli_fname).find("libc.so"), std::string::npos) << info.dli_fname;
+}
+
+// Copies of the plugin (unwind_table_plugin.cpp) in a directory of their own, loaded.
+class PluginCopies {
+public:
+    PluginCopies() {
+        char pattern[] = "/tmp/leakwrap-unwind-XXXXXX";
+        directory_ = mkdtemp(pattern);
+        std::ifstream plugin(UNWIND_TABLE_PLUGIN, std::ios::binary);
+        image_.assign(std::istreambuf_iterator<char>(plugin), std::istreambuf_iterator<char>());
+    }
+    ~PluginCopies() {
+        for (void* handle : handles_) dlclose(handle);
+        for (const std::string& name : names_) std::remove((directory_ + "/" + name).c_str());
+        rmdir(directory_.c_str());
+    }
+
+    using CallThrough = void (*)(void (*)(void*), void*);
+    CallThrough load(const std::string& name) {
+        write(name, image_);
+        void* handle = dlopen((directory_ + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle == nullptr) return nullptr;
+        handles_.push_back(handle);
+        return reinterpret_cast<CallThrough>(dlsym(handle, "call_through"));
+    }
+
+    // Puts another file in the place of the copy loaded as `name`, as a package upgrade does
+    // (a new file renamed over the old): the same code and program headers, another build-id.
+    bool replace_with_other_build(const std::string& name) {
+        static const char kBuildIdNote[] = "\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU";
+        const std::size_t at = image_.find(std::string(kBuildIdNote, sizeof kBuildIdNote));
+        if (at == std::string::npos) return false;
+        std::string other = image_;
+        other[at + 16] = static_cast<char>(other[at + 16] ^ 0xff);
+        write(name + ".new", other);
+        return std::rename((directory_ + "/" + name + ".new").c_str(), (directory_ + "/" + name).c_str()) == 0;
+    }
+
+private:
+    void write(const std::string& name, const std::string& bytes) {
+        std::ofstream(directory_ + "/" + name, std::ios::binary) << bytes;
+        names_.push_back(name);
+    }
+
+    std::string directory_;
+    std::string image_;
+    std::vector<std::string> names_;
+    std::vector<void*> handles_;
+};
+
+void allocate_through(void* found) { allocator(static_cast<Found*>(found)); }
+
+// A module's rules are read from its file only while that file is the one loaded: once another
+// file took its place on disk, its frames are left to libunwind, never walked by rules read
+// from a file they do not come from.
+TEST_F(FrameSizes, AModuleIsReadFromItsOwnFileNotFromAnotherPutInItsPlace) {
+    record_thread_stack_bounds();
+    PluginCopies copies;
+    const PluginCopies::CallThrough kept = copies.load("kept.so");
+    const PluginCopies::CallThrough replaced = copies.load("replaced.so");
+    ASSERT_NE(kept, nullptr);
+    ASSERT_NE(replaced, nullptr);
+    ASSERT_TRUE(copies.replace_with_other_build("replaced.so"));
+    Found through_kept{}, through_replaced{};
+    kept(allocate_through, &through_kept);
+    replaced(allocate_through, &through_replaced);
+    EXPECT_EQ(through_kept.learning_walk, StackWalk::kWalked);
+    expect_walked_as_unwound(through_kept);
+    EXPECT_EQ(through_replaced.learning_walk, StackWalk::kNotWalkable);
+    EXPECT_EQ(through_replaced.second_walk, StackWalk::kNotWalkable);
 }
 
 // Its size differs from call to call: it is walked through its frame pointer, not by a size;
@@ -160,6 +269,7 @@ TEST_P(FrameSizesDynamic, AFrameThatAllocatesOnTheStackIsWalkedThroughItsFramePo
     volatile int count = 3;  // one call site, not unrolled: the same return addresses each time
     for (int i = 0; i < count; ++i) outer(&calls[i], dynamic_bytes[i], GetParam());
     EXPECT_EQ(calls[0].first_walk, StackWalk::kNeedsLearning);
+    EXPECT_EQ(calls[0].learning_walk, StackWalk::kWalked);
     for (const Found& found : calls) expect_walked_as_unwound(found);
     for (int i = 1; i < 3; ++i) EXPECT_EQ(calls[i].first_walk, StackWalk::kWalked) << i;
     // The second frame walked is with_dynamic_frame's (where inner returns to).
@@ -169,9 +279,9 @@ TEST_P(FrameSizesDynamic, AFrameThatAllocatesOnTheStackIsWalkedThroughItsFramePo
     }
 }
 
-// A walk that may learn steps libunwind out of each frame it does not know, from the stack
-// pointer and rbp it found there, and goes on: the frames and slots it finds are libunwind's,
-// whether the frames are sized, use a frame pointer, or reach it through a saved rbp.
+// A walk that may learn reads the rule of each frame it does not know from the unwind table and
+// goes on: the frames and slots it finds are libunwind's, whether the frames are sized, use a
+// frame pointer, or reach it through a saved rbp.
 TEST_P(FrameSizesDynamic, AWalkLearnsTheFramesItDoesNotKnowOnItsWay) {
     record_thread_stack_bounds();
     for (const unsigned dynamic_bytes : {0u, 64u, 4096u + 48}) {
