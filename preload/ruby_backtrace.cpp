@@ -182,13 +182,15 @@ struct KnownLookup {
     uint64_t fingerprint;  // 0: the frames could not be read
     KnownBacktrace* known;
     bool hit;
+    bool whole_stack;  // RubyFramesFingerprint::whole_stack
 };
 
 KnownLookup look_up_known(uint32_t ruby_frames, uint64_t gc_epoch) {
-    uint64_t fingerprint = ruby_frames_fingerprint(ruby_frames);
-    if (fingerprint == 0) return {0, nullptr, false};
-    KnownBacktrace* known = known_backtrace(fingerprint);
-    return {fingerprint, known, known->fingerprint == fingerprint && known->gc_epoch == gc_epoch};
+    const RubyFramesFingerprint fingerprint = ruby_frames_fingerprint(ruby_frames);
+    if (fingerprint.value == 0) return {0, nullptr, false, false};
+    KnownBacktrace* known = known_backtrace(fingerprint.value);
+    return {fingerprint.value, known, known->fingerprint == fingerprint.value && known->gc_epoch == gc_epoch,
+            fingerprint.whole_stack};
 }
 
 template <typename T>
@@ -233,11 +235,12 @@ void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     uint32_t frames_asked = max_depth + kCMethodFrames;
     // Most backtraces are decided by their innermost max_depth Ruby frames, whose fingerprint
     // is tried first; the frames up to the last one Ruby looks at are fingerprinted only when
-    // that one is not known.
+    // that one is not known, and not when it covered every frame already (a script's few
+    // frames): it then decides the backtrace as well, and is the key it is kept under.
     KnownLookup innermost{}, every{};
     if (g_fingerprints_trusted && max_depth == g_segment.max_ruby_depth) {
         innermost = look_up_known(max_depth, gc_epoch);
-        if (!innermost.hit) every = look_up_known(frames_asked, gc_epoch);
+        if (!innermost.hit && !innermost.whole_stack) every = look_up_known(frames_asked, gc_epoch);
     }
     const KnownLookup& found = innermost.hit ? innermost : every;
     if (found.hit && --g_hits_until_verify != 0) {
@@ -253,7 +256,7 @@ void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
                      "backtraces are taken the slow way from now on");
             }
         } else if (answer.stored) {
-            const KnownLookup& key = answer.decided_by_innermost ? innermost : every;
+            const KnownLookup& key = answer.decided_by_innermost || innermost.whole_stack ? innermost : every;
             if (key.known != nullptr) *key.known = KnownBacktrace{key.fingerprint, gc_epoch, *out};
         }
     }

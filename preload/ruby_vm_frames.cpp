@@ -77,13 +77,13 @@ namespace {
 // a C method's frame has no pc and names its method entry in the iseq word). The frame size is
 // a constant, so that stepping and the layout check cost no division.
 template <std::size_t kFrameSize>
-uint64_t fingerprint_frames(const ExecutionContext* ec, uint32_t ruby_frames) {
-    if (ec == nullptr || ec->vm_stack == nullptr) return 0;
+RubyFramesFingerprint fingerprint_frames(const ExecutionContext* ec, uint32_t ruby_frames) {
+    if (ec == nullptr || ec->vm_stack == nullptr) return {0, false};
     const auto begin = reinterpret_cast<uintptr_t>(ec->vm_stack);
     const uintptr_t end = begin + ec->vm_stack_size * sizeof(Value);
     uintptr_t frame = reinterpret_cast<uintptr_t>(ec->cfp);
     // The frames grow down from the end of the VM stack: anything else is not a layout we know.
-    if (frame < begin || frame > end || (end - frame) % kFrameSize != 0) return 0;
+    if (frame < begin || frame > end || (end - frame) % kFrameSize != 0) return {0, false};
     const uintptr_t last = std::min(end, frame + kMaxFramesWalked * kFrameSize);
     uint64_t h = 0x243F6A8885A308D3ull ^ ruby_frames;
     uint32_t ruby_frames_seen = 0;
@@ -94,19 +94,19 @@ uint64_t fingerprint_frames(const ExecutionContext* ec, uint32_t ruby_frames) {
         h = std::rotl((h ^ words) * 0xff51afd7ed558ccdull, 29);
         ruby_frames_seen += pc != 0;
     }
-    if (ruby_frames_seen < ruby_frames && frame < end) return 0;  // kMaxFramesWalked reached
+    if (ruby_frames_seen < ruby_frames && frame < end) return {0, false};  // kMaxFramesWalked reached
     h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 33;
-    return h | 1;
+    return {h | 1, ruby_frames_seen < ruby_frames};
 }
 
 }  // namespace
 
-uint64_t ruby_frames_fingerprint(uint32_t ruby_frames) {
+RubyFramesFingerprint ruby_frames_fingerprint(uint32_t ruby_frames) {
     const std::size_t frame_size = g_frame_size;
-    if (frame_size == 0) return 0;
+    if (frame_size == 0) return {0, false};
     const ExecutionContext* const* slot = current_ec_slot();
-    if (slot == kNoSlot) return 0;
+    if (slot == kNoSlot) return {0, false};
     return frame_size == kFrameSizeBefore32 ? fingerprint_frames<kFrameSizeBefore32>(*slot, ruby_frames)
                                             : fingerprint_frames<kFrameSizeFrom32>(*slot, ruby_frames);
 }

@@ -17,9 +17,15 @@ void init_ruby_vm_frames(const char* ruby_version);
 
 // Covers the control frames, innermost first, up to and including the `ruby_frames`-th frame that
 // runs Ruby code (or to the outermost frame): every frame that rb_profile_frames(0, ruby_frames,
-// ...) looks at, so equal fingerprints within a GC epoch mean equal backtraces. 0 when the frames
-// cannot be read (unknown layout, a thread Ruby has not set up, frames out of bounds). Called
-// only by a thread that holds the GVL, with the guard held.
-uint64_t ruby_frames_fingerprint(uint32_t ruby_frames);
+// ...) looks at, so equal fingerprints within a GC epoch mean equal backtraces. `value` is 0 when
+// the frames cannot be read (unknown layout, a thread Ruby has not set up, frames out of bounds).
+// Called only by a thread that holds the GVL, with the guard held.
+struct RubyFramesFingerprint {
+    uint64_t value;
+    // Fewer than `ruby_frames` frames run Ruby code: it covers every frame, so it also decides
+    // what Ruby answers when asked for more frames.
+    bool whole_stack;
+};
+RubyFramesFingerprint ruby_frames_fingerprint(uint32_t ruby_frames);
 
 }  // namespace leakwrap
