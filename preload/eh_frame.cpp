@@ -263,6 +263,7 @@ public:
                             set(reg, {Rule::kSameValue, 0});
                             break;
                         case 0x09:  // register
+                        case 0x14:  // val_offset
                             if (!reader.uleb(&reg) || !reader.uleb(&value)) return false;
                             set(reg, {Rule::kOther, 0});
                             break;
@@ -306,10 +307,6 @@ public:
                         case 0x13:  // def_cfa_offset_sf
                             if (!reader.sleb(&signed_value)) return false;
                             rules_.cfa_offset = signed_value * cie_.data_alignment;
-                            break;
-                        case 0x14:  // val_offset
-                            if (!reader.uleb(&reg) || !reader.uleb(&value)) return false;
-                            set(reg, {Rule::kOther, 0});
                             break;
                         case 0x15:  // val_offset_sf
                             if (!reader.uleb(&reg) || !reader.sleb(&signed_value)) return false;
