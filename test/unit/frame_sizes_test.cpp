@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -224,6 +225,9 @@ public:
         return std::rename((directory_ + "/" + name + ".new").c_str(), (directory_ + "/" + name).c_str()) == 0;
     }
 
+    // Deletes the file of the copy loaded as `name`, as an uninstall does.
+    bool remove_file(const std::string& name) { return std::remove((directory_ + "/" + name).c_str()) == 0; }
+
 private:
     void write(const std::string& name, const std::string& bytes) {
         std::ofstream(directory_ + "/" + name, std::ios::binary) << bytes;
@@ -238,24 +242,44 @@ private:
 
 void allocate_through(void* found) { allocator(static_cast<Found*>(found)); }
 
+// Descriptors open on a module's file: a shared object, or this program.
+int open_module_files() {
+    const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe");
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code unreadable;
+        const std::filesystem::path target = std::filesystem::read_symlink(entry.path(), unreadable);
+        count += !unreadable && (target == program || target.string().find(".so") != std::string::npos);
+    }
+    return count;
+}
+
 // A module's rules are read from its file only while that file is the one loaded: once another
-// file took its place on disk, its frames are left to libunwind, never walked by rules read
-// from a file they do not come from.
+// file took its place on disk, or it was deleted, its frames are left to libunwind, never walked
+// by rules read from a file they do not come from. No file stays open after a walk.
 TEST_F(FrameSizes, AModuleIsReadFromItsOwnFileNotFromAnotherPutInItsPlace) {
     record_thread_stack_bounds();
     PluginCopies copies;
     const PluginCopies::CallThrough kept = copies.load("kept.so");
     const PluginCopies::CallThrough replaced = copies.load("replaced.so");
+    const PluginCopies::CallThrough deleted = copies.load("deleted.so");
     ASSERT_NE(kept, nullptr);
     ASSERT_NE(replaced, nullptr);
+    ASSERT_NE(deleted, nullptr);
     ASSERT_TRUE(copies.replace_with_other_build("replaced.so"));
-    Found through_kept{}, through_replaced{};
+    ASSERT_TRUE(copies.remove_file("deleted.so"));
+    Found through_kept{}, through_replaced{}, through_deleted{};
     kept(allocate_through, &through_kept);
     replaced(allocate_through, &through_replaced);
+    deleted(allocate_through, &through_deleted);
+    EXPECT_EQ(open_module_files(), 0);
     EXPECT_EQ(through_kept.learning_walk, StackWalk::kWalked);
     expect_walked_as_unwound(through_kept);
-    EXPECT_EQ(through_replaced.learning_walk, StackWalk::kNotWalkable);
-    EXPECT_EQ(through_replaced.second_walk, StackWalk::kNotWalkable);
+    for (const Found* found : {&through_replaced, &through_deleted}) {
+        EXPECT_EQ(found->learning_walk, StackWalk::kNotWalkable);
+        EXPECT_EQ(found->second_walk, StackWalk::kNotWalkable);
+        EXPECT_EQ(found->unwound.depth, kDepth);  // libunwind still unwinds them
+    }
 }
 
 // Its size differs from call to call: it is walked through its frame pointer, not by a size;
