@@ -1,14 +1,15 @@
-// The 16-byte header leakwrap puts before every block it tracks, so that free() finds the
-// block's site and size in O(1), and the arithmetic between the real block ("raw", what the
-// underlying allocator returned) and the user pointer.
+// The 16-byte header leakwrap puts before every block it tracks (but those aligned to a page or
+// more: aligned_blocks.h), so that free() finds the block's site and size in O(1), and the
+// arithmetic between the real block ("raw", what the underlying allocator returned) and the user
+// pointer.
 //
 // Layout (little-endian x86_64), immediately before the user pointer:
 //   user - 16: size_and_shift  requested size (low 56 bits) | log2(user - raw) << 56
 //   user -  8: site            index of the call site in the segment's site table
 //   user -  4: tag             bit 31 always set, other bits depend on the user address
 // The word at user - 8 overlaps glibc's chunk-size field for a block leakwrap did not hand out;
-// glibc sizes never have bit 63 set, so such a foreign block can never pass tag_matches() and
-// is passed to the real free() untouched.
+// glibc sizes never have bit 63 set, so such a foreign block (or a headerless one) can never pass
+// tag_matches() and is passed to the real free() untouched.
 #pragma once
 
 #include <cstddef>

@@ -36,6 +36,10 @@
 //     (lifecycle.cpp): its allocations in between are untracked; the child starts with one
 //     thread and a consistent copy of the counters (segment.cpp).
 //  6. Errno is preserved on success, as the host's code would see without us.
+//  7. Headerless blocks. A tracked block aligned to a page or more carries no header; its entry
+//     in aligned_blocks.h's lock-free table is written after the real allocator returned it and
+//     before it is handed out, and freed on every free of it (even one not counted, in a signal
+//     handler or a forking thread), so that no stale entry can name a later block.
 #include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -43,6 +47,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "aligned_blocks.h"
 #include "bins.h"
 #include "malloc_api.h"
 
@@ -86,10 +91,9 @@ uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
     return site;
 }
 
-void account_free(const BlockHeader* header) {
-    uint64_t size = requested_size(header);
+void account_free(uint64_t size, uint32_t site) {
     count_bin_free(layout::size_class_of(size), size);
-    if (header->site < g_segment.site_capacity) count_free(header->site, size);
+    if (site < g_segment.site_capacity) count_free(site, size);
 }
 
 void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
@@ -102,6 +106,26 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
     LEAKWRAP_CHECK(!inside_leakwrap());
     int saved_errno = errno;
     GuardScope guard;
+    if (alignment >= kHeaderlessAlignment && size <= kMaxHeaderlessSize) {
+        void* block = g_real.memalign(alignment, size);
+        if (block == nullptr) return nullptr;  // errno set by the real allocator
+        if (zeroed) std::memset(block, 0, size);
+        uint32_t site = account_allocation(size, caller);
+        if (remember_headerless_block(block, size, site)) {
+            errno = saved_errno;
+            return block;
+        }
+        // No room in the table: the block takes a header after all, counted once.
+        g_real.free(block);
+        void* raw = g_real.memalign(alignment, size + offset);
+        if (raw == nullptr) {
+            account_free(size, site);
+            return nullptr;
+        }
+        if (zeroed) std::memset(static_cast<char*>(raw) + offset, 0, size);
+        errno = saved_errno;
+        return stamp_block(raw, offset, size, site, g_tag_secret);
+    }
     void* raw;
     if (offset == kNaturalAlignment) {
         raw = zeroed ? g_real.calloc(1, size + offset) : g_real.malloc(size + offset);
@@ -121,8 +145,21 @@ bool is_tracked_block(void* p) { return tag_matches(p, g_tag_secret); }
 // thread is forking or in a signal handler, and the segment may not be this process's) and
 // returns the real block.
 void* release_tracked(void* user) {
-    if (!inside_leakwrap() && g_segment.base != nullptr) account_free(header_of(user));
+    if (!inside_leakwrap() && g_segment.base != nullptr) {
+        const BlockHeader* header = header_of(user);
+        account_free(requested_size(header), header->site);
+    }
     return raw_of(user);
+}
+
+// Forgets a headerless block (aligned_blocks.h), counting its free as release_tracked() does;
+// false if `block` is not one.
+bool release_headerless(void* block) {
+    uint64_t size;
+    uint32_t site;
+    if (!find_headerless_block(block, true, &size, &site)) return false;
+    if (!inside_leakwrap() && g_segment.base != nullptr) account_free(size, site);
+    return true;
 }
 
 // realloc of a block we cannot resize in place: move it into a fresh block.
@@ -153,7 +190,10 @@ void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const Calle
 
 void deallocate(void* p) noexcept {
     if (p == nullptr || is_bootstrap_block(p)) return;  // bootstrap blocks are never reused
-    if (is_tracked_block(p)) p = release_tracked(p);
+    if (is_tracked_block(p))
+        p = release_tracked(p);
+    else if (may_be_headerless(p))
+        release_headerless(p);
     real().free(p);
 }
 
@@ -170,11 +210,18 @@ void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcep
         if (size == 0) return nullptr;
         return move_to_new_block(p, bootstrap_block_size(p), size, caller);
     }
-    if (!is_tracked_block(p)) return real().realloc(p, size);  // foreign blocks stay foreign
+    uint64_t headerless_size;
+    uint32_t headerless_site;
+    const bool tracked = is_tracked_block(p);
+    const bool headerless = !tracked && may_be_headerless(p) &&
+                            find_headerless_block(p, false, &headerless_size, &headerless_site);
+    if (!tracked && !headerless) return real().realloc(p, size);  // foreign blocks stay foreign
     if (size == 0) {
         deallocate(p);
         return nullptr;
     }
+    // Its alignment is kept only by a new block of that alignment: realloc moves it to a plain one.
+    if (headerless) return move_to_new_block(p, headerless_size, size, caller);
     const BlockHeader* header = header_of(p);
     std::size_t old_size = requested_size(header);
     if (raw_offset(header) != kNaturalAlignment || inside_leakwrap() || !tracking_enabled())
@@ -188,7 +235,7 @@ void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcep
     GuardScope guard;
     void* raw = g_real.realloc(raw_of(p), size + kNaturalAlignment);
     if (raw == nullptr) return nullptr;  // the old block is untouched and still counted
-    account_free(&old_header);
+    account_free(requested_size(&old_header), old_header.site);
     uint32_t site = account_allocation(size, caller);
     errno = saved_errno;
     return stamp_block(raw, kNaturalAlignment, size, site, g_tag_secret);
