@@ -106,25 +106,19 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
     LEAKWRAP_CHECK(!inside_leakwrap());
     int saved_errno = errno;
     GuardScope guard;
+    bool counted = false;
+    uint32_t site = kUnsampledSite;
     if (alignment >= kHeaderlessAlignment && size <= kMaxHeaderlessSize) {
         void* block = g_real.memalign(alignment, size);
         if (block == nullptr) return nullptr;  // errno set by the real allocator
         if (zeroed) std::memset(block, 0, size);
-        uint32_t site = account_allocation(size, caller);
+        site = account_allocation(size, caller);
+        counted = true;
         if (remember_headerless_block(block, size, site)) {
             errno = saved_errno;
             return block;
         }
-        // No room in the table: the block takes a header after all, counted once.
-        g_real.free(block);
-        void* raw = g_real.memalign(alignment, size + offset);
-        if (raw == nullptr) {
-            account_free(size, site);
-            return nullptr;
-        }
-        if (zeroed) std::memset(static_cast<char*>(raw) + offset, 0, size);
-        errno = saved_errno;
-        return stamp_block(raw, offset, size, site, g_tag_secret);
+        g_real.free(block);  // no room in the table: the block takes a header after all
     }
     void* raw;
     if (offset == kNaturalAlignment) {
@@ -133,8 +127,11 @@ void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
         raw = g_real.memalign(alignment, size + offset);
         if (raw != nullptr && zeroed) std::memset(static_cast<char*>(raw) + offset, 0, size);
     }
-    if (raw == nullptr) return nullptr;  // errno set by the real allocator
-    uint32_t site = account_allocation(size, caller);
+    if (raw == nullptr) {  // errno set by the real allocator
+        if (counted) account_free(size, site);
+        return nullptr;
+    }
+    if (!counted) site = account_allocation(size, caller);
     errno = saved_errno;
     return stamp_block(raw, offset, size, site, g_tag_secret);
 }

@@ -64,6 +64,8 @@ std::vector<Expected> expectations() {
         {"leak_memalign", all_live(kMemalign)},
         {"leak_valloc", all_live(kVallocCount, kVallocCount * kVallocSize)},
         {"leak_pvalloc", all_live(kPvallocCount, kPvallocCount * pvalloc_size)},
+        {"leak_page_aligned", counted(kPageAlignedCount / 2, kPageAlignedCount / 2 * kPageAlignedSize,
+                                      kPageAlignedCount, kPageAlignedCount / 2)},
         {"leak_cxx_new_array",
          all_live(kNewCharArrayCount + kNewIntArrayCount,
                   kNewCharArrayCount * kNewCharArrayLength + kNewIntArrayCount * kNewIntArrayLength * sizeof(int))},

@@ -116,6 +116,16 @@ __attribute__((noinline)) void leak_pvalloc() {
     }
 }
 
+__attribute__((noinline)) void leak_page_aligned() {
+    static void* blocks[kPageAlignedCount];
+    for (auto& block : blocks) {
+        if (posix_memalign(&block, 4096, kPageAlignedSize) != 0) block = nullptr;
+        check_block(block, 4096, kPageAlignedSize);
+        std::memset(block, 1, kPageAlignedSize);
+    }
+    for (std::size_t i = 0; i < kPageAlignedCount; i += 2) std::free(blocks[i]);
+}
+
 __attribute__((noinline)) void leak_cxx_new_array() {
     for (std::size_t i = 0; i < kNewCharArrayCount; ++i) {
         char* chars = new char[kNewCharArrayLength];
@@ -166,6 +176,7 @@ int main() {
     leak_memalign();
     leak_valloc();
     leak_pvalloc();
+    leak_page_aligned();
     leak_cxx_new_array();
     churn();
     announce_ready_and_wait_for_release();
