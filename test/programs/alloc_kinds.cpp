@@ -123,7 +123,8 @@ __attribute__((noinline)) void leak_page_aligned() {
         check_block(block, 4096, kPageAlignedSize);
         std::memset(block, 1, kPageAlignedSize);
     }
-    for (std::size_t i = 0; i < kPageAlignedCount; i += 2) std::free(blocks[i]);
+    for (std::size_t i = 0; i < kPageAlignedCount; ++i)
+        if (i % kPageAlignedKeptEvery != 0) std::free(blocks[i]);
 }
 
 __attribute__((noinline)) void leak_cxx_new_array() {
