@@ -5,7 +5,7 @@
 
 #include <atomic>
 
-#include "build_id.h"
+#include "loaded_module.h"
 #include "debug_check.h"
 #include "frame_sizes.h"
 #include "guard.h"
@@ -38,18 +38,6 @@ int read_loader_counters(dl_phdr_info* info, size_t size, void* out) {
     return 1;  // the counters are the same in every entry: one is enough
 }
 
-void address_range(const dl_phdr_info* info, uint64_t* start, uint64_t* end) {
-    *start = UINT64_MAX;
-    *end = 0;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-        if (ph.p_type != PT_LOAD) continue;
-        uint64_t begin = info->dlpi_addr + ph.p_vaddr;
-        if (begin < *start) *start = begin;
-        if (begin + ph.p_memsz > *end) *end = begin + ph.p_memsz;
-    }
-}
-
 struct ScanContext {
     uint32_t generation;
 };
@@ -80,8 +68,8 @@ void append_module(const dl_phdr_info* info, uint64_t start, uint64_t end, uint3
 }
 
 int visit_module(dl_phdr_info* info, size_t, void* context) {
-    uint64_t start, end;
-    address_range(info, &start, &end);
+    uintptr_t start, end;
+    address_range_of_loaded(info, &start, &end);
     if (start >= end) return 0;
     for (uint32_t i = 0; i < g_mapped_count; ++i) {
         const ModuleRecord* known = module_record(g_mapped[i]);

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "build_id.h"
+#include "loaded_module.h"
 #include "eh_frame.h"
 #include "frame_sizes.h"
 #include "os.h"
@@ -188,7 +188,7 @@ bool is_transient(int error) {
 struct ModuleSearch {
     uintptr_t address = 0;
     bool found = false;
-    uintptr_t start = UINTPTR_MAX, end = 0;
+    uintptr_t start = 0, end = 0;
     int fd = -1;
     bool transient_failure = false;
     const ModuleUnwindTable* table = nullptr;
@@ -200,13 +200,7 @@ int find_module(dl_phdr_info* info, size_t, void* context) {
     auto* search = static_cast<ModuleSearch*>(context);
     if (!contains(info, search->address)) return 0;
     search->found = true;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-        if (ph.p_type != PT_LOAD) continue;
-        const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
-        if (begin < search->start) search->start = begin;
-        if (begin + ph.p_memsz > search->end) search->end = begin + ph.p_memsz;
-    }
+    address_range_of_loaded(info, &search->start, &search->end);
     // The main program has no name here; the vDSO has no file.
     const char* name = info->dlpi_name;
     const char* path = name == nullptr || name[0] == '\0' ? "/proc/self/exe" : name;

@@ -1,6 +1,7 @@
-// The GNU build-id of an ELF module, found in the bytes of one of its PT_NOTE segments: read
-// from memory for the module list (modules.cpp) and from the module's file, to tell that the file
-// is the one mapped (unwind_tables.cpp).
+// What leakwrap reads of a loaded ELF module as dl_iterate_phdr describes it: the address range
+// of its PT_LOAD segments, and its GNU build-id, found in the bytes of one of its PT_NOTE
+// segments (read from memory for the module list, modules.cpp, and from the module's file, to
+// tell that the file is the one mapped, unwind_tables.cpp).
 #pragma once
 
 #include <elf.h>
@@ -11,6 +12,19 @@
 #include <cstring>
 
 namespace leakwrap {
+
+// [start, end): from the lowest runtime address of its PT_LOAD segments to one past the highest.
+inline void address_range_of_loaded(const dl_phdr_info* info, uintptr_t* start, uintptr_t* end) {
+    *start = UINTPTR_MAX;
+    *end = 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+        if (begin < *start) *start = begin;
+        if (begin + ph.p_memsz > *end) *end = begin + ph.p_memsz;
+    }
+}
 
 // Copies up to `capacity` bytes of the build-id into `out`; returns their count, 0 if the notes
 // hold none.
