@@ -479,6 +479,9 @@ TEST(Memory, RssGrowthOutsideMallocIsNamedWithTheClassesThatChurnMost) {
 
 // A process that maps kSharedMiB of its own, touches it and forks; when told (a file appears), the
 // child writes to every page, which copy on write gives it privately; it exits with its parent.
+// READY waits for the child to run: leakwrap's fork handler has then given it its own segment,
+// without which `watch --children` passes it over (under load the child may wait a while to run,
+// and the first sample would miss its RSS).
 constexpr long kSharedMiB = 48;
 constexpr const char* kUnsharingTree = R"py(
 import mmap, os, sys, time
@@ -487,7 +490,9 @@ region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 for offset in range(0, size, mmap.PAGESIZE):
     region[offset] = 1
 parent = os.getpid()
+child_runs, child_ran = os.pipe()
 if os.fork() == 0:
+    os.write(child_ran, b"1")
     while not os.path.exists(go):
         time.sleep(0.02)
     for offset in range(0, size, mmap.PAGESIZE):
@@ -496,6 +501,7 @@ if os.fork() == 0:
     while os.getppid() == parent:
         time.sleep(0.05)
     os._exit(0)
+os.read(child_runs, 1)
 print("READY", flush=True)
 sys.stdin.readline()
 )py";
