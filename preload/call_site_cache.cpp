@@ -40,6 +40,7 @@ struct Entry {
 struct ThreadCache {
     uintptr_t stack_low;
     uintptr_t stack_high;
+    std::size_t entry_size;  // entry_size() when the cache was made: every look-up steps by it
     std::size_t mapping_size;
     // followed by kEntries entries
 };
@@ -55,7 +56,7 @@ std::size_t entry_size() {
 }
 
 Entry* entry_at(ThreadCache* cache, uint32_t index) {
-    return reinterpret_cast<Entry*>(reinterpret_cast<std::byte*>(cache + 1) + index * entry_size());
+    return reinterpret_cast<Entry*>(reinterpret_cast<std::byte*>(cache + 1) + index * cache->entry_size);
 }
 uint64_t* entry_frames(Entry* entry) { return reinterpret_cast<uint64_t*>(entry + 1); }
 uint32_t* entry_slot_offsets(Entry* entry) {
@@ -81,6 +82,7 @@ __attribute__((noinline, cold)) ThreadCache* create_cache() {
     auto* cache = static_cast<ThreadCache*>(memory);
     cache->stack_low = bounds.low;
     cache->stack_high = bounds.high;
+    cache->entry_size = entry_size();
     cache->mapping_size = size;
     if (pthread_setspecific(g_cache_key, cache) != 0) {
         os::unmap(memory, size);

@@ -84,9 +84,10 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
 // Counts a new block in its bin and, if it is sampled (always, in exact mode), at its site.
 // Called with the guard held: the unwinder and the site table may allocate.
 uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
-    count_bin_allocation(layout::size_class_of(size), size);
+    const uint32_t size_class = layout::size_class_of(size);
+    count_bin_allocation(size_class, size);
     if (!should_sample(size)) return kUnsampledSite;
-    uint32_t site = site_for_allocation(size, caller);
+    uint32_t site = site_for_allocation(size_class, caller);
     count_allocation(site, size);
     return site;
 }

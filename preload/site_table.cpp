@@ -237,9 +237,8 @@ bool init_site_table() {
     return init_stack_table(capacity) && init_ruby_frame_tree() && init_known_sites();
 }
 
-uint32_t site_for_allocation(uint64_t size, const CallerContext& caller) {
-    LEAKWRAP_CHECK(inside_leakwrap());
-    uint32_t size_class = layout::size_class_of(size);
+uint32_t site_for_allocation(uint32_t size_class, const CallerContext& caller) {
+    LEAKWRAP_CHECK(inside_leakwrap() && size_class < layout::kSizeClassCount);
     RubyBacktrace ruby;
     current_ruby_backtrace(g_segment.max_ruby_depth, &ruby);
     // The call-site cache knows a call by its caller and stack pointer: an allocation with a Ruby

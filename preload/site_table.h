@@ -13,8 +13,9 @@ namespace leakwrap {
 // Creates the (process-private) indexes of sites and stacks for the current segment.
 bool init_site_table();
 
-// Site index for a block of `size` bytes allocated by `caller` on the calling thread's stack;
+// Site index for a block of size class `size_class` (layout::size_class_of() of its size, which
+// the caller has already counted in its bin) allocated by `caller` on the calling thread's stack;
 // inserts a new site when first seen. Called with the guard held.
-uint32_t site_for_allocation(uint64_t size, const CallerContext& caller);
+uint32_t site_for_allocation(uint32_t size_class, const CallerContext& caller);
 
 }  // namespace leakwrap

@@ -67,8 +67,9 @@ void enter_thread() { record_thread_stack_bounds(); }
 __attribute__((noinline)) uint32_t record_allocation(uint64_t size) {
     CallerContext caller = LEAKWRAP_CALLER();
     GuardScope guard;
-    count_bin_allocation(layout::size_class_of(size), size);
-    uint32_t site = site_for_allocation(size, caller);
+    const uint32_t size_class = layout::size_class_of(size);
+    count_bin_allocation(size_class, size);
+    uint32_t site = site_for_allocation(size_class, caller);
     count_allocation(site, size);
     return site;
 }
