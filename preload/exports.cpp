@@ -24,7 +24,7 @@ using namespace leakwrap;
 extern "C" {
 
 LEAKWRAP_EXPORT void* malloc(std::size_t size) noexcept {
-    return allocate(size, kNaturalAlignment, false, LEAKWRAP_CALLER());
+    return allocate_plain(size, LEAKWRAP_CALLER());
 }
 
 LEAKWRAP_EXPORT void free(void* p) noexcept { deallocate(p); }

@@ -81,9 +81,14 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
     return block;
 }
 
+// The bookkeeping of every allocation and free is inlined into the exported function that runs
+// it: calls between these small functions spilled the caller context through memory and saved
+// registers at each step, which cost a storm of small blocks more than the counting itself
+// (callgrind, workload_small_objects: 7.07G instructions before, 6.32G inlined; bare 2.55G).
+
 // Counts a new block in its bin and, if it is sampled (always, in exact mode), at its site.
 // Called with the guard held: the unwinder and the site table may allocate.
-uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
+inline __attribute__((always_inline)) uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
     const uint32_t size_class = layout::size_class_of(size);
     count_bin_allocation(size_class, size);
     if (!should_sample(size)) return kUnsampledSite;
@@ -92,13 +97,13 @@ uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
     return site;
 }
 
-void account_free(uint64_t size, uint32_t site) {
+inline __attribute__((always_inline)) void account_free(uint64_t size, uint32_t site) {
     count_bin_free(layout::size_class_of(size), size);
     if (site < g_segment.site_capacity) count_free(site, size);
 }
 
-void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
-                       const CallerContext& caller) {
+inline __attribute__((always_inline)) void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
+                                                             const CallerContext& caller) {
     std::size_t offset = raw_offset_for(alignment);
     if (size > kMaxRequest - offset) {
         errno = ENOMEM;
@@ -178,12 +183,27 @@ std::size_t page_size() noexcept {
     return cached;
 }
 
+namespace {
+
 // leakwrap's own blocks are untracked: those it allocates holding the guard, and those the
-// libstdc++ linked into it allocates for itself (its exception pool, at load).
-void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) noexcept {
+// libstdc++ linked into it allocates for itself (its exception pool, at load). Inlined into
+// allocate_plain(), where malloc's constant alignment and zeroed flag take the aligned and
+// zeroing paths out.
+inline __attribute__((always_inline)) void* allocate_block(std::size_t size, std::size_t alignment, bool zeroed,
+                                                           const CallerContext& caller) {
     if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled() || is_own_frame(caller.return_address))
         return allocate_untracked(size, alignment, zeroed);
     return allocate_tracked(size, alignment, zeroed, caller);
+}
+
+}  // namespace
+
+void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) noexcept {
+    return allocate_block(size, alignment, zeroed, caller);
+}
+
+void* allocate_plain(std::size_t size, const CallerContext& caller) noexcept {
+    return allocate_block(size, kNaturalAlignment, false, caller);
 }
 
 void deallocate(void* p) noexcept {

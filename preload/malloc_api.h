@@ -11,6 +11,8 @@
 namespace leakwrap {
 
 void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) noexcept;
+// malloc's: allocate(size, kNaturalAlignment, false, caller), the commonest call, compiled apart.
+void* allocate_plain(std::size_t size, const CallerContext& caller) noexcept;
 void deallocate(void* p) noexcept;
 void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcept;
 std::size_t usable_size(void* p) noexcept;

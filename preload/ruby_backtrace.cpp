@@ -150,7 +150,9 @@ struct RubyAnswer {
 
 // Ruby's own answer: the frames rb_profile_frames() gives, less those without a file or line,
 // stored in the frame tree (none if they found no room there). Called with g_tables_busy held.
-RubyAnswer ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch, RubyBacktrace* out) {
+// Out of line: current_ruby_backtrace() inlines all else it calls, and asks Ruby rarely.
+__attribute__((noinline)) RubyAnswer ask_ruby(uint32_t max_depth, uint32_t frames_asked, uint64_t gc_epoch,
+                                              RubyBacktrace* out) {
     LEAKWRAP_CHECK(g_tables_busy.test(std::memory_order_relaxed));
     Value frames[layout::kMaxRubyDepth + kCMethodFrames];
     int lines[layout::kMaxRubyDepth + kCMethodFrames];
@@ -223,7 +225,9 @@ bool is_ruby_vm_code(uintptr_t address) { return g_vm_code.contains(address); }
 
 CodeRange ruby_vm_code() { return g_vm_code; }
 
-void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
+// Flattened: both fingerprints and their look-ups are inlined (ruby_json: 16M fewer instructions
+// of 3.12G), and this into site_for_allocation().
+__attribute__((flatten)) void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     LEAKWRAP_CHECK(inside_leakwrap());
     *out = RubyBacktrace{layout::kNoRubyFrame, 0, false};
     if (max_depth == 0 || g_ruby.profile_frames == nullptr ||
