@@ -108,10 +108,10 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     bool outside_seen = false;
     UnwindTableReader tables;
     if (cut != nullptr) *cut = 0;
-    // Every frame costs a lookup and a few compares: the markers, rare past a thread's first
-    // stacks, are told apart only off the path of a sized frame.
+    // Every frame stepped out of costs a lookup and a few compares: the markers, rare past a
+    // thread's first stacks, are told apart only off the path of a sized frame. The frame that
+    // ends the walk is not looked up: often never learned, it would cost a miss in the table.
     for (;;) {
-        uint32_t value = frame_size(ip);
         // leakwrap's wrappers of ruby_init/ruby_setup sit in the middle of some stacks.
         if (__builtin_expect(!own.contains(ip), 1)) {
             out->slots[depth] = stack_pointer - sizeof(uint64_t);  // where `ip` was read from
@@ -128,6 +128,7 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
         }
         // A frame the walk must step out of and does not know is learned now: a frame that
         // only ends the walk costs nothing.
+        uint32_t value = frame_size(ip);
         if (__builtin_expect(!is_sized_frame(value), 0) && value != kFramePointerFrame && value != kOutermostFrame) {
             if (value == kUnknownFrame && may_learn) value = learn_frame_now(tables, ip);
             if (value == kUnknownFrame)
