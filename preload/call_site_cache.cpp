@@ -40,7 +40,7 @@ struct Entry {
 struct ThreadCache {
     uintptr_t stack_low;
     uintptr_t stack_high;
-    std::size_t entry_size;  // entry_size() when the cache was made: every look-up steps by it
+    std::size_t entry_size;  // entry_size() when the cache was made, which its mapping is sized by
     std::size_t mapping_size;
     // followed by kEntries entries
 };
@@ -76,13 +76,14 @@ __attribute__((noinline, cold)) ThreadCache* create_cache() {
     const StackBounds bounds = t_thread.stack_bounds;
     if (!g_cache_key_ready || bounds.high == 0) return nullptr;
     GuardScope guard;  // pthread_setspecific may allocate
-    std::size_t size = sizeof(ThreadCache) + kEntries * entry_size();
+    const std::size_t each_entry = entry_size();
+    std::size_t size = sizeof(ThreadCache) + kEntries * each_entry;
     void* memory = os::map_private(size);
     if (memory == nullptr) return nullptr;
     auto* cache = static_cast<ThreadCache*>(memory);
     cache->stack_low = bounds.low;
     cache->stack_high = bounds.high;
-    cache->entry_size = entry_size();
+    cache->entry_size = each_entry;
     cache->mapping_size = size;
     if (pthread_setspecific(g_cache_key, cache) != 0) {
         os::unmap(memory, size);
