@@ -72,32 +72,57 @@ void init_ruby_vm_frames(const char* ruby_version) { g_frame_size = frame_size_o
 
 namespace {
 
-// One multiply a frame on the hash's chain, the rotation bringing its high bits down into the
-// next; a frame's two words are combined off the chain (a Ruby frame's pc alone names its iseq,
-// a C method's frame has no pc and names its method entry in the iseq word). The frame size is
-// a constant, so that stepping and the layout check cost no division.
+// x is a multiple of the constant kDivisor, tested without a division: GCC compiled the modulo
+// by Ruby 3.2's 56-byte frame as a `div` (tens of cycles, on every allocation).
+template <std::size_t kDivisor>
+constexpr bool is_multiple_of(uint64_t x) {
+    constexpr int kShift = std::countr_zero(kDivisor);
+    constexpr uint64_t kOdd = kDivisor >> kShift;
+    // The odd part's inverse modulo 2^64, by Newton's iteration: each step doubles the bits that
+    // are right, and kOdd is its own inverse modulo 8.
+    constexpr uint64_t kInverse = [] {
+        uint64_t inverse = kOdd;
+        for (int step = 0; step < 5; ++step) inverse *= 2 - kOdd * inverse;
+        return inverse;
+    }();
+    static_assert(kOdd * kInverse == 1);
+    return x % (uint64_t{1} << kShift) == 0 && (x >> kShift) * kInverse <= UINT64_MAX / kOdd;
+}
+static_assert(is_multiple_of<kFrameSizeFrom32>(0) && is_multiple_of<kFrameSizeFrom32>(56 * 1000) &&
+              !is_multiple_of<kFrameSizeFrom32>(56 * 1000 + 8) && !is_multiple_of<kFrameSizeFrom32>(64) &&
+              is_multiple_of<kFrameSizeBefore32>(64 * 3) && !is_multiple_of<kFrameSizeBefore32>(56));
+
+// Each frame is mixed on its own (a Ruby frame's pc alone names its iseq, a C method's frame has
+// no pc and names its method entry in the iseq word; the multiply spreads them over the word)
+// and folded into the hash by a rotation, which places it by its position. Only the rotation
+// and the xor are on the chain from frame to frame, so the frames' multiplies overlap: the walk
+// costs the loads, not a multiply's latency a frame (Rails boot walks 11 frames an allocation).
+// The final mix lets every frame reach every bit. The frame size is a constant, so that
+// stepping and the layout check cost no division.
 template <std::size_t kFrameSize>
 RubyFramesFingerprint fingerprint_frames(const ExecutionContext* ec, uint32_t ruby_frames) {
-    if (ec == nullptr || ec->vm_stack == nullptr) return {0, false};
+    if (ec == nullptr || ec->vm_stack == nullptr || ruby_frames == 0) return {0, false};
     const auto begin = reinterpret_cast<uintptr_t>(ec->vm_stack);
     const uintptr_t end = begin + ec->vm_stack_size * sizeof(Value);
     uintptr_t frame = reinterpret_cast<uintptr_t>(ec->cfp);
     // The frames grow down from the end of the VM stack: anything else is not a layout we know.
-    if (frame < begin || frame > end || (end - frame) % kFrameSize != 0) return {0, false};
+    if (frame < begin || frame > end || !is_multiple_of<kFrameSize>(end - frame)) return {0, false};
     const uintptr_t last = std::min(end, frame + kMaxFramesWalked * kFrameSize);
     uint64_t h = 0x243F6A8885A308D3ull ^ ruby_frames;
-    uint32_t ruby_frames_seen = 0;
-    for (; frame < last && ruby_frames_seen < ruby_frames; frame += kFrameSize) {
+    uint32_t ruby_frames_left = ruby_frames;
+    while (frame < last) {
         const auto* control = reinterpret_cast<const ControlFrame*>(frame);
         const auto pc = reinterpret_cast<uintptr_t>(control->pc);
         const uint64_t words = reinterpret_cast<uintptr_t>(control->iseq) ^ std::rotl(uint64_t{pc}, 32);
-        h = std::rotl((h ^ words) * 0xff51afd7ed558ccdull, 29);
-        ruby_frames_seen += pc != 0;
+        h = std::rotl(h, 23) ^ (words * 0xff51afd7ed558ccdull);
+        frame += kFrameSize;
+        if (pc != 0 && --ruby_frames_left == 0) break;
     }
-    if (ruby_frames_seen < ruby_frames && frame < end) return {0, false};  // kMaxFramesWalked reached
+    if (ruby_frames_left != 0 && frame < end) return {0, false};  // kMaxFramesWalked reached
     h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return {h | 1, ruby_frames_seen < ruby_frames};
+    h = (h ^ (h >> 29)) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    return {h | 1, ruby_frames_left != 0};
 }
 
 }  // namespace
