@@ -185,17 +185,26 @@ bool is_transient(int error) {
     return error == EMFILE || error == ENFILE || error == ENOMEM || error == EINTR || error == EAGAIN;
 }
 
+// What find_module() copies of the module that holds `address`, so that its file is opened and
+// read after dl_iterate_phdr() returned. Its callback runs holding the loader's
+// dl_load_write_lock, which glibc does not reset in a forked child: a fork while another thread
+// held it for a file's reads would leave the child's next dl_iterate_phdr() (ours, or an
+// exception's unwinding) waiting forever. The module cannot go away meanwhile: the walk stands in
+// one of its frames.
+constexpr int kMaxCopiedHeaders = 24;
+constexpr std::size_t kMaxCopiedPath = 512;
+
 struct ModuleSearch {
     uintptr_t address = 0;
     bool found = false;
+    bool readable = false;  // a file, with a path and program headers that fit the copies below
     uintptr_t start = 0, end = 0;
-    int fd = -1;
-    bool transient_failure = false;
-    const ModuleUnwindTable* table = nullptr;
+    dl_phdr_info copy{};    // pointing at the copies below
+    ElfW(Phdr) headers[kMaxCopiedHeaders];
+    char path[kMaxCopiedPath];
 };
 
-// dl_iterate_phdr's visitor: the module that holds search->address, its file opened if its table
-// is read. Runs under the loader's lock, so the module cannot be unloaded meanwhile.
+// dl_iterate_phdr's visitor: copies the module that holds search->address.
 int find_module(dl_phdr_info* info, size_t, void* context) {
     auto* search = static_cast<ModuleSearch*>(context);
     if (!contains(info, search->address)) return 0;
@@ -204,21 +213,15 @@ int find_module(dl_phdr_info* info, size_t, void* context) {
     // The main program has no name here; the vDSO has no file.
     const char* name = info->dlpi_name;
     const char* path = name == nullptr || name[0] == '\0' ? "/proc/self/exe" : name;
-    if (path[0] != '/' || g_modules == nullptr) return 1;
-    os::FileIdentity file{};
-    const int fd = os::open_regular_file(path, &file);
-    if (fd < 0) {
-        search->transient_failure = is_transient(errno);
-        return 1;
-    }
-    const ModuleUnwindTable* table = find_table(file, info->dlpi_addr);
-    if (table == nullptr) table = add_table(fd, file, info);
-    if (table != nullptr && table->hdr != 0) {
-        search->fd = fd;
-        search->table = table;
-    } else {
-        os::close_file(fd);
-    }
+    const std::size_t path_length = strnlen(path, kMaxCopiedPath);
+    if (path[0] != '/' || path_length == kMaxCopiedPath || info->dlpi_phnum > kMaxCopiedHeaders) return 1;
+    std::memcpy(search->path, path, path_length + 1);
+    std::memcpy(search->headers, info->dlpi_phdr, sizeof(ElfW(Phdr)) * info->dlpi_phnum);
+    search->copy.dlpi_addr = info->dlpi_addr;
+    search->copy.dlpi_name = search->path;
+    search->copy.dlpi_phdr = search->headers;
+    search->copy.dlpi_phnum = info->dlpi_phnum;
+    search->readable = true;
     return 1;
 }
 
@@ -258,9 +261,21 @@ void UnwindTableReader::open_module_of(uintptr_t address) {
     if (!search.found) return;
     start_ = search.start;
     end_ = search.end;
-    fd_ = search.fd;
-    table_ = search.table;
-    transient_failure_ = search.transient_failure;
+    if (!search.readable || g_modules == nullptr) return;
+    os::FileIdentity file{};
+    const int fd = os::open_regular_file(search.path, &file);
+    if (fd < 0) {
+        transient_failure_ = is_transient(errno);
+        return;
+    }
+    const ModuleUnwindTable* table = find_table(file, search.copy.dlpi_addr);
+    if (table == nullptr) table = add_table(fd, file, &search.copy);
+    if (table != nullptr && table->hdr != 0) {
+        fd_ = fd;
+        table_ = table;
+    } else {
+        os::close_file(fd);
+    }
 }
 
 uint32_t UnwindTableReader::frame_rule(uintptr_t return_address) {
