@@ -18,7 +18,9 @@
 //       and for each module whose unwind table a walk reads; dlsym of Ruby's thread-local
 //       once per thread): recursive, so a thread that called
 //       malloc while holding it (a constructor in dlopen) takes it again; another thread
-//       holding it never waits for us, since nothing we hold is needed by the loader;
+//       holding it never waits for us, since nothing we hold is needed by the loader. Held for
+//       look-ups and copies only, never across file I/O: glibc does not reset it in a forked
+//       child, which a fork in that window would leave waiting for it (unwind_tables.cpp);
 //     - libunwind's lock, in the cursor steps of a stack that cannot be walked: taken and
 //       released inside each step, libunwind calls nothing of ours while holding it;
 //     - never a lock of glibc's malloc (invariant 2) nor of the program's.
