@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include "fork_fence.h"
+
 namespace leakwrap {
 namespace {
 
@@ -33,6 +35,8 @@ CodeRange code_range_of(const void* address) {
     // dli_fbase is the mapping's start; dlpi_addr the load bias. They agree for shared
     // objects and PIE executables; a non-PIE executable has bias 0.
     Search search{reinterpret_cast<uintptr_t>(info.dli_fbase), {}};
+    ForkFencedSection section;
+    if (!section.entered()) return {};
     if (dl_iterate_phdr(visit, &search) == 0) {
         search.base = 0;
         dl_iterate_phdr(visit, &search);

@@ -15,6 +15,7 @@ struct CodeRange {
 
 // The executable PT_LOAD segments of the module that contains `address`, from the lowest to the
 // highest. Calls dladdr and dl_iterate_phdr: only at start-up, never inside an allocation.
+// Empty if a fork turns the loader away (fork_fence.h).
 CodeRange code_range_of(const void* address);
 
 }  // namespace leakwrap

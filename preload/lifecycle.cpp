@@ -12,6 +12,7 @@
 #include "bins.h"
 #include "call_site_cache.h"
 #include "dead_segments.h"
+#include "fork_fence.h"
 #include "guard.h"
 #include "modules.h"
 #include "real_allocator.h"
@@ -41,9 +42,11 @@ uint64_t random_secret() {
 
 // The forking thread runs leakwrap-internal from "prepare" until its counters are on the
 // child's own segment: in the child it is the only thread, so nothing lands in the parent's
-// segment, and the parent's other threads keep counting meanwhile.
+// segment, and the parent's other threads keep counting meanwhile. Before anything else it
+// waits out the other threads' work with the loader and libunwind (fork_fence.h).
 void before_fork() {
     ++t_thread.inside_leakwrap;
+    fence_before_fork();
     snapshot_segment_for_fork();
     urcu_bp_before_fork();
 }
@@ -51,11 +54,13 @@ void before_fork() {
 void after_fork_in_parent() {
     urcu_bp_after_fork_parent();
     discard_fork_snapshot();
+    open_fence_in_parent();
     --t_thread.inside_leakwrap;
 }
 
 void after_fork_in_child() {
     urcu_bp_after_fork_child();
+    open_fence_in_child();
     reset_bin_shards_after_fork();
     reset_ruby_frame_tree_after_fork();
     if (!adopt_fork_snapshot_in_child(g_config)) g_mode.store(kPassThrough, std::memory_order_release);

@@ -19,24 +19,27 @@
 //       once per thread): recursive, so a thread that called
 //       malloc while holding it (a constructor in dlopen) takes it again; another thread
 //       holding it never waits for us, since nothing we hold is needed by the loader. Held for
-//       look-ups and copies only, never across file I/O: glibc does not reset it in a forked
-//       child, which a fork in that window would leave waiting for it (unwind_tables.cpp);
+//       look-ups and copies only, never across file I/O (unwind_tables.cpp);
 //     - libunwind's lock, in the cursor steps of a stack that cannot be walked: taken and
 //       released inside each step, libunwind calls nothing of ours while holding it;
+//     Both are taken only inside a fork-fenced section (fork_fence.h), which a fork waits
+//     out: glibc does not reset the loader's lock in a forked child, nor libunwind its own.
 //     - never a lock of glibc's malloc (invariant 2) nor of the program's.
 //     The Ruby tables' flag and the module scan's flag are tried, never waited for: a thread
 //     that finds them taken records the allocation without a Ruby backtrace / module scan.
 //     An allocation never waits for start-up either: while the constructor initialises it goes
 //     untracked, while another thread looks the real functions up it takes the bootstrap
-//     arena. The one wait is the fork copy's (site_counters.cpp), bounded, for delta moves
-//     that are a few atomic adds long.
+//     arena. The waits are fork's, both bounded: its copy's (site_counters.cpp), for delta
+//     moves that are a few atomic adds long, and its fence's, for the other threads' work
+//     with the loader and libunwind (fork_fence.h), which turns new work away meanwhile.
 //  4. Signals. A handler that allocates while its thread runs bookkeeping sees the guard
 //     (invariant 1) and is untracked; one that interrupts the program outside bookkeeping finds
 //     every per-thread structure (ThreadState, thread_state.h) consistent. Nothing here blocks
 //     signals or waits for another thread's progress, so a handler can never hang on leakwrap.
 //  5. Fork. The forking thread holds the guard from prepare until the child has its own segment
 //     (lifecycle.cpp): its allocations in between are untracked; the child starts with one
-//     thread and a consistent copy of the counters (segment.cpp).
+//     thread, a consistent copy of the counters (segment.cpp), no lock of the loader's or
+//     libunwind's taken and no module file of ours open (fork_fence.h).
 //  6. Errno is preserved on success, as the host's code would see without us.
 //  7. Headerless blocks. A tracked block aligned to a page or more carries no header; its entry
 //     in aligned_blocks.h's lock-free table is written after the real allocator returned it and

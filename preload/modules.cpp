@@ -7,6 +7,7 @@
 
 #include "loaded_module.h"
 #include "debug_check.h"
+#include "fork_fence.h"
 #include "frame_sizes.h"
 #include "guard.h"
 #include "proc_self.h"
@@ -110,6 +111,8 @@ void rescan(const LoaderCounters& counters) {
 
 void scan_modules() {
     if (g_segment.base == nullptr) return;
+    ForkFencedSection section;
+    if (!section.entered()) return;  // the first stack's module check scans
     LoaderCounters counters;
     dl_iterate_phdr(read_loader_counters, &counters);
     while (g_scanning.test_and_set(std::memory_order_acquire)) {
@@ -122,15 +125,20 @@ void scan_modules() {
 uint32_t current_module_generation() {
     LEAKWRAP_CHECK(inside_leakwrap());
     layout::Header* h = g_segment.header;
-    LoaderCounters counters;
-    dl_iterate_phdr(read_loader_counters, &counters);
-    if ((counters.adds != g_seen_adds.load(std::memory_order_relaxed) ||
-         counters.subs != g_seen_subs.load(std::memory_order_relaxed)) &&
-        !g_scanning.test_and_set(std::memory_order_acquire)) {
+    ForkFencedSection section;
+    if (section.entered()) {
+        LoaderCounters counters;
+        dl_iterate_phdr(read_loader_counters, &counters);
         // Never wait for a scan in progress: the scanning thread may be waiting for the loader
-        // lock that this thread's caller holds. The reader falls back to address ranges.
-        rescan(counters);
-        g_scanning.clear(std::memory_order_release);
+        // lock that this thread's caller holds. Then, as when a fork turns the check away, the
+        // stack is taken to be of the modules known at the last scan; the reader falls back to
+        // address ranges.
+        if ((counters.adds != g_seen_adds.load(std::memory_order_relaxed) ||
+             counters.subs != g_seen_subs.load(std::memory_order_relaxed)) &&
+            !g_scanning.test_and_set(std::memory_order_acquire)) {
+            rescan(counters);
+            g_scanning.clear(std::memory_order_release);
+        }
     }
     return std::atomic_ref<uint32_t>(h->module_generation).load(std::memory_order_acquire);
 }

@@ -1,10 +1,12 @@
 #include "os.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -148,6 +150,20 @@ std::size_t read_at(int fd, uint64_t offset, void* buffer, std::size_t size) noe
 }
 
 void close_file(int fd) noexcept { close(fd); }
+
+uint64_t monotonic_nanoseconds() noexcept {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+void yield_processor() noexcept { sched_yield(); }
+
+void sleep_nanoseconds(uint64_t nanoseconds) noexcept {
+    const timespec pause{static_cast<time_t>(nanoseconds / 1'000'000'000u),
+                         static_cast<long>(nanoseconds % 1'000'000'000u)};
+    nanosleep(&pause, nullptr);
+}
 
 bool process_is_gone(int pid) noexcept { return kill(pid, 0) != 0 && errno == ESRCH; }
 

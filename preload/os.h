@@ -11,13 +11,13 @@
 // async-signal-safe; mmap, munmap, fallocate, pread and getdents64 are single syscalls; glibc's
 // shm_open and shm_unlink (2.34 and later) are open and unlink of /dev/shm/<name>, the path
 // built on the stack.
-// None waits for another thread, and none is on the per-allocation fast path: they run at
-// start-up, at fork and exit, once per thread, when a table needs more room, or when a walk
-// learns a frame.
+// None waits for another thread but the pauses below, which a caller asks for; none is on the
+// per-allocation fast path: they run at start-up, at fork and exit, once per thread, when a
+// table needs more room, or when a walk learns a frame.
 // Failures are reported by the return value; errno is left as the call set it.
 //
 // Left where they are, each the one thing its caller does: the write(2) of a warning
-// (diagnostics.cpp), _exit's exit_group (lifecycle.cpp), and getpid, clock_gettime and sysconf,
+// (diagnostics.cpp), _exit's exit_group (lifecycle.cpp), and getpid, the wall clock and sysconf,
 // which read what the kernel hands out without a file.
 #pragma once
 
@@ -101,6 +101,14 @@ int open_regular_file(const char* path, FileIdentity* file) noexcept;
 // Reads up to `size` bytes at `offset` (pread, retried when interrupted); returns how many.
 std::size_t read_at(int fd, uint64_t offset, void* buffer, std::size_t size) noexcept;
 void close_file(int fd) noexcept;
+
+// --- Time and scheduling ----------------------------------------------------------------------
+
+// CLOCK_MONOTONIC in nanoseconds.
+uint64_t monotonic_nanoseconds() noexcept;
+// Gives the processor to another thread that is ready to run (sched_yield).
+void yield_processor() noexcept;
+void sleep_nanoseconds(uint64_t nanoseconds) noexcept;
 
 // --- Processes --------------------------------------------------------------------------------
 

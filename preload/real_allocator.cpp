@@ -1,13 +1,13 @@
 #include "real_allocator.h"
 
 #include <dlfcn.h>
-#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 
 #include "guard.h"
+#include "os.h"
 
 namespace leakwrap {
 
@@ -52,7 +52,7 @@ bool try_resolve_real_allocator() {
 void resolve_real_allocator() {
     // Another thread is inside dlsym: its own nested allocations never get here (the guard sends
     // them to the arena), so this wait always ends.
-    while (!try_resolve_real_allocator()) sched_yield();
+    while (!try_resolve_real_allocator()) os::yield_processor();
 }
 
 void* bootstrap_allocate(std::size_t size, std::size_t alignment) {

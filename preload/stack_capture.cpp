@@ -9,6 +9,7 @@
 
 #include "code_range.h"
 #include "debug_check.h"
+#include "fork_fence.h"
 #include "frame_sizes.h"
 #include "guard.h"
 #include "thread_state.h"
@@ -72,9 +73,25 @@ __attribute__((noinline, cold)) uint32_t learn_frame_now(UnwindTableReader& tabl
     return frame_size(ip);
 }
 
+// While another thread forks, neither libunwind nor a module's unwind table is read
+// (fork_fence.h): the stack is what the frames learned so far reach, the caller's frame at
+// least. Its slots are left unknown, so that the call-site cache does not keep this short stack
+// for later calls.
+void record_known_frames(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
+    walk_stack_by_frame_sizes(caller, max_depth, nullptr, false, out, nullptr);
+    if (out->depth == 0) {
+        out->frames[0] = caller.return_address;
+        out->depth = 1;
+    }
+    out->slots_known = false;
+}
+
 #if defined(LEAKWRAP_DEBUG) && LEAKWRAP_DEBUG
-// A walk by frame sizes finds what libunwind finds from the caller's frame on.
+// A walk by frame sizes finds what libunwind finds from the caller's frame on (unless a fork
+// turns libunwind away).
 bool same_as_libunwind(const CapturedStack& walked) {
+    ForkFencedSection section;
+    if (!section.entered()) return true;
     void* addresses[layout::kMaxDepth + kMaxOwnFrames];
     int found = unw_backtrace(addresses, static_cast<int>(layout::kMaxDepth + kMaxOwnFrames));
     int next = 0;
@@ -95,8 +112,10 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     const StackBounds bounds = t_thread.stack_bounds;
     uintptr_t stack_pointer = caller.stack_pointer;
-    if (bounds.high == 0 || stack_pointer < bounds.low || stack_pointer >= bounds.high)
+    if (bounds.high == 0 || stack_pointer < bounds.low || stack_pointer >= bounds.high) {
+        out->depth = 0;
         return StackWalk::kNotWalkable;
+    }
     const CodeRange own = g_own_code;
     uintptr_t ip = caller.return_address;
     // rbp as each frame had it at its call: a frame either keeps it, or saved it (sized frames)
@@ -107,6 +126,7 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     uint32_t inner_frames_inside = 0;
     bool outside_seen = false;
     UnwindTableReader tables;
+    StackWalk result = StackWalk::kWalked;
     if (cut != nullptr) *cut = 0;
     // Every frame stepped out of costs a lookup and a few compares: the markers, rare past a
     // thread's first stacks, are told apart only off the path of a sized frame. The frame that
@@ -131,20 +151,27 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
         uint32_t value = frame_size(ip);
         if (__builtin_expect(!is_sized_frame(value), 0) && value != kFramePointerFrame && value != kOutermostFrame) {
             if (value == kUnknownFrame && may_learn) value = learn_frame_now(tables, ip);
-            if (value == kUnknownFrame)
-                return can_learn_frame_sizes() ? StackWalk::kNeedsLearning : StackWalk::kNotWalkable;
-            if (value == kUnwalkableFrame) return StackWalk::kNotWalkable;
+            if (value == kUnknownFrame || value == kUnwalkableFrame) {
+                result = value == kUnknownFrame && can_learn_frame_sizes() ? StackWalk::kNeedsLearning
+                                                                           : StackWalk::kNotWalkable;
+                break;
+            }
         }
         uintptr_t caller_stack_pointer;
         if (__builtin_expect(is_sized_frame(value), 1)) {
             caller_stack_pointer = stack_pointer + frame_bytes(value);
-            if (caller_stack_pointer > bounds.high) return StackWalk::kNotWalkable;
+            if (caller_stack_pointer > bounds.high) {
+                result = StackWalk::kNotWalkable;
+                break;
+            }
             if (const uint32_t slot = saved_rbp_slot(value))
                 frame_pointer = *reinterpret_cast<const uint64_t*>(caller_stack_pointer - 8 - 8 * slot);
         } else if (value == kFramePointerFrame) {
             // The frame lies above its callee's; rbp that is not is not this frame's.
-            if (frame_pointer < stack_pointer || frame_pointer % 8 != 0 || frame_pointer > bounds.high - 16)
-                return StackWalk::kNotWalkable;
+            if (frame_pointer < stack_pointer || frame_pointer % 8 != 0 || frame_pointer > bounds.high - 16) {
+                result = StackWalk::kNotWalkable;
+                break;
+            }
             caller_stack_pointer = frame_pointer + 16;
             frame_pointer = *reinterpret_cast<const uint64_t*>(frame_pointer);
         } else {
@@ -157,9 +184,9 @@ StackWalk walk_stack_by_frame_sizes(const CallerContext& caller, uint32_t max_de
     out->depth = depth;
     out->slots_known = true;
 #if defined(LEAKWRAP_DEBUG) && LEAKWRAP_DEBUG
-    LEAKWRAP_CHECK(same_as_libunwind(*out));
+    LEAKWRAP_CHECK(result != StackWalk::kWalked || same_as_libunwind(*out));
 #endif
-    return StackWalk::kWalked;
+    return result;
 }
 
 // Flattened: the walk and its frame lookups are inlined here, with `stop` known to be set and
@@ -183,7 +210,7 @@ void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool
     if (slots_wanted)
         capture_stack_with_slots(caller, max_depth, out);
     else
-        capture_stack(max_depth, out);
+        capture_stack(caller, max_depth, out);
 }
 
 bool is_own_frame(uintptr_t address) { return g_own_code.contains(address); }
@@ -199,8 +226,10 @@ void init_stack_capture() {
 // unwinds, so a stack made of known addresses costs a few nanoseconds a frame and takes no
 // lock. It does not say where each return address was read from, so the call-site cache
 // cannot be filled from it.
-void capture_stack(uint32_t max_depth, CapturedStack* out) {
-    LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth);
+void capture_stack(const CallerContext& caller, uint32_t max_depth, CapturedStack* out) {
+    LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
+    ForkFencedSection section;
+    if (!section.entered()) return record_known_frames(caller, max_depth, out);
     void* addresses[layout::kMaxDepth + kMaxOwnFrames];
     // Ask for the own frames usually at the inner end, and for more only if own frames left the
     // stack short (more own frames on this path, or the Ruby wrappers in the middle).
@@ -241,6 +270,8 @@ void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, C
     LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     out->depth = 0;
     out->slots_known = false;
+    ForkFencedSection section;
+    if (!section.entered()) return record_known_frames(caller, max_depth, out);
     unw_context_t context;
     unw_cursor_t cursor;
     if (!init_cursor_at(caller.return_address, caller.stack_pointer, caller.frame_pointer, &context, &cursor)) return;

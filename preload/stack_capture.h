@@ -40,7 +40,8 @@ struct CodeBoundary {
 // learned on the way from its module's unwind table, if `may_learn` and learning pays for the
 // thread (a program whose stacks keep crossing frames that cannot be walked by size stops
 // learning). Not kWalked when a frame on the way is not known (kNeedsLearning) or not walkable,
-// or when the caller is not on the thread's own stack. `cut` (may be null) tells where `stop`
+// or when the caller is not on the thread's own stack; `out` then holds the frames found up to
+// the one the walk could not step out of. `cut` (may be null) tells where `stop`
 // ended the walk: the depth up to and including the frame that entered its code again, 1 when
 // the inner frames inside it ended it, 0 when it did not.
 enum class StackWalk { kWalked, kNeedsLearning, kNotWalkable };
@@ -58,8 +59,9 @@ bool try_walking_stack(const CallerContext& caller, uint32_t max_depth, const Co
 void capture_stack_quickly(const CallerContext& caller, uint32_t max_depth, bool slots_wanted, CapturedStack* out);
 
 // Unwinds from the caller of the interposed function, up to max_depth frames, fast; the slots
-// stay unknown.
-void capture_stack(uint32_t max_depth, CapturedStack* out);
+// stay unknown. These two enter libunwind only in a fork-fenced section (fork_fence.h): turned
+// away, they record the frames that the frame sizes learned so far reach, with slots unknown.
+void capture_stack(const CallerContext& caller, uint32_t max_depth, CapturedStack* out);
 
 // The same frames and their slots (unless a signal frame crossed), at about a hundred times the
 // cost: for the stacks the call-site cache will remember that cannot be walked.

@@ -41,6 +41,10 @@ struct ThreadState {
     StackWalkCounts stack_walks;
     // call_site_cache.cpp: the thread's caches; null until its first tracked allocation.
     ThreadCache* call_site_cache;
+    // fork_fence.h: the fenced sections the thread is inside, and whether its last fork saw
+    // every other thread leave theirs (read by the child).
+    uint32_t fork_fenced_sections;
+    bool fork_outwaited_sections;
     // ruby_vm_frames.cpp: where libruby keeps this thread's execution context; null until asked.
     const ExecutionContext* const* ruby_execution_context;
 };

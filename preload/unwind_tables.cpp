@@ -9,6 +9,7 @@
 
 #include "loaded_module.h"
 #include "eh_frame.h"
+#include "fork_fence.h"
 #include "frame_sizes.h"
 #include "os.h"
 #include "private_memory.h"
@@ -243,6 +244,8 @@ UnwindTableReader::~UnwindTableReader() { close_module(); }
 
 void UnwindTableReader::close_module() {
     if (fd_ >= 0) os::close_file(fd_);
+    if (fenced_) leave_fork_fenced_section();
+    fenced_ = false;
     fd_ = -1;
     start_ = end_ = 0;
     table_ = nullptr;
@@ -253,20 +256,22 @@ std::size_t UnwindTableReader::read(uint64_t address, void* out, std::size_t siz
     return table_ == nullptr ? 0 : read_file_at(fd_, *table_, address, out, size);
 }
 
-void UnwindTableReader::open_module_of(uintptr_t address) {
+bool UnwindTableReader::open_module_of(uintptr_t address) {
     close_module();
+    fenced_ = enter_fork_fenced_section();
+    if (!fenced_) return false;
     ModuleSearch search;
     search.address = address;
     dl_iterate_phdr(find_module, &search);
-    if (!search.found) return;
+    if (!search.found) return true;
     start_ = search.start;
     end_ = search.end;
-    if (!search.readable || g_modules == nullptr) return;
+    if (!search.readable || g_modules == nullptr) return true;
     os::FileIdentity file{};
     const int fd = os::open_regular_file(search.path, &file);
     if (fd < 0) {
         transient_failure_ = is_transient(errno);
-        return;
+        return true;
     }
     const ModuleUnwindTable* table = find_table(file, search.copy.dlpi_addr);
     if (table == nullptr) table = add_table(fd, file, &search.copy);
@@ -276,12 +281,13 @@ void UnwindTableReader::open_module_of(uintptr_t address) {
     } else {
         os::close_file(fd);
     }
+    return true;
 }
 
 uint32_t UnwindTableReader::frame_rule(uintptr_t return_address) {
     // The call is the instruction before the return address: its rules are the frame's.
     const uintptr_t call = return_address - 1;
-    if (!covers(call)) open_module_of(call);
+    if (!covers(call) && !open_module_of(call)) return kUnknownFrame;
     if (table_ == nullptr) return covers(call) && transient_failure_ ? kUnknownFrame : kUnwalkableFrame;
     const ModuleUnwindTable& table = *table_;
     const uint64_t pc = call - table.bias;

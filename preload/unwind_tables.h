@@ -32,7 +32,9 @@ struct ModuleUnwindTable;
 
 // The unwind tables one walk reads: the last module's file stays open until the walk ends, for
 // the frames after it in the same module. Allocation-free; the one lock it takes is the
-// loader's (dl_iterate_phdr), once per module opened.
+// loader's (dl_iterate_phdr), once per module opened. From looking a module up to closing its
+// file, the reader is in a fork-fenced section (fork_fence.h); a frame that a fork turns it
+// away from is kUnknownFrame.
 class UnwindTableReader {
 public:
     UnwindTableReader() = default;
@@ -52,9 +54,11 @@ public:
 
 private:
     bool covers(uintptr_t address) const { return address - start_ < end_ - start_; }
-    void open_module_of(uintptr_t address);
+    // False if a fork turned it away; the module may be known, or its file open, either way.
+    bool open_module_of(uintptr_t address);
     void close_module();
 
+    bool fenced_ = false;  // inside a fork-fenced section
     int fd_ = -1;
     bool transient_failure_ = false;
     uintptr_t start_ = 0;  // the module's runtime address range (its PT_LOAD segments)
