@@ -2,6 +2,9 @@
 // of allocation with cross-thread frees, must be exactly what the real report says about each
 // site, in a plain run, in both halves of a run that forks midway, and post mortem.
 //
+// A program that forks while another thread keeps learning frames from modules' files gets
+// children that neither hang nor inherit a file of leakwrap's.
+//
 // LEAKWRAP_TORTURE_SECONDS (default 3) sets how long each run tortures; raise it for soak runs.
 #include <gtest/gtest.h>
 
@@ -12,6 +15,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -118,6 +122,38 @@ TEST(Torture, KilledMidRunLeavesAConsistentSegmentReportedDead) {
     EXPECT_GE(sites_calling(report, "torture_churn", 1).counters.allocs, churned);
     EXPECT_GT(sites_calling(report, "torture_realloc", 1).counters.allocs, 0);
     expect_totals_within_operations_in_flight(report);
+}
+
+// A thousand copies of a plugin, each a module whose first call makes a walk look it up in the
+// loader and read its unwind table from its file, while the main thread forks; each child
+// lists its descriptors, throws an exception and calls a copy never called before. Without
+// the fork fence, children inherited a copy's descriptor in most runs and one in a few runs hung
+// in dl_iterate_phdr() or in libunwind's step (preload/fork_fence.h).
+TEST(Torture, ChildrenForkedWhileAnotherThreadLearnsFramesNeitherHangNorInheritAFile) {
+    const auto run_with = [](const Environment& environment) {
+        const ecosystem::TemporaryDirectory scratch;
+        return run({paths::program("fork_while_learning"), paths::program("libtorture_plugin.so"),
+                    scratch.path().string(), "1000"},
+                   environment, {}, 150s);
+    };
+    const Completed bare = run_with(Environment::bare());
+    ASSERT_EQ(bare.exit_code, 0) << bare.err;
+    const std::string checksum = bare.out.substr(bare.out.find("checksum"));
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        const Completed profiled = run_with(Environment::profiled());
+        ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
+        int forks = 0, while_learning = 0, inherited = -1, hung = -1, failed = -1;
+        ASSERT_EQ(std::sscanf(profiled.out.c_str(), "forks %d learning %d inherited %d hung %d failed %d", &forks,
+                              &while_learning, &inherited, &hung, &failed),
+                  5)
+            << profiled.out;
+        EXPECT_GE(forks, 4) << profiled.out;
+        EXPECT_GE(while_learning, 1) << profiled.out;
+        EXPECT_EQ(hung, 0) << profiled.out;
+        EXPECT_EQ(failed, 0) << profiled.out;
+        EXPECT_EQ(inherited, 0) << profiled.out;
+        EXPECT_NE(profiled.out.find(checksum), std::string::npos) << profiled.out << " vs bare " << bare.out;
+    }
 }
 
 }  // namespace
