@@ -2,16 +2,19 @@
 // libstdc++ linked into it is made local): the malloc family, which a preloaded library
 // interposes for the whole process; _exit and _Exit, which skip destructors but still end the
 // process normally; pthread_create, so that each thread learns its stack bounds before it runs;
-// and the Ruby interpreter's start-up calls, to learn when its VM is ready.
+// dl_iterate_phdr, so that a forked child knows whether the loader's lock may be held for good
+// (fork_fence.h); and the Ruby interpreter's start-up calls, to learn when its VM is ready.
 //
 // Each entry point only takes what its own frame alone can give (the program's return address
 // and stack pointer) and tail-calls the function that does the work, so none leaves a frame.
+#include <link.h>
 #include <pthread.h>
 
 #include <cstddef>
 
 #include "block_header.h"
 #include "caller.h"
+#include "fork_fence.h"
 #include "lifecycle.h"
 #include "malloc_api.h"
 #include "ruby_backtrace.h"
@@ -73,6 +76,10 @@ LEAKWRAP_EXPORT __attribute__((noreturn)) void _Exit(int status) { exit_now(stat
 LEAKWRAP_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
                                    void* (*routine)(void*), void* argument) {
     return create_thread_knowing_its_stack(thread, attributes, routine, argument);
+}
+
+LEAKWRAP_EXPORT int dl_iterate_phdr(int (*visit)(dl_phdr_info*, std::size_t, void*), void* data) {
+    return iterate_loaded_modules(visit, data);
 }
 
 LEAKWRAP_EXPORT int ruby_setup(void) { return run_ruby_setup(); }

@@ -1,9 +1,12 @@
 #include "fork_fence.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdint>
 
 #include "debug_check.h"
+#include "guard.h"
 #include "os.h"
 #include "thread_state.h"
 
@@ -17,6 +20,13 @@ constinit std::atomic<uint32_t> g_sections_inside{0};
 constinit std::atomic<uint32_t> g_forks_preparing{0};
 // In a child whose parent forked while a section may have been under way: nothing is entered.
 constinit std::atomic<bool> g_fence_closed_for_good{false};
+// dl_iterate_phdr() calls under way, in every thread: counted before glibc's takes the loader's
+// lock and until after it released it, so that a child's copy that reads 0 was forked with the
+// lock free.
+constinit std::atomic<uint32_t> g_loader_iterations{0};
+
+using LoaderIteration = int (*)(LoadedModuleVisitor, void*);
+constinit std::atomic<LoaderIteration> g_real_iteration{nullptr};
 
 // Microseconds of work, unless the section's thread waits for a lock that the forking thread
 // holds: the bound is for that case, and a child forked after it does no fenced work.
@@ -38,6 +48,20 @@ bool wait_for_other_threads_sections() {
 }
 
 }  // namespace
+
+int iterate_loaded_modules(LoadedModuleVisitor visit, void* data) {
+    LoaderIteration iterate = g_real_iteration.load(std::memory_order_acquire);
+    if (iterate == nullptr) {
+        GuardScope guard;  // dlsym may allocate
+        iterate = reinterpret_cast<LoaderIteration>(dlsym(RTLD_NEXT, "dl_iterate_phdr"));
+        if (iterate == nullptr) return 0;
+        g_real_iteration.store(iterate, std::memory_order_release);
+    }
+    g_loader_iterations.fetch_add(1, std::memory_order_seq_cst);
+    const int result = iterate(visit, data);
+    g_loader_iterations.fetch_sub(1, std::memory_order_seq_cst);
+    return result;
+}
 
 bool enter_fork_fenced_section() {
     g_sections_inside.fetch_add(1, std::memory_order_seq_cst);
@@ -67,7 +91,10 @@ void open_fence_in_child() {
     // The child's one thread is the forking one: only its own sections are under way.
     g_sections_inside.store(t_thread.fork_fenced_sections, std::memory_order_relaxed);
     g_forks_preparing.store(0, std::memory_order_relaxed);
-    if (!t_thread.fork_outwaited_sections) g_fence_closed_for_good.store(true, std::memory_order_relaxed);
+    // The copy of the count is the parent's at the fork: a thread that was inside glibc's
+    // dl_iterate_phdr() then, this one included, left the loader's lock held for good.
+    if (!t_thread.fork_outwaited_sections || g_loader_iterations.load(std::memory_order_relaxed) != 0)
+        g_fence_closed_for_good.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace leakwrap

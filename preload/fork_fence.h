@@ -14,9 +14,23 @@
 // a dl_iterate_phdr() callback of its own holds the lock that a section waits for. If the
 // sections were not all left in time, the child does no such work at all: it records the
 // frames that frame sizes reach, and its stacks' modules as they were at the fork.
+//
+// The program's own dl_iterate_phdr() calls are counted while under way (the preload exports
+// the function). A child forked while one was, in any thread, may have the loader's lock held
+// by a thread it does not have, or by its own thread under the parent's thread id (a fork from
+// a callback): it does no fenced work either, where its first new stack would otherwise wait
+// forever for that lock.
 #pragma once
 
+#include <link.h>
+
+#include <cstddef>
+
 namespace leakwrap {
+
+// dl_iterate_phdr() as the program calls it: glibc's, counted while under way.
+using LoadedModuleVisitor = int (*)(dl_phdr_info*, std::size_t, void*);
+int iterate_loaded_modules(LoadedModuleVisitor visit, void* data);
 
 // True if the section is entered and the work may be done; each one entered is left once.
 // Sections nest on a thread; a fork from a signal handler does not wait for its own thread's.

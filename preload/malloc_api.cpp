@@ -39,7 +39,8 @@
 //  5. Fork. The forking thread holds the guard from prepare until the child has its own segment
 //     (lifecycle.cpp): its allocations in between are untracked; the child starts with one
 //     thread, a consistent copy of the counters (segment.cpp), no lock of the loader's or
-//     libunwind's taken and no module file of ours open (fork_fence.h).
+//     libunwind's taken by our work and no module file of ours open; one forked while the
+//     program was inside dl_iterate_phdr() never uses the loader (fork_fence.h).
 //  6. Errno is preserved on success, as the host's code would see without us.
 //  7. Headerless blocks. A tracked block aligned to a page or more carries no header; its entry
 //     in aligned_blocks.h's lock-free table is written after the real allocator returned it and
