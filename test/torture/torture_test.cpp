@@ -3,7 +3,8 @@
 // site, in a plain run, in both halves of a run that forks midway, and post mortem.
 //
 // A program that forks while another thread keeps learning frames from modules' files gets
-// children that neither hang nor inherit a file of leakwrap's.
+// children that neither hang nor inherit a file of leakwrap's, and one that forks where that
+// thread cannot leave its work does not hang either.
 //
 // LEAKWRAP_TORTURE_SECONDS (default 3) sets how long each run tortures; raise it for soak runs.
 #include <gtest/gtest.h>
@@ -153,6 +154,24 @@ TEST(Torture, ChildrenForkedWhileAnotherThreadLearnsFramesNeitherHangNorInheritA
         EXPECT_EQ(failed, 0) << profiled.out;
         EXPECT_EQ(inherited, 0) << profiled.out;
         EXPECT_NE(profiled.out.find(checksum), std::string::npos) << profiled.out << " vs bare " << bare.out;
+    }
+}
+
+// A fork from the program's own dl_iterate_phdr() callback leaves the child the loader's lock
+// held for good; the child allocates from a new stack, calls into a module it never called and
+// exits. e28f50c's preload hung that child in its own dl_iterate_phdr(). With a thread waiting
+// for the lock inside a fenced section, the fork also gives up waiting for it after its bound.
+TEST(Torture, ForkInsideTheProgramsLoaderCallbackNeitherHangsTheParentNorTheChild) {
+    const ecosystem::TemporaryDirectory scratch;
+    for (const char* mode : {"alone", "helper"}) {
+        const std::vector<std::string> command{paths::program("fork_in_loader_callback"),
+                                               paths::program("libtorture_plugin.so"), scratch.path().string(), mode};
+        const Completed bare = run(command, Environment::bare(), {}, 30s);
+        ASSERT_EQ(bare.exit_code, 0) << mode << ": " << bare.err;
+        ASSERT_EQ(bare.out, "child exited 0\n") << mode;
+        const Completed profiled = run(command, Environment::profiled(), {}, 30s);
+        EXPECT_EQ(profiled.exit_code, 0) << mode << ": " << profiled.err;
+        EXPECT_EQ(profiled.out, "child exited 0\n") << mode;
     }
 }
 
