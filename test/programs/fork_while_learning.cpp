@@ -4,12 +4,13 @@
 // it inherited and does what needs the loader and the unwinder itself: it throws and catches an
 // exception, and calls a copy of the plugin that it has not called yet.
 //
-//   fork_while_learning <path of libtorture_plugin.so> <scratch directory> <copies>
+//   fork_while_learning <path of libtorture_plugin.so> <scratch directory>
 //
 // Prints "forks F learning L inherited I hung H failed X": L counts the forks made while the
 // other thread had copies left to call, I counts the copies' descriptors that children
 // found open, H the children still running after kChildSeconds (killed then), X those that ended
-// otherwise than by exiting 0.
+// otherwise than by exiting 0. Then says READY and waits (handshake.h), so that its segment can
+// be read (ground_truth.h says what it allocated).
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -27,10 +28,12 @@
 #include <thread>
 #include <vector>
 
+#include "ground_truth.h"
 #include "handshake.h"
 
 namespace {
 
+using namespace ground_truth::fork_while_learning;
 using Churn = unsigned long (*)(unsigned);
 
 constexpr int kChildSeconds = 20;
@@ -127,12 +130,12 @@ Outcomes wait_for(const std::vector<Child>& children) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4 || std::atoi(argv[3]) < 2) {
-        std::fprintf(stderr, "usage: %s <plugin.so> <scratch directory> <copies, at least 2>\n", argv[0]);
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: %s <plugin.so> <scratch directory>\n", argv[0]);
         return 2;
     }
     const std::string directory = argv[2];
-    const int copies = std::atoi(argv[3]);
+    const int copies = kCopies;
     std::vector<Churn> churns;
     for (int copy = 0; copy < copies; ++copy) {
         const std::string path = directory + "/plugin_" + std::to_string(copy) + ".so";
@@ -148,7 +151,7 @@ int main(int argc, char** argv) {
     std::atomic<unsigned long> checksum{0};
     std::thread learner([&] {
         for (int copy = 0; copy + 1 < copies; ++copy) {
-            checksum += churns[static_cast<std::size_t>(copy)](3);
+            checksum += churns[static_cast<std::size_t>(copy)](kRoundsPerCall);
             learned.store(copy + 1, std::memory_order_relaxed);
         }
     });
@@ -174,5 +177,6 @@ int main(int argc, char** argv) {
     learner.join();
     std::printf("forks %zu learning %d inherited %d hung %d failed %d checksum %lu\n", children.size(),
                 while_learning, outcomes.inherited, outcomes.hung, outcomes.failed, checksum.load());
+    announce_ready_and_wait_for_release();
     return 0;
 }

@@ -78,6 +78,14 @@ namespace plugin_leak {
 inline constexpr unsigned kTexts = 8;  // each a 64-byte block from torture_plugin's plugin_describe
 }  // namespace plugin_leak
 
+namespace fork_while_learning {
+// Copies of the plugin loaded; the learning thread calls all but the last once, with this many
+// rounds: plugin_churn(rounds) makes one realloc and one malloc a round, and frees them all.
+inline constexpr int kCopies = 1000;
+inline constexpr unsigned kRoundsPerCall = 3;
+inline constexpr long long kAllocationsPerCall = 2 * kRoundsPerCall;
+}  // namespace fork_while_learning
+
 namespace inline_leak {
 // Each request leaks one block allocated directly through the inlined make_buffer and one through
 // make_buffer inlined into the inlined requests::prepare.
