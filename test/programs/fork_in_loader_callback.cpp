@@ -11,7 +11,6 @@
 //   fork_in_loader_callback <path of libtorture_plugin.so> <scratch directory> alone|helper
 //
 // Prints "child exited 0" when the child allocated, called the plugin and exited normally.
-#include <dlfcn.h>
 #include <link.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,31 +20,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <thread>
 
 #include "handshake.h"
+#include "plugin_copy.h"
 
 namespace {
 
-using Churn = unsigned long (*)(unsigned);
-
 struct Scene {
-    Churn for_the_helper;
-    Churn for_the_child;
+    PluginChurn for_the_helper;
+    PluginChurn for_the_child;
     std::atomic<bool> helper_may_start{false};
     int child_status = -1;
 };
-
-Churn load_copy(const std::string& plugin, const std::string& path) {
-    std::filesystem::copy_file(plugin, path, std::filesystem::copy_options::overwrite_existing);
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) fail(dlerror());
-    const auto churn = reinterpret_cast<Churn>(dlsym(handle, "plugin_churn"));
-    if (churn == nullptr) fail("plugin_churn missing");
-    return churn;
-}
 
 int fork_from_callback(dl_phdr_info*, size_t, void* context) {
     auto* scene = static_cast<Scene*>(context);
@@ -76,8 +64,8 @@ int main(int argc, char** argv) {
     }
     const std::string directory = argv[2];
     Scene scene;
-    scene.for_the_helper = load_copy(argv[1], directory + "/helper.so");
-    scene.for_the_child = load_copy(argv[1], directory + "/child.so");
+    scene.for_the_helper = load_plugin_copy(argv[1], directory + "/helper.so");
+    scene.for_the_child = load_plugin_copy(argv[1], directory + "/child.so");
     std::thread helper([&scene, with_helper] {
         while (!scene.helper_may_start.load()) std::this_thread::yield();
         if (with_helper && scene.for_the_helper(5) == 0) fail("the helper's call");

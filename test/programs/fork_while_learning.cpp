@@ -12,8 +12,6 @@
 // otherwise than by exiting 0. Then says READY and waits (handshake.h), so that its segment can
 // be read (ground_truth.h says what it allocated).
 #include <dirent.h>
-#include <dlfcn.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,26 +28,15 @@
 
 #include "ground_truth.h"
 #include "handshake.h"
+#include "plugin_copy.h"
 
 namespace {
 
 using namespace ground_truth::fork_while_learning;
-using Churn = unsigned long (*)(unsigned);
 
 constexpr int kChildSeconds = 20;
 constexpr std::size_t kMinimumForks = 4;
 constexpr std::size_t kMaximumForks = 200;
-
-void copy_file(const std::string& from, const std::string& to) {
-    const int in = open(from.c_str(), O_RDONLY);
-    const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0755);
-    if (in < 0 || out < 0) fail("cannot copy the plugin");
-    char buffer[1 << 16];
-    for (ssize_t got; (got = read(in, buffer, sizeof buffer)) > 0;)
-        if (write(out, buffer, static_cast<std::size_t>(got)) != got) fail("cannot write a copy");
-    close(in);
-    close(out);
-}
 
 // Descriptors of this process open on a file in `directory`.
 int descriptors_in(const std::string& directory) {
@@ -73,7 +60,7 @@ __attribute__((noinline)) void throw_through_here(int value) {
 }
 
 // The child: 0 if it could unwind and learn, and inherited nothing; writes what it found.
-[[noreturn]] void be_the_child(const std::string& directory, Churn unused_copy, int report) {
+[[noreturn]] void be_the_child(const std::string& directory, PluginChurn unused_copy, int report) {
     const int inherited = descriptors_in(directory);
     int status = 0;
     try {
@@ -136,15 +123,9 @@ int main(int argc, char** argv) {
     }
     const std::string directory = argv[2];
     const int copies = kCopies;
-    std::vector<Churn> churns;
+    std::vector<PluginChurn> churns;
     for (int copy = 0; copy < copies; ++copy) {
-        const std::string path = directory + "/plugin_" + std::to_string(copy) + ".so";
-        copy_file(argv[1], path);
-        void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle == nullptr) fail(dlerror());
-        const auto churn = reinterpret_cast<Churn>(dlsym(handle, "plugin_churn"));
-        if (churn == nullptr) fail("plugin_churn missing");
-        churns.push_back(churn);
+        churns.push_back(load_plugin_copy(argv[1], directory + "/plugin_" + std::to_string(copy) + ".so"));
     }
     // The last copy is left for the children: the learner never calls it.
     std::atomic<int> learned{0};
