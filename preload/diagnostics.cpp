@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "debug_check.h"
+#include "os.h"
 
 namespace leakwrap {
 
@@ -23,8 +24,7 @@ void warn(const char* format, ...) {
     std::size_t length = static_cast<std::size_t>(used) + static_cast<std::size_t>(more);
     if (length > sizeof line - 2) length = sizeof line - 2;
     line[length++] = '\n';
-    ssize_t ignored = write(STDERR_FILENO, line, length);
-    (void)ignored;
+    os::write_to_standard_error(line, length);
     errno = saved_errno;
 }
 

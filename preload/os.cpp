@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstring>
 
 namespace leakwrap::os {
 namespace {
@@ -30,6 +31,23 @@ struct LinuxDirent64 {
 };
 constexpr std::size_t kDirentNameOffset = offsetof(LinuxDirent64, d_type) + sizeof(unsigned char);
 
+// glibc's open, read, pread, write, close and nanosleep are cancellation points. A thread that
+// another one cancelled would act on it inside them, in the middle of its program's malloc,
+// which never acts on cancellation, and unwind through leakwrap's frames, which are noexcept:
+// the program would abort. So these system calls are made through syscall(), which is not one.
+int open_at(int directory, const char* path, int flags, mode_t mode = 0) {
+    return static_cast<int>(syscall(SYS_openat, directory, path, flags, mode));
+}
+ssize_t read_from(int fd, void* buffer, std::size_t size) { return syscall(SYS_read, fd, buffer, size); }
+ssize_t read_from_at(int fd, void* buffer, std::size_t size, uint64_t offset) {
+    return syscall(SYS_pread64, fd, buffer, size, offset);
+}
+void close_descriptor(int fd) { syscall(SYS_close, fd); }
+
+// glibc's shm_open(name): /dev/shm/<name>, neither followed if a link nor inherited across exec.
+constexpr char kSharedMemoryDirectory[] = "/dev/shm/";
+constexpr std::size_t kMaxSegmentName = 255;
+
 }  // namespace
 
 static_assert(kCurrentDirectory == AT_FDCWD);
@@ -42,14 +60,19 @@ void unmap(void* address, std::size_t bytes) noexcept { munmap(address, bytes); 
 
 int create_shared_segment(const char* name, uint64_t size, SharedMapping* out) noexcept {
     const mode_t mode = S_IRUSR | S_IWUSR;
-    const int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, mode);
+    char path[sizeof kSharedMemoryDirectory + kMaxSegmentName];
+    const std::size_t name_length = strnlen(name, kMaxSegmentName + 1);
+    if (name_length > kMaxSegmentName) return ENAMETOOLONG;
+    std::memcpy(path, kSharedMemoryDirectory, sizeof kSharedMemoryDirectory - 1);
+    std::memcpy(path + sizeof kSharedMemoryDirectory - 1, name, name_length + 1);
+    const int fd = open_at(AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0) return errno;
     // The umask may have taken bits away from the mode; fchmod gives exactly 0600.
     void* base = MAP_FAILED;
     if (fchmod(fd, mode) != 0 || ftruncate(fd, static_cast<off_t>(size)) != 0 ||
         (base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
         const int error = errno;
-        close(fd);
+        close_descriptor(fd);
         return error;
     }
     *out = SharedMapping{static_cast<std::byte*>(base), size, fd};
@@ -58,7 +81,7 @@ int create_shared_segment(const char* name, uint64_t size, SharedMapping* out) n
 
 void release_shared_segment(const SharedMapping& mapping) noexcept {
     if (mapping.base != nullptr) munmap(mapping.base, mapping.size);
-    if (mapping.fd >= 0) close(mapping.fd);
+    if (mapping.fd >= 0) close_descriptor(mapping.fd);
 }
 
 void remove_shared_segment(const char* name) noexcept { shm_unlink(name); }
@@ -69,11 +92,11 @@ bool back_segment_bytes(int fd, uint64_t offset, uint64_t length) noexcept {
 
 std::size_t read_small_file(const char* path, char* buffer, std::size_t size) noexcept {
     std::size_t used = 0;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const int fd = open_at(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t n;
-        while (used + 1 < size && (n = read(fd, buffer + used, size - 1 - used)) > 0) used += n;
-        close(fd);
+        while (used + 1 < size && (n = read_from(fd, buffer + used, size - 1 - used)) > 0) used += n;
+        close_descriptor(fd);
     }
     buffer[used] = '\0';
     return used;
@@ -88,13 +111,13 @@ std::size_t read_link(const char* path, char* buffer, std::size_t size) noexcept
 
 bool read_head_of_own_file(int directory, const char* name, void* buffer, std::size_t size,
                            FileIdentity* file) noexcept {
-    const int fd = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    const int fd = open_at(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat status {};
     const bool readable = fstat(fd, &status) == 0 && S_ISREG(status.st_mode) &&
                           status.st_uid == geteuid() &&
-                          pread(fd, buffer, size, 0) == static_cast<ssize_t>(size);
-    close(fd);
+                          read_from_at(fd, buffer, size, 0) == static_cast<ssize_t>(size);
+    close_descriptor(fd);
     if (readable && file != nullptr) *file = FileIdentity{status.st_dev, status.st_ino, status.st_mtim};
     return readable;
 }
@@ -107,7 +130,7 @@ void remove_if_same_file(int directory, const char* name, const FileIdentity& fi
 }
 
 bool for_each_directory_entry(const char* path, DirectoryVisitor visit, void* context) noexcept {
-    const int directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int directory = open_at(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (directory < 0) return false;
     alignas(LinuxDirent64) char entries[8192];
     for (;;) {
@@ -119,19 +142,19 @@ bool for_each_directory_entry(const char* path, DirectoryVisitor visit, void* co
             visit(context, directory, reinterpret_cast<const char*>(entry) + kDirentNameOffset, entry->d_type);
         }
     }
-    close(directory);
+    close_descriptor(directory);
     return true;
 }
 
 int open_regular_file(const char* path, FileIdentity* file) noexcept {
-    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    const int fd = open_at(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return -1;
     struct stat status {};
     if (fstat(fd, &status) == 0 && S_ISREG(status.st_mode)) {
         *file = FileIdentity{status.st_dev, status.st_ino, status.st_mtim};
         return fd;
     }
-    close(fd);
+    close_descriptor(fd);
     errno = ENODEV;
     return -1;
 }
@@ -139,7 +162,7 @@ int open_regular_file(const char* path, FileIdentity* file) noexcept {
 std::size_t read_at(int fd, uint64_t offset, void* buffer, std::size_t size) noexcept {
     std::size_t done = 0;
     while (done < size) {
-        const ssize_t n = pread(fd, static_cast<char*>(buffer) + done, size - done, static_cast<off_t>(offset + done));
+        const ssize_t n = read_from_at(fd, static_cast<char*>(buffer) + done, size - done, offset + done);
         if (n > 0) {
             done += static_cast<std::size_t>(n);
         } else if (n == 0 || errno != EINTR) {
@@ -149,7 +172,7 @@ std::size_t read_at(int fd, uint64_t offset, void* buffer, std::size_t size) noe
     return done;
 }
 
-void close_file(int fd) noexcept { close(fd); }
+void close_file(int fd) noexcept { close_descriptor(fd); }
 
 uint64_t monotonic_nanoseconds() noexcept {
     timespec now{};
@@ -162,7 +185,11 @@ void yield_processor() noexcept { sched_yield(); }
 void sleep_nanoseconds(uint64_t nanoseconds) noexcept {
     const timespec pause{static_cast<time_t>(nanoseconds / 1'000'000'000u),
                          static_cast<long>(nanoseconds % 1'000'000'000u)};
-    nanosleep(&pause, nullptr);
+    syscall(SYS_nanosleep, &pause, nullptr);
+}
+
+void write_to_standard_error(const char* text, std::size_t length) noexcept {
+    syscall(SYS_write, STDERR_FILENO, text, length);
 }
 
 bool process_is_gone(int pid) noexcept { return kill(pid, 0) != 0 && errno == ESRCH; }

@@ -4,21 +4,22 @@
 // preload/ asks through here.
 //
 // Every function here is allocation-free and never throws: it calls the kernel (through
-// glibc's thin syscall wrappers) with the caller's buffers or stack buffers, never malloc,
-// stdio or anything that could lock. So each may run with the reentrancy guard held, before
-// the real allocator is known, in a forked child before it has its own segment, and in a
-// signal handler: POSIX lists open, read, close, fstat, readlink, unlink, kill as
-// async-signal-safe; mmap, munmap, fallocate, pread and getdents64 are single syscalls; glibc's
-// shm_open and shm_unlink (2.34 and later) are open and unlink of /dev/shm/<name>, the path
-// built on the stack.
+// glibc's thin syscall wrappers, or syscall() where the wrapper is a cancellation point) with
+// the caller's buffers or stack buffers, never malloc, stdio or anything that could lock. So
+// each may run with the reentrancy guard held, before the real allocator is known, in a forked
+// child before it has its own segment, and in a signal handler: POSIX lists open, read, close,
+// fstat, readlink, unlink, kill as async-signal-safe; mmap, munmap, fallocate, pread and
+// getdents64 are single syscalls; the segment's file is created as glibc's shm_open (2.34 and
+// later) does, an open of /dev/shm/<name> (the path built on the stack), and removed by
+// shm_unlink, an unlink of it.
 // None waits for another thread but the pauses below, which a caller asks for; none is on the
 // per-allocation fast path: they run at start-up, at fork and exit, once per thread, when a
-// table needs more room, or when a walk learns a frame.
+// table needs more room, or when a walk learns a frame. None is a cancellation point: a thread
+// cancelled by another acts on it at its program's next one, never inside malloc.
 // Failures are reported by the return value; errno is left as the call set it.
 //
-// Left where they are, each the one thing its caller does: the write(2) of a warning
-// (diagnostics.cpp), _exit's exit_group (lifecycle.cpp), and getpid, the wall clock and sysconf,
-// which read what the kernel hands out without a file.
+// Left where they are, each the one thing its caller does: _exit's exit_group (lifecycle.cpp),
+// and getpid, the wall clock and sysconf, which read what the kernel hands out without a file.
 #pragma once
 
 #include <sys/types.h>
@@ -109,6 +110,11 @@ uint64_t monotonic_nanoseconds() noexcept;
 // Gives the processor to another thread that is ready to run (sched_yield).
 void yield_processor() noexcept;
 void sleep_nanoseconds(uint64_t nanoseconds) noexcept;
+
+// --- Diagnostics -----------------------------------------------------------------------------
+
+// Writes a line of a warning to file descriptor 2, as far as it goes.
+void write_to_standard_error(const char* text, std::size_t length) noexcept;
 
 // --- Processes --------------------------------------------------------------------------------
 

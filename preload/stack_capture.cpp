@@ -1,5 +1,6 @@
 #include "stack_capture.h"
 
+#include <pthread.h>
 #include <ucontext.h>
 
 #define UNW_LOCAL_ONLY
@@ -73,6 +74,21 @@ __attribute__((noinline, cold)) uint32_t learn_frame_now(UnwindTableReader& tabl
     return frame_size(ip);
 }
 
+// libunwind makes system calls that are cancellation points on some paths (msync to check that
+// an address is mapped, open and read to load a module's .debug_frame). A thread that another
+// one cancelled must not act on it there, inside its program's malloc (os.h says why): each
+// unwind runs with cancellation disabled.
+class CancellationHeldOff {
+public:
+    CancellationHeldOff() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &previous_); }
+    ~CancellationHeldOff() { pthread_setcancelstate(previous_, nullptr); }
+    CancellationHeldOff(const CancellationHeldOff&) = delete;
+    CancellationHeldOff& operator=(const CancellationHeldOff&) = delete;
+
+private:
+    int previous_ = PTHREAD_CANCEL_ENABLE;
+};
+
 // While another thread forks, neither libunwind nor a module's unwind table is read
 // (fork_fence.h): the stack is what the frames learned so far reach, the caller's frame at
 // least. Its slots are left unknown, so that the call-site cache does not keep this short stack
@@ -92,6 +108,7 @@ void record_known_frames(const CallerContext& caller, uint32_t max_depth, Captur
 bool same_as_libunwind(const CapturedStack& walked) {
     ForkFencedSection section;
     if (!section.entered()) return true;
+    CancellationHeldOff no_cancellation;
     void* addresses[layout::kMaxDepth + kMaxOwnFrames];
     int found = unw_backtrace(addresses, static_cast<int>(layout::kMaxDepth + kMaxOwnFrames));
     int next = 0;
@@ -230,6 +247,7 @@ void capture_stack(const CallerContext& caller, uint32_t max_depth, CapturedStac
     LEAKWRAP_CHECK(inside_leakwrap() && max_depth <= layout::kMaxDepth && max_depth > 0);
     ForkFencedSection section;
     if (!section.entered()) return record_known_frames(caller, max_depth, out);
+    CancellationHeldOff no_cancellation;
     void* addresses[layout::kMaxDepth + kMaxOwnFrames];
     // Ask for the own frames usually at the inner end, and for more only if own frames left the
     // stack short (more own frames on this path, or the Ruby wrappers in the middle).
@@ -272,6 +290,7 @@ void capture_stack_with_slots(const CallerContext& caller, uint32_t max_depth, C
     out->slots_known = false;
     ForkFencedSection section;
     if (!section.entered()) return record_known_frames(caller, max_depth, out);
+    CancellationHeldOff no_cancellation;
     unw_context_t context;
     unw_cursor_t cursor;
     if (!init_cursor_at(caller.return_address, caller.stack_pointer, caller.frame_pointer, &context, &cursor)) return;
