@@ -78,13 +78,27 @@ namespace plugin_leak {
 inline constexpr unsigned kTexts = 8;  // each a 64-byte block from torture_plugin's plugin_describe
 }  // namespace plugin_leak
 
+namespace torture_plugin {
+// plugin_churn(rounds) makes one realloc and one malloc a round, and frees every block it made.
+inline constexpr long long kChurnAllocationsPerRound = 2;
+}  // namespace torture_plugin
+
 namespace fork_while_learning {
 // Copies of the plugin loaded; the learning thread calls all but the last once, with this many
-// rounds: plugin_churn(rounds) makes one realloc and one malloc a round, and frees them all.
+// rounds.
 inline constexpr int kCopies = 1000;
 inline constexpr unsigned kRoundsPerCall = 3;
-inline constexpr long long kAllocationsPerCall = 2 * kRoundsPerCall;
+inline constexpr long long kAllocationsPerCall = torture_plugin::kChurnAllocationsPerRound * kRoundsPerCall;
 }  // namespace fork_while_learning
+
+namespace cancelled_while_learning {
+// Copies of the plugin loaded, called in turn by kWorkers threads one after the other, each
+// cancelled a millisecond or so after its start; every call has this many rounds.
+inline constexpr int kCopies = 400;
+inline constexpr int kWorkers = 16;
+inline constexpr unsigned kRoundsPerCall = 3;
+inline constexpr long long kAllocationsPerCall = torture_plugin::kChurnAllocationsPerRound * kRoundsPerCall;
+}  // namespace cancelled_while_learning
 
 namespace inline_leak {
 // Each request leaks one block allocated directly through the inlined make_buffer and one through

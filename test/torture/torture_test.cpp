@@ -4,7 +4,8 @@
 //
 // A program that forks while another thread keeps learning frames from modules' files gets
 // children that neither hang nor inherit a file of leakwrap's, and one that forks where that
-// thread cannot leave its work does not hang either.
+// thread cannot leave its work does not hang either; threads cancelled while learning act on it
+// only where their program asks.
 //
 // LEAKWRAP_TORTURE_SECONDS (default 3) sets how long each run tortures; raise it for soak runs.
 #include <gtest/gtest.h>
@@ -188,6 +189,35 @@ TEST(Torture, ForkInsideTheProgramsLoaderCallbackNeitherHangsTheParentNorTheChil
         EXPECT_EQ(profiled.exit_code, 0) << mode << ": " << profiled.err;
         EXPECT_EQ(profiled.out, "child exited 0\n") << mode;
     }
+}
+
+// Threads cancelled while their calls into new plugin copies make the walk read unwind tables
+// from files: each acts on its cancellation where its program asks (pthread_testcancel), never
+// inside malloc, where a cancellation point of the preload's file reads made e28f50c's preload
+// abort the program ("terminate called without an active exception"). Every allocation of every
+// call that ran is counted.
+TEST(Torture, ThreadsCancelledWhileLearningFramesActOnItOnlyWhereTheProgramAsks) {
+    using namespace ground_truth::cancelled_while_learning;
+    const ecosystem::TemporaryDirectory scratch;
+    const std::vector<std::string> command{paths::program("cancelled_while_learning"),
+                                           paths::program("libtorture_plugin.so"), scratch.path().string()};
+    const Completed bare = run(command, Environment::bare(), {}, 60s);
+    ASSERT_EQ(bare.exit_code, 0) << bare.err;
+    ASSERT_EQ(bare.out.rfind("cancelled " + std::to_string(kWorkers) + " calls ", 0), 0u) << bare.out;
+
+    Target target(command, Environment::profiled());
+    const std::vector<std::string> lines = target.wait_ready("READY", 60s);
+    ASSERT_EQ(lines.size(), 1u);
+    int cancelled = 0;
+    long long calls = 0;
+    ASSERT_EQ(std::sscanf(lines[0].c_str(), "cancelled %d calls %lld", &cancelled, &calls), 2) << lines[0];
+    EXPECT_EQ(cancelled, kWorkers);
+    EXPECT_GT(calls, 0);
+    const nlohmann::json report = report_json(target.pid());
+    EXPECT_EQ(sites_calling(report, "plugin_churn", 1).counters,
+              (Counters{0, 0, calls * kAllocationsPerCall, calls * kAllocationsPerCall}));
+    expect_consistent_totals(report);
+    EXPECT_EQ(target.release_and_wait(), 0);
 }
 
 }  // namespace
