@@ -46,6 +46,10 @@
 //     in aligned_blocks.h's lock-free table is written after the real allocator returned it and
 //     before it is handed out, and freed on every free of it (even one not counted, in a signal
 //     handler or a forking thread), so that no stale entry can name a later block.
+//  8. Cancellation. Bookkeeping reaches no cancellation point: os.h makes its system calls
+//     through syscall(), and libunwind runs with cancellation disabled (stack_capture.cpp), so a
+//     cancelled thread acts on it at its program's next cancellation point, never in malloc,
+//     whose frames here could not be unwound through.
 #include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
