@@ -15,6 +15,7 @@
 #include "fork_fence.h"
 #include "guard.h"
 #include "modules.h"
+#include "os.h"
 #include "real_allocator.h"
 #include "ruby_backtrace.h"
 #include "ruby_frame_tree.h"
@@ -26,7 +27,7 @@
 
 namespace leakwrap {
 
-constinit std::atomic<int> g_mode{kUninitialized};
+constinit ModePage g_mode_page{kUninitialized};
 constinit uint64_t g_tag_secret = 0;
 constinit Config g_config{};
 
@@ -63,7 +64,9 @@ void after_fork_in_child() {
     open_fence_in_child();
     reset_bin_shards_after_fork();
     reset_ruby_frame_tree_after_fork();
-    if (!adopt_fork_snapshot_in_child(g_config)) g_mode.store(kPassThrough, std::memory_order_release);
+    // The mode's page was zeroed in the child (lifecycle.h).
+    g_mode_page.mode.store(adopt_fork_snapshot_in_child(g_config) ? kTracking : kPassThrough,
+                           std::memory_order_release);
     --t_thread.inside_leakwrap;
 }
 
@@ -91,7 +94,7 @@ bool start_tracking() {
 // A normal exit: the segment goes away, or with LEAKWRAP_KEEP=1 stays marked as exited.
 // Async-signal-safe (no allocation), since _exit() may be called from a signal handler.
 void finish_normal_exit() {
-    if (g_mode.load(std::memory_order_acquire) != kTracking || g_segment.base == nullptr) return;
+    if (!tracking_enabled() || g_segment.base == nullptr) return;
     if (g_segment.header->pid != getpid()) return;
     if (g_config.keep) {
         std::atomic_ref<uint32_t>(g_segment.header->process_state)
@@ -109,7 +112,7 @@ constinit ExitFunction g_real_exit = nullptr;
 
 __attribute__((constructor)) void initialize_at_load() {
     int expected = kUninitialized;
-    if (!g_mode.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel))
+    if (!g_mode_page.mode.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel))
         return;
     bool tracking;
     {
@@ -119,7 +122,8 @@ __attribute__((constructor)) void initialize_at_load() {
         g_tag_secret = random_secret();
         tracking = start_tracking();
     }
-    g_mode.store(tracking ? kTracking : kPassThrough, std::memory_order_release);
+    os::wipe_on_fork(&g_mode_page, sizeof g_mode_page);
+    g_mode_page.mode.store(tracking ? kTracking : kPassThrough, std::memory_order_release);
 }
 
 }  // namespace

@@ -14,7 +14,14 @@ namespace leakwrap {
 
 enum Mode : int { kUninitialized, kInitializing, kTracking, kPassThrough };
 
-extern constinit std::atomic<int> g_mode;
+// The mode, alone on a page that a forked child gets zeroed (MADV_WIPEONFORK, asked for at
+// start-up): a child made without fork's handlers (glibc's _Fork, a raw clone) reads
+// kUninitialized, so it tracks nothing and counts no free in its parent's segment. The child
+// handler of fork() sets it again once the child has its own segment.
+struct alignas(4096) ModePage {
+    std::atomic<int> mode;
+};
+extern constinit ModePage g_mode_page;
 extern constinit uint64_t g_tag_secret;
 extern constinit Config g_config;
 
@@ -26,7 +33,7 @@ extern constinit Config g_config;
 // constructor initialises is not tracked rather than made to wait: the initialising thread may
 // need a lock (the loader's) that the waiting one holds.
 inline bool tracking_enabled() {
-    return __builtin_expect(g_mode.load(std::memory_order_acquire) == kTracking, 1);
+    return __builtin_expect(g_mode_page.mode.load(std::memory_order_acquire) == kTracking, 1);
 }
 
 }  // namespace leakwrap

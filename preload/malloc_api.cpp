@@ -40,7 +40,9 @@
 //     (lifecycle.cpp): its allocations in between are untracked; the child starts with one
 //     thread, a consistent copy of the counters (segment.cpp), no lock of the loader's or
 //     libunwind's taken by our work and no module file of ours open; one forked while the
-//     program was inside dl_iterate_phdr() never uses the loader (fork_fence.h).
+//     program was inside dl_iterate_phdr() never uses the loader (fork_fence.h). A child made
+//     without fork's handlers (_Fork, clone) reads the mode as zeroed and counts nothing
+//     (lifecycle.h): not even a free, in the parent's segment it shares.
 //  6. Errno is preserved on success, as the host's code would see without us.
 //  7. Headerless blocks. A tracked block aligned to a page or more carries no header; its entry
 //     in aligned_blocks.h's lock-free table is written after the real allocator returned it and
@@ -158,7 +160,7 @@ bool is_tracked_block(void* p) { return tag_matches(p, g_tag_secret); }
 // thread is forking or in a signal handler, and the segment may not be this process's) and
 // returns the real block.
 void* release_tracked(void* user) {
-    if (!inside_leakwrap() && g_segment.base != nullptr) {
+    if (!inside_leakwrap() && tracking_enabled() && g_segment.base != nullptr) {
         const BlockHeader* header = header_of(user);
         account_free(requested_size(header), header->site);
     }
@@ -171,7 +173,7 @@ bool release_headerless(void* block) {
     uint64_t size;
     uint32_t site;
     if (!find_headerless_block(block, true, &size, &site)) return false;
-    if (!inside_leakwrap() && g_segment.base != nullptr) account_free(size, site);
+    if (!inside_leakwrap() && tracking_enabled() && g_segment.base != nullptr) account_free(size, site);
     return true;
 }
 

@@ -58,6 +58,8 @@ void* reserve_private(std::size_t bytes) noexcept { return map_anonymous(bytes, 
 
 void unmap(void* address, std::size_t bytes) noexcept { munmap(address, bytes); }
 
+bool wipe_on_fork(void* address, std::size_t bytes) noexcept { return madvise(address, bytes, MADV_WIPEONFORK) == 0; }
+
 int create_shared_segment(const char* name, uint64_t size, SharedMapping* out) noexcept {
     const mode_t mode = S_IRUSR | S_IWUSR;
     char path[sizeof kSharedMemoryDirectory + kMaxSegmentName];

@@ -38,6 +38,9 @@ void* map_private(std::size_t bytes) noexcept;
 // of which a process touches a fraction.
 void* reserve_private(std::size_t bytes) noexcept;
 void unmap(void* address, std::size_t bytes) noexcept;
+// Private anonymous pages that a forked child gets zeroed (MADV_WIPEONFORK); false where the
+// kernel (before 4.14) or the mapping does not allow it.
+bool wipe_on_fork(void* address, std::size_t bytes) noexcept;
 
 // --- The shared-memory segment ----------------------------------------------------------------
 

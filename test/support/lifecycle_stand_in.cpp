@@ -5,7 +5,7 @@
 #include "lifecycle.h"
 
 namespace leakwrap {
-constinit std::atomic<int> g_mode{kTracking};
+constinit ModePage g_mode_page{kTracking};
 constinit uint64_t g_tag_secret = 0x5bd1e9955bd1e995ull;
 constinit Config g_config{};
 }  // namespace leakwrap
