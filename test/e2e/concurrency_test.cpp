@@ -60,6 +60,24 @@ TEST(ForkLeak, ParentAndChildEachReportTheirOwnBlocks) {
     EXPECT_EQ(parent.release_and_wait(), 0) << "the parent exits 0 only if the child did";
 }
 
+// A child made by glibc's _Fork() runs no fork handler, so the preload cannot give it a segment;
+// it shares its parent's until it exits. Its allocations and its frees of inherited blocks
+// must not be counted there: e28f50c's preload showed the child's 40 blocks and 100 frees in
+// the parent's report.
+TEST(ForkLeak, AChildMadeByUnderscoreForkCountsNothingInItsParentsSegment) {
+    using namespace ground_truth::fork_leak;
+    Target parent({paths::program("fork_leak"), "_Fork"}, Environment::profiled());
+    const pid_t child = fork_leak_child_pid(parent.wait_ready());
+    ASSERT_NE(child, parent.pid());
+    const nlohmann::json report = report_json(parent.pid());
+    EXPECT_EQ(sites_calling(report, "parent_site_alloc", 2).counters,
+              (Counters{as_count(kParentBlocks), as_count(kParentBlocks * kParentBlockSize), as_count(kParentBlocks), 0}));
+    EXPECT_EQ(sites_calling(report, "child_site_alloc", 2).sites, 0u);
+    EXPECT_FALSE(segment_exists(child)) << "the child has no segment of its own";
+    expect_consistent_totals(report);
+    EXPECT_EQ(parent.release_and_wait(), 0) << "the parent exits 0 only if the child did";
+}
+
 // --children: the parent's and the child's blocks in one report, rows joined by stack, and each
 // row's split says which process holds what. Live counts add up exactly (two address spaces);
 // the child's copy of the parent's history is counted again in allocs, which the test leaves be.

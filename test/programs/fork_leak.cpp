@@ -2,16 +2,24 @@
 // part of what it inherited. Each process must report only its own view. The parent prints
 // "CHILD <pid>" and READY only once the child has done its work, and the child lives until the
 // parent is released, so a harness can read both segments while both processes are alive.
+//
+//   fork_leak [_Fork]
+//
+// With `_Fork` the child is made by glibc's _Fork(), which runs no fork handlers: the preload
+// cannot give it a segment of its own, and must count none of its work in the parent's.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "ground_truth.h"
 #include "handshake.h"
 
 using namespace ground_truth::fork_leak;
+
+extern "C" pid_t _Fork();  // glibc 2.34
 
 namespace {
 void* g_parent_blocks[kParentBlocks];
@@ -48,13 +56,18 @@ namespace {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    const bool without_handlers = argc == 2 && std::strcmp(argv[1], "_Fork") == 0;
+    if (argc > 2 || (argc == 2 && !without_handlers)) {
+        std::fprintf(stderr, "usage: %s [_Fork]\n", argv[0]);
+        return 2;
+    }
     for (auto& block : g_parent_blocks) block = parent_site_alloc(kParentBlockSize);
 
     int done[2], release[2];
     if (pipe(done) != 0 || pipe(release) != 0) fail("pipe");
     std::fflush(stdout);
-    const pid_t child = fork();
+    const pid_t child = without_handlers ? _Fork() : fork();
     if (child < 0) fail("fork");
     if (child == 0) {
         close(done[0]);
