@@ -31,7 +31,7 @@ std::atomic<long long> g_calls{0};
 void* call_new_copies(void*) {
     for (;;) {
         const std::size_t copy = g_next_copy.fetch_add(1) % g_churns.size();
-        if (g_churns[copy](kRoundsPerCall) == 0) fail("plugin_churn");
+        if (g_churns[copy](ground_truth::torture_plugin::kChurnRounds) == 0) fail("plugin_churn");
         g_calls.fetch_add(1);
         pthread_testcancel();
     }
@@ -45,8 +45,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: %s <plugin.so> <scratch directory>\n", argv[0]);
         return 2;
     }
-    for (int copy = 0; copy < kCopies; ++copy)
-        g_churns.push_back(load_plugin_copy(argv[1], std::string(argv[2]) + "/plugin_" + std::to_string(copy) + ".so"));
+    g_churns = load_plugin_copies(argv[1], argv[2], kCopies);
     int cancelled = 0;
     for (int worker = 0; worker < kWorkers; ++worker) {
         pthread_t thread;

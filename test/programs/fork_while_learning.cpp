@@ -123,16 +123,13 @@ int main(int argc, char** argv) {
     }
     const std::string directory = argv[2];
     const int copies = kCopies;
-    std::vector<PluginChurn> churns;
-    for (int copy = 0; copy < copies; ++copy) {
-        churns.push_back(load_plugin_copy(argv[1], directory + "/plugin_" + std::to_string(copy) + ".so"));
-    }
+    const std::vector<PluginChurn> churns = load_plugin_copies(argv[1], directory, copies);
     // The last copy is left for the children: the learner never calls it.
     std::atomic<int> learned{0};
     std::atomic<unsigned long> checksum{0};
     std::thread learner([&] {
         for (int copy = 0; copy + 1 < copies; ++copy) {
-            checksum += churns[static_cast<std::size_t>(copy)](kRoundsPerCall);
+            checksum += churns[static_cast<std::size_t>(copy)](ground_truth::torture_plugin::kChurnRounds);
             learned.store(copy + 1, std::memory_order_relaxed);
         }
     });

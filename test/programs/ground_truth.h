@@ -79,25 +79,22 @@ inline constexpr unsigned kTexts = 8;  // each a 64-byte block from torture_plug
 }  // namespace plugin_leak
 
 namespace torture_plugin {
-// plugin_churn(rounds) makes one realloc and one malloc a round, and frees every block it made.
-inline constexpr long long kChurnAllocationsPerRound = 2;
+// The rounds the programs that load copies of the plugin pass to plugin_churn(rounds), which
+// makes one realloc and one malloc a round and frees every block it made.
+inline constexpr unsigned kChurnRounds = 3;
+inline constexpr long long kAllocationsPerChurn = 2 * kChurnRounds;
 }  // namespace torture_plugin
 
 namespace fork_while_learning {
-// Copies of the plugin loaded; the learning thread calls all but the last once, with this many
-// rounds.
+// Copies of the plugin loaded; the learning thread calls all but the last once.
 inline constexpr int kCopies = 1000;
-inline constexpr unsigned kRoundsPerCall = 3;
-inline constexpr long long kAllocationsPerCall = torture_plugin::kChurnAllocationsPerRound * kRoundsPerCall;
 }  // namespace fork_while_learning
 
 namespace cancelled_while_learning {
 // Copies of the plugin loaded, called in turn by kWorkers threads one after the other, each
-// cancelled a millisecond or so after its start; every call has this many rounds.
+// cancelled a millisecond or so after its start.
 inline constexpr int kCopies = 400;
 inline constexpr int kWorkers = 16;
-inline constexpr unsigned kRoundsPerCall = 3;
-inline constexpr long long kAllocationsPerCall = torture_plugin::kChurnAllocationsPerRound * kRoundsPerCall;
 }  // namespace cancelled_while_learning
 
 namespace inline_leak {

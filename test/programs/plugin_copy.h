@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "handshake.h"
 
@@ -21,4 +22,13 @@ inline PluginChurn load_plugin_copy(const std::string& plugin, const std::string
     const auto churn = reinterpret_cast<PluginChurn>(dlsym(handle, "plugin_churn"));
     if (churn == nullptr) fail("plugin_churn missing");
     return churn;
+}
+
+// `count` copies, directory/plugin_0.so and on: their plugin_churn functions, in order.
+inline std::vector<PluginChurn> load_plugin_copies(const std::string& plugin, const std::string& directory,
+                                                   int count) {
+    std::vector<PluginChurn> churns;
+    for (int copy = 0; copy < count; ++copy)
+        churns.push_back(load_plugin_copy(plugin, directory + "/plugin_" + std::to_string(copy) + ".so"));
+    return churns;
 }

@@ -135,6 +135,7 @@ TEST(Torture, KilledMidRunLeavesAConsistentSegmentReportedDead) {
 // turned away from learning still count every allocation, at the frames learned so far.
 TEST(Torture, ChildrenForkedWhileAnotherThreadLearnsFramesNeitherHangNorInheritAFile) {
     using namespace ground_truth::fork_while_learning;
+    using ground_truth::torture_plugin::kAllocationsPerChurn;
     const auto command = [](const ecosystem::TemporaryDirectory& scratch) {
         return std::vector<std::string>{paths::program("fork_while_learning"),
                                         paths::program("libtorture_plugin.so"), scratch.path().string()};
@@ -167,7 +168,7 @@ TEST(Torture, ChildrenForkedWhileAnotherThreadLearnsFramesNeitherHangNorInheritA
         const nlohmann::json report = report_json(target.pid());
         const long long calls = kCopies - 1;
         EXPECT_EQ(sites_calling(report, "plugin_churn", 1).counters,
-                  (Counters{0, 0, calls * kAllocationsPerCall, calls * kAllocationsPerCall}));
+                  (Counters{0, 0, calls * kAllocationsPerChurn, calls * kAllocationsPerChurn}));
         expect_consistent_totals(report);
         EXPECT_EQ(target.release_and_wait(), 0);
     }
@@ -198,6 +199,7 @@ TEST(Torture, ForkInsideTheProgramsLoaderCallbackNeitherHangsTheParentNorTheChil
 // call that ran is counted.
 TEST(Torture, ThreadsCancelledWhileLearningFramesActOnItOnlyWhereTheProgramAsks) {
     using namespace ground_truth::cancelled_while_learning;
+    using ground_truth::torture_plugin::kAllocationsPerChurn;
     const ecosystem::TemporaryDirectory scratch;
     const std::vector<std::string> command{paths::program("cancelled_while_learning"),
                                            paths::program("libtorture_plugin.so"), scratch.path().string()};
@@ -215,7 +217,7 @@ TEST(Torture, ThreadsCancelledWhileLearningFramesActOnItOnlyWhereTheProgramAsks)
     EXPECT_GT(calls, 0);
     const nlohmann::json report = report_json(target.pid());
     EXPECT_EQ(sites_calling(report, "plugin_churn", 1).counters,
-              (Counters{0, 0, calls * kAllocationsPerCall, calls * kAllocationsPerCall}));
+              (Counters{0, 0, calls * kAllocationsPerChurn, calls * kAllocationsPerChurn}));
     expect_consistent_totals(report);
     EXPECT_EQ(target.release_and_wait(), 0);
 }
