@@ -22,9 +22,11 @@
 //       look-ups and copies only, never across file I/O (unwind_tables.cpp);
 //     - libunwind's lock, in the cursor steps of a stack that cannot be walked: taken and
 //       released inside each step, libunwind calls nothing of ours while holding it;
-//     Both are taken only inside a fork-fenced section (fork_fence.h), which a fork waits
-//     out: glibc does not reset the loader's lock in a forked child, nor libunwind its own.
 //     - never a lock of glibc's malloc (invariant 2) nor of the program's.
+//     dl_iterate_phdr and libunwind run only inside a fork-fenced section (fork_fence.h),
+//     which a fork waits out: glibc does not reset in a forked child the lock that
+//     dl_iterate_phdr takes, nor libunwind its own. dlsym's lock, which glibc resets, is not
+//     fenced.
 //     The Ruby tables' flag and the module scan's flag are tried, never waited for: a thread
 //     that finds them taken records the allocation without a Ruby backtrace / module scan.
 //     An allocation never waits for start-up either: while the constructor initialises it goes
