@@ -1,5 +1,6 @@
-// Counters stay exact when threads allocate and free each other's blocks, and a forked child
-// gets its own segment with what it inherited while the parent's stays as it was.
+// Counters stay exact when threads allocate and free each other's blocks or start one after
+// another, and a forked child gets its own segment with what it inherited while the parent's
+// stays as it was.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,6 +31,25 @@ TEST(ThreadsCrossFree, FreesByOtherThreadsAreChargedToTheAllocatingSite) {
 
     const Counters churn{0, 0, as_count(kThreads * kChurnPerThread), as_count(kThreads * kChurnPerThread)};
     EXPECT_EQ(sites_calling(report, "churn_alloc_free", 2).counters, churn);
+    expect_consistent_totals(report);
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
+// Each thread's call-site cache is one an exited thread left (see thread_succession.cpp): the
+// sites of the two paths to one malloc caller must still each count exactly their own threads'.
+TEST(ThreadSuccession, ThreadsReusingExitedThreadsCachesCountAtTheirOwnSites) {
+    using namespace ground_truth::thread_succession;
+    Target target({paths::program("thread_succession")}, Environment::profiled());
+    target.wait_ready();
+    const nlohmann::json report = report_json(target.pid());
+    const Counters each_path{as_count(kThreadsPerPath * kLivePerThread), as_count(kThreadsPerPath * kLivePerThread * kBlockSize),
+                             as_count(kThreadsPerPath * kBlocksPerThread),
+                             as_count(kThreadsPerPath * (kBlocksPerThread - kLivePerThread))};
+    for (const char* path : {"left_path", "right_path"}) {
+        const SiteMatch match = sites_calling(report, path, 4);
+        EXPECT_EQ(match.sites, 1u) << path;
+        EXPECT_EQ(match.counters, each_path) << path;
+    }
     expect_consistent_totals(report);
     EXPECT_EQ(target.release_and_wait(), 0);
 }

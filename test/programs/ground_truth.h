@@ -49,6 +49,17 @@ inline constexpr std::size_t block_size_of_thread(std::size_t thread) { return 4
 inline constexpr std::size_t kChurnPerThread = 20000, kChurnSize = 32;
 }  // namespace threads_cross_free
 
+namespace thread_succession {
+// Rounds of kThreadsPerRound threads started together and joined; the threads of even rounds
+// allocate through left_path, those of odd rounds through right_path. Each thread allocates
+// kBlocksPerThread blocks (more than the call-site cache needs to fill an entry) and frees
+// every other one.
+inline constexpr std::size_t kRounds = 200, kThreadsPerRound = 2;
+inline constexpr std::size_t kBlocksPerThread = 200, kBlockSize = 40;
+inline constexpr std::size_t kThreadsPerPath = kRounds / 2 * kThreadsPerRound;
+inline constexpr std::size_t kLivePerThread = kBlocksPerThread / 2;
+}  // namespace thread_succession
+
 namespace fork_leak {
 inline constexpr std::size_t kParentBlocks = 300, kParentBlockSize = 64;
 inline constexpr std::size_t kChildBlocks = 40, kChildBlockSize = 512;
