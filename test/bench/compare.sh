@@ -8,7 +8,7 @@
 # number of sites and the resident size of the segment (medians), in exact and sampling mode.
 #
 # Jobs that run to their end are measured by /usr/bin/time (wall time, peak RSS of the largest
-# process): the three workloads of test/bench/workloads (written for this), and real programs
+# process): the four workloads of test/bench/workloads (written for this), and real programs
 # nobody here wrote: rdoc (Ruby), JSON generate/parse round trips in Ruby
 # (test/bench/jobs/json_round_trips.rb), an ast census of Python's standard library, and the C++
 # compiler proper (cc1plus, so that every variant profiles the same single process: heaptrack
@@ -47,13 +47,13 @@
 #                  `cmake --build BUILD_DIR --target bench_tools`
 #   -o TABLE_FILE  also write the Markdown output there
 #   JOB...         only these jobs (default: all): server_churn producer_consumer small_objects
-#                  rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak
+#                  thread_per_task rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 # shellcheck source=../../examples/puma_server.sh
 source "$(dirname "$0")/../../examples/puma_server.sh"
 
-all_jobs=(server_churn producer_consumer small_objects rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak)
+all_jobs=(server_churn producer_consumer small_objects thread_per_task rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak)
 server_jobs=(puma_siege rails_boot rails_soak)
 variants=(bare exact sampling jemalloc-prof heaptrack)
 leakwrap_variants=(exact sampling)
@@ -105,7 +105,7 @@ job_check() {
   local job=$1
   reason=
   case $job in
-    server_churn | producer_consumer | small_objects)
+    server_churn | producer_consumer | small_objects | thread_per_task)
       [[ -x $bench_build/bin/workload_$job ]] || reason="not built (target bench_tools)" ;;
     rdoc | ruby_json)
       reason=$(bench_ruby_job_check "$job") ;;
@@ -151,7 +151,7 @@ job_command() {
   local job=$1 scratch=$2
   job_env=()
   case $job in
-    server_churn | producer_consumer | small_objects)
+    server_churn | producer_consumer | small_objects | thread_per_task)
       job_argv=("$bench_build/bin/workload_$job") ;;
     rdoc | ruby_json)
       bench_ruby_job_argv "$job" "$scratch" ;;
@@ -443,7 +443,7 @@ from collections import defaultdict
  repeats, rails_repeats), variants = sys.argv[1:11], sys.argv[11:]
 requests = int(clients) * int(repeats)
 rails_requests = int(clients) * int(rails_repeats)
-THREADS = {"server_churn": "2", "producer_consumer": "2", "puma_siege": "0–5", "rails_boot": "0–5",
+THREADS = {"server_churn": "2", "producer_consumer": "2", "thread_per_task": "4", "puma_siege": "0–5", "rails_boot": "0–5",
            "rails_soak": "0–5"}
 # What a job's speed is measured in. A rate's ratio is bare's over the variant's: as for times,
 # above 1 is slower.
@@ -453,6 +453,7 @@ WHAT = {
     "server_churn": "larson-style: threads replace random 16-512 B blocks in a shared array",
     "producer_consumer": "xmalloc-style: one thread allocates 8-1024 B blocks, another frees them",
     "small_objects": "cfrac/espresso-style: linked bignums and trees of 16-64 B objects",
+    "thread_per_task": "5000 rounds of 4 threads started and joined, each handling one small request",
     "rdoc": "`rdoc --format=ri` over Ruby 3.1's irb library",
     "ruby_json": "Ruby 3.1: 3000 order-like hashes through 8 `JSON.generate`/`JSON.parse` round "
                  "trips (test/bench/jobs/json_round_trips.rb)",
