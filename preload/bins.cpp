@@ -5,11 +5,12 @@
 #include "guard.h"
 
 namespace leakwrap {
-
-
 namespace {
 
 constinit std::atomic<bool> g_shard_owned[kSharedBinShard]{};
+// Shards are claimed lowest first, and a thread's counters go to its shard only once the claim
+// is made; so shards from this count up to the shared one have never counted anything.
+constinit std::atomic<uint32_t> g_shards_claimed_ever{0};
 constinit pthread_key_t g_shard_key{};
 constinit bool g_shard_key_ready = false;
 
@@ -36,6 +37,11 @@ uint32_t claim_bin_shard() {
                 g_shard_owned[candidate].compare_exchange_strong(expected, true,
                                                                  std::memory_order_acquire)) {
                 shard = candidate;
+                uint32_t claimed_ever = g_shards_claimed_ever.load(std::memory_order_relaxed);
+                while (claimed_ever <= shard &&
+                       !g_shards_claimed_ever.compare_exchange_weak(claimed_ever, shard + 1, std::memory_order_release,
+                                                                   std::memory_order_relaxed)) {
+                }
                 break;
             }
         }
@@ -56,6 +62,10 @@ void reset_bin_shards_after_fork() {
     uint32_t mine = t_thread.bin_shard;
     for (uint32_t shard = 0; shard < kSharedBinShard; ++shard)
         g_shard_owned[shard].store(shard + 1 == mine, std::memory_order_relaxed);
+}
+
+uint32_t bin_shards_in_use() {
+    return g_shards_claimed_ever.load(std::memory_order_acquire);
 }
 
 }  // namespace leakwrap

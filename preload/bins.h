@@ -20,6 +20,18 @@ void init_bin_shards();
 uint32_t claim_bin_shard();  // shard + 1
 void reset_bin_shards_after_fork();
 
+// The shards that may hold counts (bins or site deltas): 0 to bin_shards_in_use() - 1 and the
+// shared one. The others are zero for good, so a fork need not copy them: each page copied is a
+// fault in the parent and one in the child, and copying all 64 shards made a small program's
+// fork take 10.7 ms instead of 0.8 ms bare (3.2 ms copying the shards in use).
+uint32_t bin_shards_in_use();
+template <typename Visit>
+void for_each_bin_shard_in_use(Visit visit) {
+    const uint32_t in_use = bin_shards_in_use();
+    for (uint32_t shard = 0; shard < in_use && shard < kSharedBinShard; ++shard) visit(shard);
+    visit(kSharedBinShard);
+}
+
 // Adds to a counter of the calling thread's shard. Only its owner writes an owned shard, so a
 // relaxed load and store suffice (an aligned 64-bit store is never torn for the reader).
 inline void add_to_counter(uint64_t& counter, uint64_t amount, bool owned) {

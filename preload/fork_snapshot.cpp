@@ -25,7 +25,9 @@ constinit uint64_t g_fork_snapshot_size = 0;
 // later, so the copy's bins may be ahead of its sites. In exact mode every block is counted at
 // its site too, so the child's bins are rebuilt from its sites: both then describe one moment.
 void rebuild_bins_from_sites(uint64_t sites) {
-    std::memset(g_segment.bins, 0, uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters));
+    for_each_bin_shard_in_use([](uint32_t shard) {
+        std::memset(g_segment.bins + layout::bin_index(0, shard), 0, layout::kSizeClassCount * sizeof(layout::BinCounters));
+    });
     for (uint64_t index = 0; index < sites; ++index) {
         const layout::SiteRecord* site = site_record(static_cast<uint32_t>(index));
         if (site->state != layout::kReady || site->size_class >= layout::kSizeClassCount) continue;
@@ -35,6 +37,19 @@ void rebuild_bins_from_sites(uint64_t sites) {
         bin.alloc_bytes += site->alloc_bytes;
         bin.free_bytes += site->free_bytes;
     }
+}
+
+// Calls copy(offset, length) for each range of the segment before its site records that may hold
+// anything: the header, and the bins and site deltas of the shards in use (bins.h).
+template <typename Copy>
+void for_each_counter_range(const Header* h, Copy copy) {
+    copy(0, sizeof(Header));
+    for_each_bin_shard_in_use([&](uint32_t shard) {
+        constexpr uint64_t kShardBins = uint64_t{layout::kSizeClassCount} * sizeof(layout::BinCounters);
+        constexpr uint64_t kShardDeltas = uint64_t{kSiteDeltaSlots} * sizeof(layout::SiteDelta);
+        copy(h->bins_offset + layout::bin_index(0, shard) * sizeof(layout::BinCounters), kShardBins);
+        copy(h->site_deltas_offset + shard * kShardDeltas, kShardDeltas);
+    });
 }
 
 // Threads go on counting while the snapshot is copied, and a copy taken word by word can catch
@@ -52,9 +67,12 @@ void recopy_allocation_counts(uint64_t sites) {
     static_assert(offsetof(layout::SiteDelta, alloc_bytes) - offsetof(layout::SiteDelta, allocs) == 16);
     static_assert(offsetof(layout::BinCounters, alloc_bytes) - offsetof(layout::BinCounters, allocs) == 16);
     for (uint64_t index = 0; index < sites; ++index) recopy(&site_record(static_cast<uint32_t>(index))->allocs);
-    for (uint32_t entry = 0; entry < kBinShards * kSiteDeltaSlots; ++entry)
-        recopy(&g_segment.site_deltas[entry].allocs);
-    for (uint32_t bin = 0; bin < layout::kSizeClassCount * kBinShards; ++bin) recopy(&g_segment.bins[bin].allocs);
+    for_each_bin_shard_in_use([&](uint32_t shard) {
+        for (uint32_t slot = 0; slot < kSiteDeltaSlots; ++slot)
+            recopy(&g_segment.site_deltas[shard * kSiteDeltaSlots + slot].allocs);
+        for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
+            recopy(&g_segment.bins[layout::bin_index(size_class, shard)].allocs);
+    });
 }
 
 }  // namespace
@@ -77,7 +95,7 @@ void snapshot_segment_for_fork() {
     uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
     uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
     hold_site_delta_moves();
-    copy_range(0, h->sites_offset);  // header, bins and site deltas
+    for_each_counter_range(h, copy_range);
     copy_range(h->sites_offset, sites * sizeof(layout::SiteRecord));
     recopy_allocation_counts(sites);
     release_site_delta_moves();
@@ -118,7 +136,9 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
         discard_fork_snapshot();
         return false;
     }
-    std::memcpy(g_segment.base, g_fork_snapshot, g.sites_offset);  // header, bins, site deltas
+    for_each_counter_range(parent, [](uint64_t offset, uint64_t length) {
+        std::memcpy(g_segment.base + offset, g_fork_snapshot + offset, length);
+    });
     std::memcpy(g_segment.base + g.sites_offset, g_fork_snapshot + g.sites_offset,
                 sites * sizeof(layout::SiteRecord));
     std::memcpy(g_segment.base + g.stacks_offset, g_fork_snapshot + g.stacks_offset, stacks);

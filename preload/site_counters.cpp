@@ -52,11 +52,13 @@ void release_site_delta_moves() { g_moves_held.store(false, std::memory_order_re
 
 void move_all_site_deltas_to_records(uint64_t sites) {
     g_moves_running.store(0, std::memory_order_relaxed);  // the parent's movers are not here
-    for (uint32_t entry = 0; entry < kBinShards * kSiteDeltaSlots; ++entry) {
-        layout::SiteDelta* delta = &g_segment.site_deltas[entry];
-        if (delta->site != layout::kNoDeltaSite && delta->site >= sites) delta->site = layout::kNoDeltaSite;
-        move_to_record(delta);
-    }
+    for_each_bin_shard_in_use([sites](uint32_t shard) {
+        for (uint32_t slot = 0; slot < kSiteDeltaSlots; ++slot) {
+            layout::SiteDelta* delta = &g_segment.site_deltas[shard * kSiteDeltaSlots + slot];
+            if (delta->site != layout::kNoDeltaSite && delta->site >= sites) delta->site = layout::kNoDeltaSite;
+            move_to_record(delta);
+        }
+    });
 }
 
 }  // namespace leakwrap
