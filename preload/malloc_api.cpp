@@ -118,8 +118,8 @@ inline __attribute__((always_inline)) void account_free(uint64_t size, uint32_t 
 
 inline __attribute__((always_inline)) void* allocate_tracked(std::size_t size, std::size_t alignment, bool zeroed,
                                                              const CallerContext& caller) {
-    std::size_t offset = raw_offset_for(alignment);
-    if (size > kMaxRequest - offset) {
+    const std::size_t padding = max_raw_offset_for(alignment);
+    if (size > kMaxRequest - padding) {
         errno = ENOMEM;
         return nullptr;
     }
@@ -140,12 +140,15 @@ inline __attribute__((always_inline)) void* allocate_tracked(std::size_t size, s
         }
         g_real.free(block);  // no room in the table: the block takes a header after all
     }
+    // Every alignment below the headerless ones is padded (block_header.h).
+    static_assert(kMaxPaddedAlignment * 2 == kHeaderlessAlignment);
+    const bool padded = alignment <= kMaxPaddedAlignment;
     void* raw;
-    if (offset == kNaturalAlignment) {
-        raw = zeroed ? g_real.calloc(1, size + offset) : g_real.malloc(size + offset);
+    if (padded) {
+        raw = zeroed ? g_real.calloc(1, size + padding) : g_real.malloc(size + padding);
     } else {
-        raw = g_real.memalign(alignment, size + offset);
-        if (raw != nullptr && zeroed) std::memset(static_cast<char*>(raw) + offset, 0, size);
+        raw = g_real.memalign(alignment, size + padding);
+        if (raw != nullptr && zeroed) std::memset(static_cast<char*>(raw) + padding, 0, size);
     }
     if (raw == nullptr) {  // errno set by the real allocator
         if (counted) account_free(size, site);
@@ -153,7 +156,7 @@ inline __attribute__((always_inline)) void* allocate_tracked(std::size_t size, s
     }
     if (!counted) site = account_allocation(size, caller);
     errno = saved_errno;
-    return stamp_block(raw, offset, size, site, g_tag_secret);
+    return stamp_block(raw, padded ? raw_offset_in_padded_block(raw, alignment) : padding, size, site, g_tag_secret);
 }
 
 bool is_tracked_block(void* p) { return tag_matches(p, g_tag_secret); }

@@ -82,11 +82,18 @@ void alignment_requests() {
         expect(posix_memalign(&block, bad, 64) == EINVAL, "posix_memalign rejects a bad alignment with EINVAL");
     }
     for (std::size_t alignment = sizeof(void*); alignment <= 65536; alignment *= 2) {
-        void* block = nullptr;
-        expect(posix_memalign(&block, alignment, 100) == 0 && block != nullptr && aligned(block, alignment),
-               "posix_memalign honours a power-of-two alignment");
-        expect(malloc_usable_size(block) >= 100, "posix_memalign block is large enough");
-        std::free(block);
+        void* blocks[2] = {nullptr, nullptr};
+        for (void*& block : blocks) {
+            expect(posix_memalign(&block, alignment, 100) == 0 && block != nullptr && aligned(block, alignment),
+                   "posix_memalign honours a power-of-two alignment");
+            expect(malloc_usable_size(block) >= 100, "posix_memalign block is large enough");
+        }
+        // All that malloc_usable_size reports is the program's: filling it reaches neither the
+        // other block nor the bookkeeping in front of it, which free would then find broken.
+        fill(blocks[0], malloc_usable_size(blocks[0]), 3);
+        fill(blocks[1], malloc_usable_size(blocks[1]), 4);
+        expect(filled(blocks[0], malloc_usable_size(blocks[0]), 3), "an aligned block's usable size overlaps no other block");
+        for (void* block : blocks) std::free(block);
     }
     for (std::size_t alignment = 16; alignment <= 65536; alignment *= 2) {
         void* c11 = std::aligned_alloc(alignment, alignment * 2);
