@@ -10,16 +10,12 @@
 #include "os.h"
 #include "segment_internals.h"
 #include "site_counters.h"
+#include "thread_state.h"
 
 namespace leakwrap {
 namespace {
 
 using layout::Header;
-
-// Snapshot taken in the fork "prepare" handler: an anonymous private mapping as large as the
-// segment holding the in-use ranges at their own offsets (untouched pages cost nothing).
-constinit std::byte* g_fork_snapshot = nullptr;
-constinit uint64_t g_fork_snapshot_size = 0;
 
 // The parent's other threads kept counting while its snapshot was copied, bins first and sites
 // later, so the copy's bins may be ahead of its sites. In exact mode every block is counted at
@@ -39,6 +35,20 @@ void rebuild_bins_from_sites(uint64_t sites) {
     }
 }
 
+// Other threads go on counting and claiming while the parent copies: the copy races with their
+// writes by design, and what follows it repairs what a race can tear (recopy_allocation_counts,
+// and the child's clamps to what was claimed). ThreadSanitizer is told so: under it the copy is
+// a word loop it does not instrument, as the reader's copy from another process is unseen by it.
+#if defined(__SANITIZE_THREAD__)
+__attribute__((no_sanitize("thread"), noinline)) void copy_racing_writers(std::byte* to, const std::byte* from,
+                                                                           uint64_t length) {
+    const volatile std::byte* source = from;
+    for (uint64_t i = 0; i < length; ++i) to[i] = source[i];
+}
+#else
+void copy_racing_writers(std::byte* to, const std::byte* from, uint64_t length) { std::memcpy(to, from, length); }
+#endif
+
 // Calls copy(offset, length) for each range of the segment before its site records that may hold
 // anything: the header, and the bins and site deltas of the shards in use (bins.h).
 template <typename Copy>
@@ -57,9 +67,9 @@ void for_each_counter_range(const Header* h, Copy copy) {
 // than allocations. Reading the allocation side once more afterwards gives a cut in which every
 // free copied has its allocation copied too (a block is counted allocated before it is freed).
 // Sites, site deltas and bins all keep allocs at +0 and alloc_bytes at +16 of their counters.
-void recopy_allocation_counts(uint64_t sites) {
-    auto recopy = [](uint64_t* live) {
-        auto* copy = reinterpret_cast<uint64_t*>(g_fork_snapshot + (reinterpret_cast<std::byte*>(live) - g_segment.base));
+void recopy_allocation_counts(std::byte* snapshot, uint64_t sites) {
+    auto recopy = [snapshot](uint64_t* live) {
+        auto* copy = reinterpret_cast<uint64_t*>(snapshot + (reinterpret_cast<std::byte*>(live) - g_segment.base));
         copy[0] = std::atomic_ref<uint64_t>(live[0]).load(std::memory_order_acquire);
         copy[2] = std::atomic_ref<uint64_t>(live[2]).load(std::memory_order_acquire);
     };
@@ -78,39 +88,42 @@ void recopy_allocation_counts(uint64_t sites) {
 }  // namespace
 
 void snapshot_segment_for_fork() {
-    const Header* h = g_segment.header;
+    Header* h = g_segment.header;
     if (h == nullptr) return;
     void* copy = os::reserve_private(h->segment_size);
     if (copy == nullptr) return;
-    g_fork_snapshot = static_cast<std::byte*>(copy);
-    g_fork_snapshot_size = h->segment_size;
+    auto* snapshot = static_cast<std::byte*>(copy);
+    t_thread.fork_snapshot = ForkSnapshot{snapshot, h->segment_size};
     // Only backed pages are read: a slot claimed when /dev/shm had no room left was never
     // backed, and touching it would raise SIGBUS in the host.
     auto copy_range = [&](uint64_t offset, uint64_t length) {
         uint64_t backed = backed_until(offset);
         if (offset < h->sites_offset) backed = h->sites_offset;  // reserved at creation
         uint64_t end = std::min(offset + length, backed);
-        if (end > offset) std::memcpy(g_fork_snapshot + offset, g_segment.base + offset, end - offset);
+        if (end > offset) copy_racing_writers(snapshot + offset, g_segment.base + offset, end - offset);
     };
-    uint64_t sites = std::min<uint64_t>(h->sites_claimed, h->site_capacity);
-    uint64_t modules = std::min<uint64_t>(h->modules_claimed, h->module_capacity);
+    auto claimed = [](auto& mark) { return std::atomic_ref(mark).load(std::memory_order_acquire); };
+    uint64_t sites = std::min<uint64_t>(claimed(h->sites_claimed), h->site_capacity);
+    uint64_t modules = std::min<uint64_t>(claimed(h->modules_claimed), h->module_capacity);
     hold_site_delta_moves();
     for_each_counter_range(h, copy_range);
     copy_range(h->sites_offset, sites * sizeof(layout::SiteRecord));
-    recopy_allocation_counts(sites);
+    recopy_allocation_counts(snapshot, sites);
     release_site_delta_moves();
-    copy_range(h->stacks_offset, std::min(h->stacks_used, h->stacks_capacity));
+    copy_range(h->stacks_offset, std::min(claimed(h->stacks_used), h->stacks_capacity));
     copy_range(h->modules_offset, modules * h->module_record_size);
-    copy_range(h->strings_offset, std::min(h->strings_used, h->strings_capacity));
+    copy_range(h->strings_offset, std::min(claimed(h->strings_used), h->strings_capacity));
 }
 
 void discard_fork_snapshot() {
-    if (g_fork_snapshot != nullptr) os::unmap(g_fork_snapshot, g_fork_snapshot_size);
-    g_fork_snapshot = nullptr;
+    ForkSnapshot& own = t_thread.fork_snapshot;
+    if (own.copy != nullptr) os::unmap(own.copy, own.size);
+    own = ForkSnapshot{};
 }
 
 bool adopt_fork_snapshot_in_child(const Config& config) {
-    if (g_fork_snapshot == nullptr) return false;
+    const std::byte* snapshot = t_thread.fork_snapshot.copy;
+    if (snapshot == nullptr) return false;
     int parent_pid = g_segment.header->pid;
     Geometry g = geometry_for(config);
     Header* h = map_new_segment(config, g);
@@ -119,7 +132,7 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
         discard_fork_snapshot();
         return false;
     }
-    const auto* parent = reinterpret_cast<const Header*>(g_fork_snapshot);
+    const auto* parent = reinterpret_cast<const Header*>(snapshot);
     uint64_t sites = std::min<uint64_t>(parent->sites_claimed, parent->site_capacity);
     uint64_t modules = std::min<uint64_t>(parent->modules_claimed, parent->module_capacity);
     uint64_t strings = std::min(parent->strings_used, parent->strings_capacity);
@@ -136,15 +149,15 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
         discard_fork_snapshot();
         return false;
     }
-    for_each_counter_range(parent, [](uint64_t offset, uint64_t length) {
-        std::memcpy(g_segment.base + offset, g_fork_snapshot + offset, length);
+    for_each_counter_range(parent, [snapshot](uint64_t offset, uint64_t length) {
+        std::memcpy(g_segment.base + offset, snapshot + offset, length);
     });
-    std::memcpy(g_segment.base + g.sites_offset, g_fork_snapshot + g.sites_offset,
+    std::memcpy(g_segment.base + g.sites_offset, snapshot + g.sites_offset,
                 sites * sizeof(layout::SiteRecord));
-    std::memcpy(g_segment.base + g.stacks_offset, g_fork_snapshot + g.stacks_offset, stacks);
-    std::memcpy(g_segment.base + g.modules_offset, g_fork_snapshot + g.modules_offset,
+    std::memcpy(g_segment.base + g.stacks_offset, snapshot + g.stacks_offset, stacks);
+    std::memcpy(g_segment.base + g.modules_offset, snapshot + g.modules_offset,
                 modules * sizeof(layout::ModuleRecord));
-    std::memcpy(g_segment.base + g.strings_offset, g_fork_snapshot + g.strings_offset, strings);
+    std::memcpy(g_segment.base + g.strings_offset, snapshot + g.strings_offset, strings);
     discard_fork_snapshot();
     move_all_site_deltas_to_records(sites);
     if (h->sample_interval == 0) rebuild_bins_from_sites(sites);

@@ -74,7 +74,9 @@ bool intern_string(const char* text, std::size_t length, layout::StringRef* out)
 void unlink_segment();
 
 // fork(): the parent copies what is in use before forking (while its other threads may still
-// count), the child then moves onto its own segment initialised from that copy.
+// count), the child then moves onto its own segment initialised from that copy. The copy is the
+// forking thread's own (ThreadState::fork_snapshot): threads that fork at once run these
+// handlers at once, each with its copy, and the child's one thread finds its own there.
 void snapshot_segment_for_fork();
 void discard_fork_snapshot();
 bool adopt_fork_snapshot_in_child(const Config& config);

@@ -5,7 +5,9 @@ namespace {
 
 // Sequentially consistent, Dekker-style: a mover announces itself before it looks at the hold,
 // the forking thread sets the hold before it looks at the movers, so one of them sees the other.
-constinit std::atomic<bool> g_moves_held{false};
+// The hold counts the forking threads that hold it: forks from several threads overlap, and one
+// releasing must not let moves run under another's copy.
+constinit std::atomic<uint32_t> g_moves_held{0};
 constinit std::atomic<uint32_t> g_moves_running{0};
 constexpr uint32_t kMaxWaitForMoves = 1u << 20;  // spins; a move is a few atomic adds
 
@@ -33,7 +35,7 @@ void move_to_record(layout::SiteDelta* delta) {
 
 bool retarget_site_delta(layout::SiteDelta* delta, uint32_t site) {
     g_moves_running.fetch_add(1);
-    bool held = g_moves_held.load();
+    bool held = g_moves_held.load() != 0;
     if (!held) {
         move_to_record(delta);
         std::atomic_ref<uint32_t>(delta->site).store(site, std::memory_order_release);
@@ -43,15 +45,17 @@ bool retarget_site_delta(layout::SiteDelta* delta, uint32_t site) {
 }
 
 void hold_site_delta_moves() {
-    g_moves_held.store(true);
+    g_moves_held.fetch_add(1);
     for (uint32_t spins = 0; g_moves_running.load() != 0 && spins < kMaxWaitForMoves; ++spins) {
     }
 }
 
-void release_site_delta_moves() { g_moves_held.store(false, std::memory_order_release); }
+void release_site_delta_moves() { g_moves_held.fetch_sub(1, std::memory_order_release); }
 
 void move_all_site_deltas_to_records(uint64_t sites) {
-    g_moves_running.store(0, std::memory_order_relaxed);  // the parent's movers are not here
+    // The parent's movers are not here, nor are the other threads whose forks held moves.
+    g_moves_running.store(0, std::memory_order_relaxed);
+    g_moves_held.store(0, std::memory_order_relaxed);
     for_each_bin_shard_in_use([sites](uint32_t shard) {
         for (uint32_t slot = 0; slot < kSiteDeltaSlots; ++slot) {
             layout::SiteDelta* delta = &g_segment.site_deltas[shard * kSiteDeltaSlots + slot];

@@ -4,6 +4,7 @@
 // zero means "not set up yet" to each of its owners.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace leakwrap {
@@ -28,6 +29,13 @@ struct StackWalkCounts {
     uint64_t unwalkable; // stacks with a frame that cannot be walked by size
 };
 
+// fork_snapshot.cpp: the copy of the segment this thread took for the fork it is making; the
+// child that fork makes starts from it. Per thread, since forks from several threads overlap.
+struct ForkSnapshot {
+    std::byte* copy;  // null outside a fork
+    uint64_t size;
+};
+
 struct ThreadCache;       // call_site_cache.cpp
 struct ExecutionContext;  // ruby_vm_frames.cpp
 
@@ -45,6 +53,7 @@ struct ThreadState {
     // every other thread leave theirs (read by the child).
     uint32_t fork_fenced_sections;
     bool fork_outwaited_sections;
+    ForkSnapshot fork_snapshot;
     // ruby_vm_frames.cpp: where libruby keeps this thread's execution context; null until asked.
     const ExecutionContext* const* ruby_execution_context;
 };

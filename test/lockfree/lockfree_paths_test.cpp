@@ -19,6 +19,7 @@
 #include <atomic>
 #include <barrier>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -482,6 +483,48 @@ TEST_F(LockFreePaths, TheCallSiteCacheTellsApartCallersThatDifferOnlyFurtherOut)
         ASSERT_NE(found, snapshot.sites.end());
         EXPECT_EQ(counts_of(found->counters()), (Counts{2 * kCalls, 0, 2 * kCalls * 64, 0})) << site;
     }
+}
+
+// Threads that fork at once each copy the segment in fork's prepare handler and drop the copy
+// in its parent handler, all while other threads count. Each copy must stay its thread's own
+// until dropped: 5a0a758's preload kept one for the process, so that one fork's drop unmapped
+// the copy another was still filling or handing to its child, and the program crashed.
+TEST_F(LockFreePaths, ForksFromSeveralThreadsAtOnceEachKeepTheirOwnCopy) {
+    start();
+    constexpr int kForkingThreads = 4;
+    std::atomic<bool> counting_done{false};
+    std::atomic<int> copies{0}, foreign_copies{0};
+    std::atomic<uint64_t> counted_in_copies{0};
+    std::vector<std::thread> forkers;
+    for (int thread = 0; thread < kForkingThreads; ++thread) {
+        forkers.emplace_back([&] {
+            while (!counting_done.load()) {
+                const std::byte* copy = recording::take_fork_copy();
+                ASSERT_NE(copy, nullptr);
+                const auto* h = reinterpret_cast<const layout::Header*>(copy);
+                const uint32_t sites = std::min(h->sites_claimed, h->site_capacity);
+                const auto* records = reinterpret_cast<const layout::SiteRecord*>(copy + h->sites_offset);
+                std::this_thread::yield();  // other forks' copies come and go meanwhile
+                uint64_t allocs = 0;
+                for (uint32_t site = 0; site < sites; ++site) allocs += records[site].allocs;
+                counted_in_copies.fetch_add(allocs);
+                if (std::memcmp(h->magic, layout::kMagic, sizeof h->magic) != 0) foreign_copies.fetch_add(1);
+                recording::drop_fork_copy();
+                copies.fetch_add(1);
+            }
+        });
+    }
+    Workload workload;
+    const Tally truth = run_workload(/*plugin_loads=*/2, nullptr, workload);
+    counting_done.store(true);
+    for (auto& forker : forkers) forker.join();
+    const leakwrap::Snapshot snapshot = final_snapshot();
+
+    EXPECT_GT(copies.load(), kForkingThreads);
+    EXPECT_EQ(foreign_copies.load(), 0);
+    EXPECT_GT(counted_in_copies.load(), 0u);
+    EXPECT_EQ(nonzero(site_counts(snapshot)), truth.sites);
+    EXPECT_EQ(nonzero(bin_counts(snapshot)), truth.classes);
 }
 
 TEST_F(LockFreePaths, FullSiteTableLosesNoCount) {

@@ -17,6 +17,7 @@
 #include "site_table.h"
 #include "stack_capture.h"
 #include "thread_stacks.h"
+#include "thread_state.h"
 
 namespace leakwrap::recording {
 namespace {
@@ -78,6 +79,17 @@ __attribute__((noinline)) uint32_t record_allocation(uint64_t size) {
 __attribute__((noinline)) void record_free(uint32_t site, uint64_t size) {
     count_bin_free(layout::size_class_of(size), size);
     if (site < g_segment.site_capacity) count_free(site, size);
+}
+
+const std::byte* take_fork_copy() {
+    GuardScope guard;
+    snapshot_segment_for_fork();
+    return t_thread.fork_snapshot.copy;
+}
+
+void drop_fork_copy() {
+    GuardScope guard;
+    discard_fork_snapshot();
 }
 
 bool intern(std::string_view text, layout::StringRef* out) {

@@ -37,6 +37,12 @@ uint32_t record_allocation(uint64_t size);
 // free()'s bookkeeping for that block.
 void record_free(uint32_t site, uint64_t size);
 
+// The parent's half of a fork (fork_snapshot.cpp), as fork's prepare handler takes it and its
+// parent handler drops it, without forking: the calling thread's copy of the segment, mapped
+// until drop_fork_copy(). Threads may take theirs at once, as concurrent forks do.
+const std::byte* take_fork_copy();
+void drop_fork_copy();
+
 // The string pool (segment.cpp intern_string); false when the pool is full.
 bool intern(std::string_view text, layout::StringRef* out);
 std::string_view pooled(const layout::StringRef& ref);
