@@ -2,7 +2,7 @@
 // often the same method is reached from other lines, through C methods and blocks or directly.
 // The VM's own allocations made with no backtrace keep a short native stack.
 // Most backtraces are found again by a fingerprint of the VM's control frames instead of being
-// asked of Ruby (preload/ruby_vm_frames.h); a fingerprint that confused two backtraces would put
+// asked of Ruby (preload/ruby/ruby_vm_frames.h); a fingerprint that confused two backtraces would put
 // one caller's strings, told apart here by their sizes, under another's line.
 #include <gtest/gtest.h>
 

@@ -131,7 +131,7 @@ TEST(Torture, KilledMidRunLeavesAConsistentSegmentReportedDead) {
 // loader and read its unwind table from its file, while the main thread forks; each child
 // lists its descriptors, throws an exception and calls a copy never called before. Without
 // the fork fence, children inherited a copy's descriptor in most runs and one in a few runs hung
-// in dl_iterate_phdr() or in libunwind's step (preload/fork_fence.h). The calls that a fork
+// in dl_iterate_phdr() or in libunwind's step (preload/unwind/fork_fence.h). The calls that a fork
 // turned away from learning still count every allocation, at the frames learned so far.
 TEST(Torture, ChildrenForkedWhileAnotherThreadLearnsFramesNeitherHangNorInheritAFile) {
     using namespace ground_truth::fork_while_learning;

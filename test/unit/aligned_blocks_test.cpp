@@ -1,4 +1,4 @@
-// The table of headerless page-aligned blocks (preload/aligned_blocks.cpp): eight threads record
+// The table of headerless page-aligned blocks (preload/blocks/aligned_blocks.cpp): eight threads record
 // blocks and each forgets another's, as cross-thread frees do, every size and site read back
 // exact; entries freed are reused; a full table refuses, never loses what it holds. The
 // addresses are made up (the table keeps numbers, it never touches the blocks); each test

@@ -1,4 +1,4 @@
-// LEAKWRAP_* settings as the preload reads them at start-up (preload/config.cpp): defaults when
+// LEAKWRAP_* settings as the preload reads them at start-up (preload/base/config.cpp): defaults when
 // unset, values within their documented bounds taken, anything else ignored with the default
 // kept, so that a typo never stops the host program.
 #include "config.h"

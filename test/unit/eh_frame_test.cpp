@@ -1,4 +1,4 @@
-// Reading a frame's rule from DWARF call frame information (preload/eh_frame.cpp), on CIEs and
+// Reading a frame's rule from DWARF call frame information (preload/unwind/eh_frame.cpp), on CIEs and
 // FDEs written here byte by byte as GCC and hand-written assembly emit them: the prologues and
 // epilogues of sized and frame-pointer frames, remembered states, the outermost frame, and
 // what a walk cannot follow (expressions, signal frames, far slots, records cut short or

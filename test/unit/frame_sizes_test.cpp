@@ -1,4 +1,4 @@
-// Walking a stack by learned frame sizes (preload/frame_sizes.cpp, stack_capture.cpp) in this
+// Walking a stack by learned frame sizes (preload/unwind/frame_sizes.cpp, stack_capture.cpp) in this
 // test process: the table's rules for what it learns, and real stacks of this program's own
 // functions and of libc's, first unknown, then learned from the modules' unwind tables by a walk
 // and walked to the same frames as libunwind finds, from the same slots, a frame that allocates

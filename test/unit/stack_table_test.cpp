@@ -1,5 +1,5 @@
-// The stack table (preload/stack_table.cpp) and the Ruby frame tree in it
-// (preload/ruby_frame_tree.cpp) on a real segment of this test process: a stack is stored once
+// The stack table (preload/record/stack_table.cpp) and the Ruby frame tree in it
+// (preload/ruby/ruby_frame_tree.cpp) on a real segment of this test process: a stack is stored once
 // and found again by its key, Ruby backtraces share their outer frames' records, a reduced
 // stack is counted, the last sixteenth of the table (bytes or private nodes) is kept for
 // reduced stacks, a full table refuses new stacks and still finds the old ones, and of two calls
