@@ -13,6 +13,7 @@ namespace leakwrap {
 
 constinit RealAllocator g_real{};
 constinit bool g_real_resolved = false;
+constinit bool g_real_is_glibc = false;
 
 namespace {
 
@@ -44,6 +45,7 @@ bool try_resolve_real_allocator() {
     r.memalign = lookup<decltype(r.memalign)>("memalign");
     r.malloc_usable_size = lookup<decltype(r.malloc_usable_size)>("malloc_usable_size");
     g_real = r;
+    g_real_is_glibc = r.malloc != nullptr && r.malloc == lookup<decltype(r.malloc)>("__libc_malloc");
     __atomic_store_n(&g_real_resolved, true, __ATOMIC_RELEASE);
     state.store(2, std::memory_order_release);
     return true;

@@ -18,6 +18,10 @@ struct RealAllocator {
 
 extern constinit RealAllocator g_real;
 extern constinit bool g_real_resolved;
+// The real allocator is glibc's: the 16 bytes before any block it hands out are in its chunk
+// header or the chunk before, always readable. Another allocator may hand out a block at the
+// start of a mapping whose page before is not mapped. Set with g_real.
+extern constinit bool g_real_is_glibc;
 
 // Looks the real functions up once; false, at once, if another thread is doing it now.
 bool try_resolve_real_allocator();

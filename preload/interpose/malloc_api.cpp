@@ -71,6 +71,7 @@
 #include "debug_check.h"
 #include "guard.h"
 #include "lifecycle.h"
+#include "os.h"
 #include "real_allocator.h"
 #include "sampler.h"
 #include "site_counters.h"
@@ -159,7 +160,17 @@ inline __attribute__((always_inline)) void* allocate_tracked(std::size_t size, s
     return stamp_block(raw, padded ? raw_offset_in_padded_block(raw, alignment) : padding, size, site, g_tag_secret);
 }
 
-bool is_tracked_block(void* p) { return tag_matches(p, g_tag_secret); }
+// A block's header lies in the 16 bytes before it. Under another allocator than glibc's, those
+// of a foreign block that starts a page may lie in a page that is not mapped: read them without
+// faulting there (a system call, on frees of blocks so placed only).
+bool is_tracked_block(void* p) {
+    constexpr uintptr_t kSmallestPage = 4096;
+    if (__builtin_expect(!g_real_is_glibc, 0) && reinterpret_cast<uintptr_t>(p) % kSmallestPage < kHeaderSize) {
+        BlockHeader header;
+        return os::read_own_memory(header_of(p), &header, sizeof header) && header.tag == tag_for(p, g_tag_secret);
+    }
+    return tag_matches(p, g_tag_secret);
+}
 
 // Counts the free of a tracked block (unless leakwrap itself is running on this thread: then the
 // thread is forking or in a signal handler, and the segment may not be this process's) and

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,6 +193,17 @@ void sleep_nanoseconds(uint64_t nanoseconds) noexcept {
 
 void write_to_standard_error(const char* text, std::size_t length) noexcept {
     syscall(SYS_write, STDERR_FILENO, text, length);
+}
+
+bool read_own_memory(const void* address, void* out, std::size_t bytes) noexcept {
+    const int saved_errno = errno;
+    iovec local{out, bytes};
+    iovec remote{const_cast<void*>(address), bytes};
+    const long copied = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
+    const bool refused = copied < 0 && (errno == ENOSYS || errno == EPERM);
+    errno = saved_errno;
+    if (refused) std::memcpy(out, address, bytes);
+    return refused || copied == static_cast<long>(bytes);
 }
 
 bool process_is_gone(int pid) noexcept { return kill(pid, 0) != 0 && errno == ESRCH; }

@@ -119,6 +119,13 @@ void sleep_nanoseconds(uint64_t nanoseconds) noexcept;
 // Writes a line of a warning to file descriptor 2, as far as it goes.
 void write_to_standard_error(const char* text, std::size_t length) noexcept;
 
+// --- This process's memory ------------------------------------------------------------------
+
+// Copies `bytes` at `address` of this process into `out` without faulting (process_vm_readv):
+// false if some of them are not readable (unmapped, PROT_NONE). Where the system call itself is
+// refused (seccomp, no such call), reads them directly. errno is left as it was.
+bool read_own_memory(const void* address, void* out, std::size_t bytes) noexcept;
+
 // --- Processes --------------------------------------------------------------------------------
 
 // No process has this pid (kill(pid, 0) fails with ESRCH); a process we may not signal exists.
