@@ -1,5 +1,6 @@
 #include "report_json.h"
 
+#include "memory_parts.h"
 #include "report_bins.h"
 #include "report_labels.h"
 #include "report_tree.h"
@@ -174,6 +175,9 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
         {"bins", bins_json(size_class_table(snapshot, rows))},
     };
     if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
+    else if (snapshot.memory)
+        if (const std::optional<MemoryParts> parts = explain_memory(*snapshot.memory, snapshot))
+            report["totals"]["memory"]["explained"] = memory_parts_json(*parts);
     if (selection.selected) report["selection"] = selection_json(selection, input.options);
     head(report);
     for_each_ranked_row(snapshot, selection, input.options, [&](const ReportRow& row) {

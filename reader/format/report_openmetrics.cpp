@@ -1,5 +1,6 @@
 #include "report_openmetrics.h"
 
+#include "memory_parts.h"
 #include "report_folded.h"
 #include "report_labels.h"
 #include "row_selection.h"
@@ -161,6 +162,11 @@ struct MetricsExposition::Families {
                           "leakwrap's private tables in the process (its stack index, per-thread "
                           "memos; part of its anonymous RSS), as leakwrap counts them.",
                           {}};
+    Family memory_parts{"leakwrap_memory_bytes", "gauge", "bytes",
+                        "The process's resident set in parts that add up to it (RSS explained): "
+                        "malloc's heaps as live blocks, their overhead and the free memory malloc "
+                        "keeps; large mmap'd blocks, thread stacks, files, leakwrap, other anonymous.",
+                        {}};
     Family site_bytes{"leakwrap_site_live_bytes", "gauge", "bytes",
                       "Live bytes allocated at a call site, for the top sites.", {}};
     Family site_blocks{"leakwrap_site_live_blocks", "gauge", "",
@@ -193,6 +199,10 @@ void MetricsExposition::add(const ReportInput& process) {
         if (snapshot.writer_private_bytes)
             f.private_tables.samples.push_back({labels_of_process, memory->leakwrap_private});
         f.proportional.samples.push_back({labels_of_process, memory->pss});
+        if (snapshot.members.empty())
+            if (const std::optional<MemoryParts> parts = explain_memory(*memory, snapshot))
+                for (const auto& [part, bytes] : named_parts(*parts))
+                    f.memory_parts.samples.push_back({with(labels_of_process, {{"part", part}}), bytes});
     }
     const RowSelection selection = selected_rows(snapshot, process.options, process.symbolizer);
     for_each_ranked_row(snapshot, selection, process.options, [&](const ReportRow& row) {
@@ -207,7 +217,7 @@ void MetricsExposition::write(std::ostream& out, MetricsDialect dialect) const {
     for (const Family* family :
          {&f.live_bytes, &f.live_blocks, &f.allocations, &f.frees, &f.sample_interval, &f.bins,
           &f.process_resident, &f.proportional, &f.segment_resident, &f.private_tables,
-          &f.site_bytes, &f.site_blocks})
+          &f.memory_parts, &f.site_bytes, &f.site_blocks})
         write_family(out, *family, dialect);
     if (dialect == MetricsDialect::openmetrics) out << "# EOF\n";
 }

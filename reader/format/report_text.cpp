@@ -1,5 +1,6 @@
 #include "report_text.h"
 
+#include "memory_parts.h"
 #include "printable_text.h"
 #include "report_bins.h"
 #include "report_labels.h"
@@ -179,6 +180,30 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
     }
 }
 
+// RSS explained (memory_parts.h): its parts, the heaps that hold the most, and the findings.
+void write_memory_parts(std::ostream& out, const MemoryParts& parts) {
+    out << "  RSS explained: malloc's heaps " << human_bytes(parts.heaps) << " (live blocks "
+        << human_bytes(parts.live_in_heaps) << ", their overhead " << human_bytes(parts.block_overhead)
+        << ", free kept by malloc " << human_bytes(parts.free_in_heaps) << "); large blocks, mmap'd "
+        << human_bytes(parts.large_blocks) << "; thread stacks " << human_bytes(parts.thread_stacks) << " ("
+        << parts.thread_stack_count << "); code and files " << human_bytes(parts.files) << "; leakwrap "
+        << human_bytes(parts.leakwrap) << "; other anonymous " << human_bytes(parts.other_anonymous) << '\n';
+    if (!parts.heap_list.empty()) {
+        constexpr std::size_t kHeapsShown = 8;
+        out << "  malloc's heaps by resident size:";
+        const char* separator = " ";
+        for (std::size_t i = 0; i < parts.heap_list.size() && i < kHeapsShown; ++i) {
+            const MallocHeap& heap = parts.heap_list[i];
+            out << separator << (heap.main ? std::string("main [heap]") : "thread arena at " + hex_address(heap.start))
+                << ' ' << human_bytes(heap.resident);
+            separator = ", ";
+        }
+        if (parts.heap_list.size() > kHeapsShown) out << " and " << parts.heap_list.size() - kHeapsShown << " more";
+        out << '\n';
+    }
+    for (const std::string& finding : parts.findings) out << "  finding: " << finding << '\n';
+}
+
 // The kernel's view next to leakwrap's, so that a reader can tell a leak (tracked live bytes
 // grow) from memory outside the tracked heap (RSS grows alone) and from leakwrap's own.
 void write_memory(std::ostream& out, const ReportInput& input) {
@@ -206,6 +231,8 @@ void write_memory(std::ostream& out, const ReportInput& input) {
                                            : " (what the processes hold together: their RSS "
                                              "count a page they share once in each)")
         << '\n';
+    if (input.snapshot.members.empty())
+        if (const std::optional<MemoryParts> parts = explain_memory(*memory, input.snapshot)) write_memory_parts(out, *parts);
 }
 
 // A merged process tree (--children): which processes, and what each holds.

@@ -121,6 +121,13 @@ inline constexpr const char* kHandleCallsPrepare = "inline_leak: handle calls pr
 inline constexpr const char* kMainCallsHandle = "inline_leak: main calls handle";
 }  // namespace inline_leak
 
+namespace fragmented_arenas {
+inline constexpr int kThreads = 8;
+inline constexpr std::size_t kBlocksPerThread = 150000, kKeepEvery = 64;
+// 100 to 500 bytes, spread so that neighbours differ.
+constexpr std::size_t block_size(std::size_t i) { return 100 + (i * 7919) % 401; }
+}  // namespace fragmented_arenas
+
 }  // namespace ground_truth
 
 namespace ground_truth::sampling {

@@ -1,0 +1,159 @@
+#include "memory_parts.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "leakwrap/segment_layout.h"
+
+#include "report_labels.h"
+
+namespace leakwrap {
+namespace {
+
+constexpr uint64_t kMebibyte = uint64_t{1} << 20;
+constexpr uint64_t kHeaderBytes = 16;  // leakwrap's own, before every tracked block
+
+// A part worth a finding: at least this much, and at least this share of RSS.
+bool large_share(uint64_t part, uint64_t rss) { return part >= 16 * kMebibyte && part * 4 >= rss; }
+
+std::string percent_of(uint64_t part, uint64_t whole) {
+    return std::to_string(whole == 0 ? 0 : (part * 100 + whole / 2) / whole) + "%";
+}
+
+// Live bytes of the tracked blocks above kLargeBlock, and the live blocks and bytes of the rest.
+struct LiveBySize {
+    uint64_t large_bytes = 0, small_blocks = 0, small_bytes = 0;
+};
+
+LiveBySize live_by_size(const Snapshot& snapshot) {
+    LiveBySize live;
+    for (uint32_t size_class = 0; size_class < snapshot.bins.size(); ++size_class) {
+        const Counters& bin = snapshot.bins[size_class];
+        const bool large = size_class > 0 && layout::size_class_limit(size_class - 1) >= kLargeBlock;
+        if (large) {
+            live.large_bytes += bin.live_bytes();
+        } else {
+            live.small_blocks += bin.live_blocks();
+            live.small_bytes += bin.live_bytes();
+        }
+    }
+    return live;
+}
+
+std::string heap_name(const MallocHeap& heap) {
+    return heap.main ? std::string("the main heap") : "a thread arena's heap at " + hex_address(heap.start);
+}
+
+void add_free_finding(MemoryParts& parts) {
+    if (!large_share(parts.free_in_heaps, parts.rss)) return;
+    uint64_t thread_heaps = 0, in_thread_heaps = 0;
+    for (const MallocHeap& heap : parts.heap_list) {
+        if (heap.main) continue;
+        ++thread_heaps;
+        in_thread_heaps += heap.resident;
+    }
+    std::string finding = "malloc keeps " + human_bytes(parts.free_in_heaps) + " free (" +
+                          percent_of(parts.free_in_heaps, parts.rss) + " of RSS) in " +
+                          std::to_string(parts.heap_list.size()) + " heaps, beside " +
+                          human_bytes(parts.live_in_heaps) + " of live blocks; ";
+    if (thread_heaps >= 2 && in_thread_heaps * 2 >= parts.heaps) {
+        finding += std::to_string(thread_heaps) + " heaps of thread arenas hold " + human_bytes(in_thread_heaps) +
+                   ". glibc gives threads arenas of their own (up to 8 a core), and an arena keeps what was "
+                   "freed in it for the threads that use it: MALLOC_ARENA_MAX=2 makes threads share two "
+                   "arenas and reuse each other's free memory; an allocator that returns free pages by "
+                   "itself (jemalloc, tcmalloc) is the other remedy.";
+    } else {
+        finding += "the largest is " + heap_name(parts.heap_list.front()) + " (" +
+                   human_bytes(parts.heap_list.front().resident) +
+                   "). Freed memory between live blocks stays resident, since a heap shrinks only from its "
+                   "top: malloc_trim(0) returns the whole free pages inside the heaps, and a lower "
+                   "MALLOC_TRIM_THRESHOLD_ makes free() trim sooner.";
+    }
+    parts.findings.push_back(std::move(finding));
+}
+
+void add_findings(MemoryParts& parts) {
+    if (!parts.allocator_library.empty())
+        parts.findings.push_back("the allocator below leakwrap is " + parts.allocator_library +
+                                 ", whose heaps leakwrap does not tell apart: its live blocks are counted "
+                                 "within the anonymous memory, and the other anonymous memory is its free "
+                                 "memory and metadata as well as memory outside malloc.");
+    add_free_finding(parts);
+    const uint64_t live = parts.live_in_heaps + parts.large_blocks;
+    if (live >= 16 * kMebibyte && live * 2 >= parts.rss)
+        parts.findings.push_back("live blocks hold " + human_bytes(live) + " (" + percent_of(live, parts.rss) +
+                                 " of RSS): the call sites below say whose they are.");
+    if (parts.allocator_library.empty() && large_share(parts.other_anonymous, parts.rss))
+        parts.findings.push_back(human_bytes(parts.other_anonymous) + " (" +
+                                 percent_of(parts.other_anonymous, parts.rss) +
+                                 " of RSS) is anonymous memory outside malloc: a runtime's own heap (Ruby's "
+                                 "object pages, say) or the program's own mmap()s. No call site holds it.");
+}
+
+}  // namespace
+
+std::vector<std::pair<const char*, uint64_t>> named_parts(const MemoryParts& parts) {
+    return {{"heap_live", parts.live_in_heaps},      {"heap_block_overhead", parts.block_overhead},
+            {"heap_free", parts.free_in_heaps},      {"large_blocks", parts.large_blocks},
+            {"thread_stacks", parts.thread_stacks},  {"files", parts.files},
+            {"leakwrap", parts.leakwrap},            {"other_anonymous", parts.other_anonymous}};
+}
+
+nlohmann::json memory_parts_json(const MemoryParts& parts) {
+    nlohmann::json named = nlohmann::json::object();
+    for (const auto& [name, bytes] : named_parts(parts)) named[name] = bytes;
+    nlohmann::json heaps = nlohmann::json::array();
+    for (const MallocHeap& heap : parts.heap_list)
+        heaps.push_back({{"start", heap.start}, {"resident_bytes", heap.resident}, {"main", heap.main}});
+    return {{"rss_bytes", parts.rss},
+            {"parts", named},
+            {"malloc_heaps", heaps},
+            {"thread_stacks", parts.thread_stack_count},
+            {"findings", parts.findings}};
+}
+
+std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Snapshot& snapshot) {
+    if (!memory.mappings) return std::nullopt;
+    const ResidentMappings& mappings = *memory.mappings;
+    MemoryParts parts;
+    parts.rss = memory.rss();
+    parts.heap_list = mappings.heaps;
+    std::stable_sort(parts.heap_list.begin(), parts.heap_list.end(),
+                     [](const MallocHeap& a, const MallocHeap& b) { return a.resident > b.resident; });
+    for (const MallocHeap& heap : parts.heap_list) parts.heaps += heap.resident;
+
+    const LiveBySize live = live_by_size(snapshot);
+    parts.thread_stacks = mappings.thread_stacks;
+    parts.thread_stack_count = mappings.thread_stack_count;
+    parts.files = mappings.files;
+    parts.allocator_library = mappings.allocator_library;
+    // leakwrap's private tables are anonymous mappings outside the heaps, and so are mmap'd blocks.
+    const uint64_t leakwrap_private = std::min(memory.leakwrap_private, mappings.other_anonymous);
+    const uint64_t anonymous = mappings.other_anonymous - leakwrap_private;
+    parts.leakwrap = memory.segment_resident + leakwrap_private;
+    if (parts.allocator_library.empty()) {
+        parts.live_in_heaps = std::min(live.small_bytes, parts.heaps);
+        parts.block_overhead =
+            std::min(live.small_blocks * kBlockOverheadEstimate, parts.heaps - parts.live_in_heaps);
+        parts.free_in_heaps = parts.heaps - parts.live_in_heaps - parts.block_overhead;
+        parts.large_blocks = std::min(live.large_bytes, anonymous);
+    } else {
+        // Every live block is in the other allocator's memory, among the anonymous mappings; the
+        // few glibc heaps (the loader's blocks from before it) go to the other anonymous memory.
+        parts.heap_list.clear();
+        parts.heaps = 0;
+        parts.live_in_heaps = std::min(live.small_bytes + live.large_bytes, anonymous);
+        parts.block_overhead =
+            std::min(snapshot.totals.live_blocks() * kHeaderBytes, anonymous - parts.live_in_heaps);
+    }
+    // The rest of RSS: /proc/PID/status and smaps are read one after the other, so what changed
+    // in between lands here, with the anonymous memory no other part claims.
+    uint64_t named = 0;
+    for (const auto& [name, bytes] : named_parts(parts)) named += bytes;
+    parts.other_anonymous = parts.rss > named ? parts.rss - named : 0;
+    add_findings(parts);
+    return parts;
+}
+
+}  // namespace leakwrap
