@@ -21,26 +21,6 @@ std::string percent_of(uint64_t part, uint64_t whole) {
     return std::to_string(whole == 0 ? 0 : (part * 100 + whole / 2) / whole) + "%";
 }
 
-// Live bytes of the tracked blocks above kLargeBlock, and the live blocks and bytes of the rest.
-struct LiveBySize {
-    uint64_t large_bytes = 0, small_blocks = 0, small_bytes = 0;
-};
-
-LiveBySize live_by_size(const Snapshot& snapshot) {
-    LiveBySize live;
-    for (uint32_t size_class = 0; size_class < snapshot.bins.size(); ++size_class) {
-        const Counters& bin = snapshot.bins[size_class];
-        const bool large = size_class > 0 && layout::size_class_limit(size_class - 1) >= kLargeBlock;
-        if (large) {
-            live.large_bytes += bin.live_bytes();
-        } else {
-            live.small_blocks += bin.live_blocks();
-            live.small_bytes += bin.live_bytes();
-        }
-    }
-    return live;
-}
-
 std::string heap_name(const MallocHeap& heap) {
     return heap.main ? std::string("the main heap") : "a thread arena's heap at " + hex_address(heap.start);
 }
@@ -93,6 +73,23 @@ void add_findings(MemoryParts& parts) {
 
 }  // namespace
 
+void LiveBySize::add(uint32_t size_class, uint64_t live_blocks, uint64_t live_bytes) {
+    blocks += live_blocks;
+    if (size_class > 0 && layout::size_class_limit(size_class - 1) >= kLargeBlock) {
+        large_bytes += live_bytes;
+    } else {
+        small_blocks += live_blocks;
+        small_bytes += live_bytes;
+    }
+}
+
+LiveBySize live_by_size(const Snapshot& snapshot) {
+    LiveBySize live;
+    for (uint32_t size_class = 0; size_class < snapshot.bins.size(); ++size_class)
+        live.add(size_class, snapshot.bins[size_class].live_blocks(), snapshot.bins[size_class].live_bytes());
+    return live;
+}
+
 std::vector<std::pair<const char*, uint64_t>> named_parts(const MemoryParts& parts) {
     return {{"heap_live", parts.live_in_heaps},      {"heap_block_overhead", parts.block_overhead},
             {"heap_free", parts.free_in_heaps},      {"large_blocks", parts.large_blocks},
@@ -113,7 +110,7 @@ nlohmann::json memory_parts_json(const MemoryParts& parts) {
             {"findings", parts.findings}};
 }
 
-std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Snapshot& snapshot) {
+std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const LiveBySize& live) {
     if (!memory.mappings) return std::nullopt;
     const ResidentMappings& mappings = *memory.mappings;
     MemoryParts parts;
@@ -123,7 +120,6 @@ std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Sna
                      [](const MallocHeap& a, const MallocHeap& b) { return a.resident > b.resident; });
     for (const MallocHeap& heap : parts.heap_list) parts.heaps += heap.resident;
 
-    const LiveBySize live = live_by_size(snapshot);
     parts.thread_stacks = mappings.thread_stacks;
     parts.thread_stack_count = mappings.thread_stack_count;
     parts.files = mappings.files;
@@ -145,7 +141,7 @@ std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Sna
         parts.heaps = 0;
         parts.live_in_heaps = std::min(live.small_bytes + live.large_bytes, anonymous);
         parts.block_overhead =
-            std::min(snapshot.totals.live_blocks() * kHeaderBytes, anonymous - parts.live_in_heaps);
+            std::min(live.blocks * kHeaderBytes, anonymous - parts.live_in_heaps);
     }
     // The rest of RSS: /proc/PID/status and smaps are read one after the other, so what changed
     // in between lands here, with the anonymous memory no other part claims.

@@ -53,6 +53,15 @@ struct MemoryParts {
     std::vector<std::string> findings;
 };
 
+// The tracked live blocks by where malloc puts them: those of kLargeBlock or less in its heaps,
+// larger ones in mappings of their own.
+struct LiveBySize {
+    uint64_t blocks = 0;  // all live blocks
+    uint64_t small_blocks = 0, small_bytes = 0, large_bytes = 0;
+    void add(uint32_t size_class, uint64_t live_blocks, uint64_t live_bytes);
+};
+LiveBySize live_by_size(const Snapshot& snapshot);
+
 // The parts that add up to RSS, by the names JSON (`memory.parts`) and OpenMetrics
 // (`leakwrap_memory_bytes{part=...}`) give them: heap_live, heap_block_overhead, heap_free,
 // large_blocks, thread_stacks, files, leakwrap, other_anonymous.
@@ -63,6 +72,9 @@ std::vector<std::pair<const char*, uint64_t>> named_parts(const MemoryParts& par
 nlohmann::json memory_parts_json(const MemoryParts& parts);
 
 // None without the process's mappings (post mortem, a segment read from a file, an old series).
-std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Snapshot& snapshot);
+std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const LiveBySize& live);
+inline std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Snapshot& snapshot) {
+    return explain_memory(memory, live_by_size(snapshot));
+}
 
 }  // namespace leakwrap

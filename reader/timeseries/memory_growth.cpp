@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "memory_parts.h"
+
 namespace leakwrap {
 namespace {
 
@@ -27,6 +29,13 @@ std::vector<ChurningClass> churning_classes(const Sample& first, const Sample& l
     return classes;
 }
 
+std::optional<MemoryParts> explained(const Sample& sample) {
+    if (!sample.memory || !sample.pids.empty()) return std::nullopt;
+    LiveBySize live;
+    for (const SampleBin& bin : sample.bins) live.add(bin.size_class, bin.counters.live_blocks, bin.counters.live_bytes);
+    return explain_memory(*sample.memory, live);
+}
+
 }  // namespace
 
 std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
@@ -47,6 +56,14 @@ std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
     const double untracked = grown - std::max(growth.tracked_live, 0.0);
     growth.untracked = untracked >= kMinUntrackedGrowth && untracked >= kMinUntrackedShare * grown;
     if (growth.untracked) growth.churning = churning_classes(first, last);
+    const std::optional<MemoryParts> before = explained(first), after = explained(last);
+    if (before && after) {
+        const auto parts_before = named_parts(*before);
+        const auto parts_after = named_parts(*after);
+        for (std::size_t i = 0; i < parts_after.size(); ++i)
+            growth.part_growth.emplace_back(parts_after[i].first, change(parts_before[i].second, parts_after[i].second));
+        growth.last_findings = after->findings;
+    }
     return growth;
 }
 

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace leakwrap {
@@ -39,6 +41,11 @@ struct MemoryGrowth {
     bool by_pss = false;
     bool untracked = false;  // RSS (PSS) grew well beyond what the tracked live bytes explain
     std::vector<ChurningClass> churning;  // most blocks freed first; only when untracked
+    // RSS explained (memory_parts.h) at the first and the last sample: each part's growth, in
+    // named_parts() order, and the findings at the last; empty when a sample has no mappings
+    // (a series of an older watch, or of a process tree).
+    std::vector<std::pair<std::string, double>> part_growth;
+    std::vector<std::string> last_findings;
 };
 
 // None when the first or last sample has no RSS (a series of an older watch).

@@ -32,6 +32,13 @@ std::string count_text(uint64_t count) {
     return fixed(static_cast<double>(count) / 1e6, 1) + " M";
 }
 
+nlohmann::json part_growth_json(const MemoryGrowth& growth) {
+    if (growth.part_growth.empty()) return nullptr;
+    nlohmann::json parts = nlohmann::json::object();
+    for (const auto& [name, bytes] : growth.part_growth) parts[name] = bytes;
+    return parts;
+}
+
 nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
     if (!growth) return nullptr;
     nlohmann::json churning = nlohmann::json::array();
@@ -50,7 +57,9 @@ nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
             {"leakwrap_private_growth_bytes", growth->leakwrap_private},
             {"tracked_live_growth_bytes", growth->tracked_live},
             {"untracked", growth->untracked},
-            {"churning_classes", std::move(churning)}};
+            {"churning_classes", std::move(churning)},
+            {"parts_growth_bytes", part_growth_json(*growth)},
+            {"findings", growth->last_findings}};
 }
 
 }  // namespace
@@ -82,6 +91,22 @@ std::string series_summary(const std::vector<Sample>& series, const SuspectRanki
     return summary + "the process made " + count_text(ranking.process_allocs) + " allocations";
 }
 
+// Which parts of RSS explained grew, largest growth first, with what they say at the end.
+std::string part_growth_note(const MemoryGrowth& growth) {
+    if (growth.part_growth.empty()) return "";
+    std::vector<std::pair<std::string, double>> parts = growth.part_growth;
+    std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string note = " By part of RSS:";
+    const char* separator = " ";
+    for (const auto& [name, bytes] : parts) {
+        note += separator + name + " " + signed_human_bytes(bytes);
+        separator = ", ";
+    }
+    note += ".";
+    for (const std::string& finding : growth.last_findings) note += " At the last sample, " + finding;
+    return note;
+}
+
 std::string memory_note(const std::vector<Sample>& series) {
     const std::optional<MemoryGrowth> growth = memory_growth(series);
     if (!growth) return "";
@@ -93,6 +118,7 @@ std::string memory_note(const std::vector<Sample>& series) {
         note += "PSS " + signed_human_bytes(*growth->pss) +
                 " (the processes' RSS count a page they share in each; their PSS adds up), ";
     note += "tracked live bytes " + signed_human_bytes(growth->tracked_live) + ".";
+    note += part_growth_note(*growth);
     if (!growth->untracked) return note;
     note += std::string(" ") + (growth->by_pss ? "PSS" : "RSS") +
             " grew while the tracked live bytes did not: that growth is not a leak at any "

@@ -6,11 +6,15 @@
 // whose heaps it cannot tell apart, and still counts every live block.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "ground_truth.h"
 #include "harness.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -114,6 +118,44 @@ TEST(MemoryParts, WithJemallocBelowTheReportSaysWhoseHeapsItCannotTellApart) {
         EXPECT_EQ(sites_calling(run.report, "churn_small_blocks", 1).counters.live_bytes, run.kept_bytes);
         EXPECT_GE(part(run, "heap_live"), static_cast<unsigned long long>(run.kept_bytes));
     }
+}
+
+// A watch series over the churn: suspects says the growth is malloc's free memory, not a site's.
+TEST(MemoryParts, SuspectsSayWhichPartOfRssGrew) {
+    const ecosystem::TemporaryDirectory directory;
+    const std::filesystem::path go = directory.path() / "go", series = directory.path() / "series.jsonl";
+    Target program({paths::program("fragmented_arenas"), "free", go.string()}, Environment::profiled());
+    program.wait_ready("WAITING");
+    Target watch({paths::report_tool, "watch", std::to_string(program.pid()), "--interval", "200ms", "--out",
+                  series.string()},
+                 Environment::bare());
+    watch.wait_ready("sample 2:");
+    std::ofstream(go).put('\n');
+    program.wait_ready("READY", 90s);
+    watch.wait_ready("sample", 30s);
+    watch.wait_ready("sample", 30s);
+    kill(watch.pid(), SIGTERM);
+    EXPECT_EQ(watch.release_and_wait(), 0);
+    EXPECT_EQ(program.release_and_wait(), 0);
+
+    const Completed suspects = run_report({"suspects", series.string(), "--format", "json"});
+    ASSERT_EQ(suspects.exit_code, 0) << suspects.err;
+    const nlohmann::json memory = nlohmann::json::parse(suspects.out).at("memory");
+    EXPECT_TRUE(memory.at("untracked").get<bool>()) << memory.dump(2);
+    const nlohmann::json& parts = memory.at("parts_growth_bytes");
+    const double rss_growth = memory.at("rss_growth_bytes").get<double>();
+    EXPECT_GE(parts.at("heap_free").get<double>(), 0.8 * rss_growth) << memory.dump(2);
+    for (const auto& [name, growth] : parts.items())
+        if (name != "heap_free") {
+            EXPECT_LT(growth.get<double>(), parts.at("heap_free").get<double>()) << name;
+        }
+    bool arena_finding = false;
+    for (const auto& finding : memory.at("findings"))
+        arena_finding = arena_finding || finding.get<std::string>().find("MALLOC_ARENA_MAX=2") != std::string::npos;
+    EXPECT_TRUE(arena_finding) << memory.dump(2);
+
+    const Completed text = run_report({"suspects", series.string()});
+    EXPECT_NE(text.out.find("By part of RSS: heap_free +"), std::string::npos) << text.out;
 }
 
 }  // namespace

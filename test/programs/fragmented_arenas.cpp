@@ -6,9 +6,13 @@
 // threads reuse the two arenas' free memory instead. With `leak`, the threads free nothing: the
 // same memory is then held by live blocks at churn_small_blocks.
 //
-//   fragmented_arenas [leak]
+//   fragmented_arenas [free|leak] [GO_FILE]
 //
-// Prints "KEPT <blocks> <bytes>" (the blocks alive at churn_small_blocks), then READY.
+// With GO_FILE, it says WAITING and churns only once that file exists (so that a watch can take
+// a sample first). Prints "KEPT <blocks> <bytes>" (the blocks alive at churn_small_blocks), then
+// READY.
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -53,10 +57,15 @@ void churn(int thread, bool leak, std::atomic<int>& done) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool leak = argc == 2 && std::strcmp(argv[1], "leak") == 0;
-    if (argc > 2 || (argc == 2 && !leak)) {
-        std::fprintf(stderr, "usage: %s [leak]\n", argv[0]);
+    const bool leak = argc >= 2 && std::strcmp(argv[1], "leak") == 0;
+    if (argc > 3 || (argc >= 2 && !leak && std::strcmp(argv[1], "free") != 0)) {
+        std::fprintf(stderr, "usage: %s [free|leak] [GO_FILE]\n", argv[0]);
         return 2;
+    }
+    if (argc == 3) {
+        std::puts("WAITING");
+        std::fflush(stdout);
+        while (access(argv[2], F_OK) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     for (auto& kept : g_kept) kept.reserve(kBlocksPerThread);
     std::atomic<int> done{0};
