@@ -288,9 +288,15 @@ void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcep
 }
 
 // memalign's rules: small alignments are plain malloc, others are rounded up to a power of two.
+// As glibc 2.36's: above SIZE_MAX / 2 + 1 an alignment cannot be rounded up (EINVAL); up to it,
+// one beyond kMaxAlignment leaves no room for any block (ENOMEM).
 void* allocate_aligned(std::size_t alignment, std::size_t size, const CallerContext& caller) noexcept {
-    if (alignment > kMaxAlignment) {
+    if (alignment > SIZE_MAX / 2 + 1) {
         errno = EINVAL;
+        return nullptr;
+    }
+    if (alignment > kMaxAlignment) {
+        errno = ENOMEM;
         return nullptr;
     }
     if (!is_power_of_two(alignment)) alignment = round_up_to_power_of_two(alignment);

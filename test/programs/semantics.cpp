@@ -74,6 +74,20 @@ void impossible_requests_fail_with_enomem() {
     errno = 0;
     expect(std::realloc(block, g_size_max) == nullptr && errno == ENOMEM, "realloc(p, SIZE_MAX) gives NULL+ENOMEM");
     std::free(block);  // a failed realloc leaves the block untouched
+    // glibc 2.36: an alignment above SIZE_MAX / 2 + 1 is EINVAL; one up to it, rounded up to a
+    // power of two, is a request no memory can meet, ENOMEM.
+    const std::size_t top_power = g_size_max / 2 + 1;
+    for (const std::size_t alignment : {top_power, top_power - 1, top_power / 2 + 1}) {
+        for (void* (*aligned)(std::size_t, std::size_t) : {&memalign, &std::aligned_alloc}) {
+            errno = 0;
+            expect(aligned(alignment, 64) == nullptr && errno == ENOMEM,
+                   "an alignment no memory can meet gives NULL+ENOMEM");
+        }
+    }
+    for (const std::size_t alignment : {top_power + 1, g_size_max}) {
+        errno = 0;
+        expect(memalign(alignment, 64) == nullptr && errno == EINVAL, "an alignment above SIZE_MAX/2+1 gives EINVAL");
+    }
 }
 
 void alignment_requests() {
