@@ -1,4 +1,5 @@
 #include "focus_options.h"
+#include "quiet_validator.h"
 
 namespace leakwrap {
 
@@ -12,13 +13,13 @@ void add_focus_options(CLI::App& app, FocusCommandLine& line, const std::string&
                    "(default: none)")
         ->type_name("REGEX")
         ->allow_extra_args(false)
-        ->check(regex);
+        ->check(quiet(regex));
     app.add_option("--ignore", line.ignore,
                    "Leave out the sites with a frame that this regular expression matches, as "
                    "--focus does; repeatable (default: none)")
         ->type_name("REGEX")
         ->allow_extra_args(false)
-        ->check(regex);
+        ->check(quiet(regex));
 }
 
 }  // namespace leakwrap

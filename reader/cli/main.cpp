@@ -1,6 +1,7 @@
 // leakwrap-report: shows where the still-live heap memory of a process started with
 // LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
 #include "focus_options.h"
+#include "quiet_validator.h"
 #include "grouping_option.h"
 #include "libc_lines_option.h"
 #include "option_typos.h"
@@ -170,10 +171,11 @@ int main(int argc, char** argv) {
         app.add_option("pid", command.pid, "Process to report on; reads /dev/shm/leakwrap.<pid>");
     auto* segment = app.add_option("--segment", command.segment,
                                    "Read this segment file instead of a pid's "
-                                   "(post-mortem copies, tests)");
+                                   "(post-mortem copies, tests)")
+                       ->type_name("FILE");
     int64_t top = 20;
     app.add_option("--top", top, "Show the N rows ranked first; 0 shows all (default: 20)")
-        ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
+        ->check(quiet(CLI::Range(int64_t{0}, int64_t{INT_MAX})));
     app.add_option("--sort", sort,
                    "Rank rows by live (live bytes), allocs (allocation count) or bytes "
                    "(total bytes allocated) (default: live)")
@@ -207,7 +209,7 @@ int main(int argc, char** argv) {
                        "frames, every size class, and with --children each process's share; the "
                        "id is the one reports, watch, suspects and top print (default: none)")
             ->type_name("ID")
-            ->check(CLI::Range(int64_t{0}, int64_t{UINT32_MAX}))
+            ->check(quiet(CLI::Range(int64_t{0}, int64_t{UINT32_MAX})))
             ->excludes("--focus")
             ->excludes("--ignore");
     app.add_flag("--hide-runtime", command.report.hide_runtime,

@@ -1,4 +1,5 @@
 #include "plot_html.h"
+#include "quiet_validator.h"
 #include "plot_svg.h"
 #include "subcommands.h"
 #include "suspects.h"
@@ -36,15 +37,16 @@ Subcommand add_plot_subcommand(CLI::App& app) {
         "first to the last sample) and, below, of the size classes that changed");
     plot->add_option("series", line->series, "Series file written by watch --out")
         ->required()
-        ->check(CLI::ExistingFile);
-    plot->add_option("-o,--out", line->svg, "SVG file to write")->required();
+        ->check(quiet(CLI::ExistingFile));
+    plot->add_option("-o,--out", line->svg, "SVG file to write")->type_name("FILE")->required();
     plot->add_option("--top", line->top,
                      "Chart the N sites that grew most, and at most N size classes (default: " +
                          std::to_string(kDefaultPlotTop) + ")")
-        ->check(CLI::Range(int64_t{1}, int64_t{10}));
+        ->check(quiet(CLI::Range(int64_t{1}, int64_t{10})));
     plot->add_option("--html", line->html,
                      "Also write one self-contained HTML page with the chart and the suspects "
-                     "table (needs at least 3 samples) (default: none)");
+                     "table (needs at least 3 samples) (default: none)")
+        ->type_name("FILE");
 
     return {plot, [line] {
                 const std::vector<Sample> series = read_series(line->series);

@@ -1,4 +1,5 @@
 #include "libc_lines_option.h"
+#include "quiet_validator.h"
 #include "profile_server.h"
 #include "subcommands.h"
 
@@ -13,6 +14,7 @@ namespace {
 struct ServeCommandLine {
     std::string listen = kDefaultListenAddress;
     int64_t top = 20;
+    bool allow_remote = false;
     SymbolizerOptions symbolizer;
 };
 
@@ -38,16 +40,27 @@ Subcommand add_serve_subcommand(CLI::App& app) {
         "tool pprof, Parca, Pyroscope; children=1 merges the live descendants), GET /processes (JSON list of the segments)");
     serve->add_option("--listen", line->listen,
                       "Address and port to listen on, ADDR:PORT with a numeric address; port 0 "
-                      "lets the kernel pick one. Anything but loopback serves the heap profiles "
-                      "to the network (default: " +
+                      "lets the kernel pick one. An address that is not loopback needs "
+                      "--allow-remote (default: " +
                           std::string(kDefaultListenAddress) + ")")
         ->type_name("ADDR:PORT")
-        ->check(CLI::Validator(listen_address_error, "ADDR:PORT"));
+        ->check(quiet(CLI::Validator(listen_address_error, "ADDR:PORT")));
     serve->add_option("--top", line->top,
                       "Site rows per process in /metrics, ranked by live bytes; 0 gives all "
                       "(default: 20)")
-        ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
+        ->check(quiet(CLI::Range(int64_t{0}, int64_t{INT_MAX})));
+    serve->add_flag("--allow-remote", line->allow_remote,
+                    "Listen on an address that is not loopback: whoever reaches it can read the heap "
+                    "profiles, executables and command lines of every process whose segment you may "
+                    "read (default: off)");
     add_libc_lines_flag(*serve, line->symbolizer);
+    serve->parse_complete_callback([line] {
+        if (!parse_listen_address(line->listen).loopback && !line->allow_remote)
+            throw CLI::ValidationError("--listen", line->listen +
+                                                       " is not a loopback address: give --allow-remote to "
+                                                       "serve heap profiles, executables and command lines "
+                                                       "to whoever reaches it");
+    });
 
     return {serve, [line] {
                 ServeOptions options;

@@ -1,4 +1,5 @@
 #include "focus_options.h"
+#include "quiet_validator.h"
 #include "site_focus.h"
 #include "snapshot_diff.h"
 #include "snapshot_diff_output.h"
@@ -35,13 +36,13 @@ Subcommand add_diff_subcommand(CLI::App& app) {
     diff->add_option("snapshots", line->files, "Two or three snapshot files: A B [C]")
         ->required()
         ->expected(2, 3)
-        ->check(CLI::ExistingFile);
+        ->check(quiet(CLI::ExistingFile));
     diff->add_option("--top", line->top, "Show the N rows first in each table; 0 shows all (default: 20)")
-        ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
+        ->check(quiet(CLI::Range(int64_t{0}, int64_t{INT_MAX})));
     diff->add_option("--kept", line->kept_percent,
                      "With three snapshots: the share of the A-to-B growth, in percent, that C "
                      "must still hold (default: 100)")
-        ->check(CLI::Range(0.0, 100.0));
+        ->check(quiet(CLI::Range(0.0, 100.0)));
     diff->add_option("--format", line->format, "Output as text or json (default: text)")
         ->check(CLI::IsMember({"text", "json"}));
     add_focus_options(*diff, line->focus, "the site's label and its stack as the series keeps it: the functions, source files and Ruby file:line of its frames (a module only for a frame without a function); size classes and totals stay whole");

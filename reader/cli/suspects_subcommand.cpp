@@ -1,4 +1,5 @@
 #include "focus_options.h"
+#include "quiet_validator.h"
 #include "gate.h"
 #include "site_focus.h"
 #include "subcommands.h"
@@ -45,9 +46,9 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
         "Leaks first. Needs at least 3 samples");
     suspects->add_option("series", line->series, "Series file written by watch --out")
         ->required()
-        ->check(CLI::ExistingFile);
+        ->check(quiet(CLI::ExistingFile));
     suspects->add_option("--top", line->top, "Show the N sites ranked first; 0 shows all (default: 20)")
-        ->check(CLI::Range(int64_t{0}, int64_t{INT_MAX}));
+        ->check(quiet(CLI::Range(int64_t{0}, int64_t{INT_MAX})));
     suspects->add_option("--format", line->format, "Output as text or json (default: text)")
         ->check(CLI::IsMember({"text", "json"}));
     add_focus_options(*suspects, line->focus,
@@ -67,7 +68,8 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
     suspects->add_option("--max-growth", line->max_growth,
                          "With --fail-on growth, the growth allowed: a whole number and B, KiB, "
                          "MiB or GiB (default: 1MiB)")
-        ->check(CLI::Validator(byte_size_error, "SIZE"));
+        ->type_name("SIZE")
+        ->check(quiet(CLI::Validator(byte_size_error, "SIZE")));
 
     return {suspects, [line] {
                 std::vector<Sample> series = read_series(line->series);

@@ -1,6 +1,7 @@
 // `leakwrap-report top PID`: a live view of a process's sites in the terminal, refreshed in place
 // (live_view.h draws it, terminal_screen.h holds the terminal).
 #include "duration_option.h"
+#include "quiet_validator.h"
 #include "focus_options.h"
 #include "grouping_option.h"
 #include "libc_lines_option.h"
@@ -143,10 +144,11 @@ Subcommand add_top_subcommand(CLI::App& app, TreeReader read_process) {
         "record)");
     top->add_option("pid", line->pid, "Process to show; it must be alive")
         ->required()
-        ->check(CLI::Range(int64_t{1}, int64_t{INT_MAX}));
+        ->check(quiet(CLI::Range(int64_t{1}, int64_t{INT_MAX})));
     top->add_option("--interval", line->interval,
                     "Time between samples: 500ms, 5s, 2m, 1h (default: 2s)")
-        ->check(CLI::Validator(duration_error, "DURATION"));
+        ->type_name("DURATION")
+        ->check(quiet(CLI::Validator(duration_error, "DURATION")));
     top->add_option("--sort", line->sort,
                     "Rank sites by live (live bytes) or growth (live bytes gained since the view "
                     "started) first; the keys l and g switch (default: live)")

@@ -1,4 +1,5 @@
 #include "duration_option.h"
+#include "quiet_validator.h"
 #include "focus_options.h"
 #include "libc_lines_option.h"
 #include "report_openmetrics_file.h"
@@ -39,16 +40,19 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
         "status 0)");
     watch->add_option("pid", line->pid, "Process to watch")
         ->required()
-        ->check(CLI::Range(int64_t{1}, int64_t{INT_MAX}));
+        ->check(quiet(CLI::Range(int64_t{1}, int64_t{INT_MAX})));
     watch->add_option("--interval", line->interval,
                       "Time between samples: 500ms, 5s, 2m, 1h (default: 5s)")
-        ->check(CLI::Validator(duration_error, "DURATION"));
+        ->type_name("DURATION")
+        ->check(quiet(CLI::Validator(duration_error, "DURATION")));
     auto* count = watch->add_option("--count", line->count, "Stop after N samples (default: none)")
-                      ->check(CLI::PositiveNumber);
+                      ->check(quiet(CLI::PositiveNumber));
     watch->add_option("--duration", line->duration,
                       "Stop once this much time has passed, e.g. 1h (default: none)")
-        ->check(CLI::Validator(duration_error, "DURATION"));
+        ->type_name("DURATION")
+        ->check(quiet(CLI::Validator(duration_error, "DURATION")));
     watch->add_option("--out", line->out, "Series file to write, one JSON line per sample")
+        ->type_name("FILE")
         ->required();
     watch->add_option("--min-bytes", line->min_bytes,
                       "Leave out of each line the sites holding fewer live bytes (default: " +
@@ -58,7 +62,7 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
                       "DIR/leakwrap_<pid>.prom, replaced atomically, for node_exporter's textfile "
                       "collector (default: none)")
         ->type_name("DIR")
-        ->check(CLI::ExistingDirectory);
+        ->check(quiet(CLI::ExistingDirectory));
     add_focus_options(*watch, line->focus,
                       "a native frame's function, source file or module path, or a Ruby frame's "
                       "file:line; the series keeps only the sites kept, the totals stay whole");

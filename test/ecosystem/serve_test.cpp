@@ -386,14 +386,22 @@ TEST_F(Serve, StopsOnSigtermWhileAClientStalls) {
     EXPECT_EQ(stalled.receive_all(), "");
 }
 
-TEST_F(Serve, RefusesAnAddressInUseOrNotAnAddressAndWarnsBeyondLoopback) {
+TEST_F(Serve, RefusesAnAddressInUseOrNotAnAddressAndBeyondLoopbackWithoutAllowRemote) {
     const e2e::Completed in_use = e2e::run_report({"serve", "--listen", "127.0.0.1:" + std::to_string(port)});
     EXPECT_EQ(in_use.exit_code, 1);
     EXPECT_NE(in_use.err.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos)
         << in_use.err;
-    // Not loopback, and not an address of this host either (TEST-NET-1): the warning comes
-    // before the failure to listen, and no test ever listens beyond loopback.
-    const e2e::Completed remote = e2e::run_report({"serve", "--listen", "192.0.2.1:9464"});
+    // Not loopback, and not an address of this host either (TEST-NET-1): refused in one line
+    // without --allow-remote; with it, the warning comes before the failure to listen, and no
+    // test ever listens beyond loopback.
+    for (const char* listen : {"192.0.2.1:9464", "0.0.0.0:0", "[::]:0"}) {
+        const e2e::Completed refused = e2e::run_report({"serve", "--listen", listen});
+        EXPECT_EQ(refused.exit_code, 2) << listen;
+        EXPECT_NE(refused.err.find("is not a loopback address: give --allow-remote"), std::string::npos)
+            << refused.err;
+        EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    }
+    const e2e::Completed remote = e2e::run_report({"serve", "--listen", "192.0.2.1:9464", "--allow-remote"});
     EXPECT_EQ(remote.exit_code, 1);
     EXPECT_TRUE(remote.err.starts_with("leakwrap-report: warning: listening on 192.0.2.1:9464, not a "
                                        "loopback address"))
