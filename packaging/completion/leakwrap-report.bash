@@ -34,8 +34,8 @@ _leakwrap_report() {
         mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
         return 0
     fi
-    # A positional the help types as FILE ("series TEXT:FILE"), else a pid or a subcommand.
-    if sed -n '/^Positionals:/,/^$/p' <<<"$help" | grep -q ':FILE'; then
+    # A positional the help types as FILE ("series FILE"), else a pid or a subcommand.
+    if sed -n '/^Positionals:/,/^$/p' <<<"$help" | grep -qE ' FILE( |$)'; then
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         return 0
     fi

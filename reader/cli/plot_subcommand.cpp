@@ -37,6 +37,7 @@ Subcommand add_plot_subcommand(CLI::App& app) {
         "first to the last sample) and, below, of the size classes that changed");
     plot->add_option("series", line->series, "Series file written by watch --out")
         ->required()
+        ->type_name("FILE")
         ->check(quiet(CLI::ExistingFile));
     plot->add_option("-o,--out", line->svg, "SVG file to write")->type_name("FILE")->required();
     plot->add_option("--top", line->top,

@@ -36,6 +36,7 @@ Subcommand add_diff_subcommand(CLI::App& app) {
     diff->add_option("snapshots", line->files, "Two or three snapshot files: A B [C]")
         ->required()
         ->expected(2, 3)
+        ->type_name("FILE")
         ->check(quiet(CLI::ExistingFile));
     diff->add_option("--top", line->top, "Show the N rows first in each table; 0 shows all (default: 20)")
         ->check(quiet(CLI::Range(int64_t{0}, int64_t{INT_MAX})));

@@ -46,6 +46,7 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
         "Leaks first. Needs at least 3 samples");
     suspects->add_option("series", line->series, "Series file written by watch --out")
         ->required()
+        ->type_name("FILE")
         ->check(quiet(CLI::ExistingFile));
     suspects->add_option("--top", line->top, "Show the N sites ranked first; 0 shows all (default: 20)")
         ->check(quiet(CLI::Range(int64_t{0}, int64_t{INT_MAX})));
