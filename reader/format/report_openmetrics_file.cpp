@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -74,6 +75,13 @@ void OpenMetricsFile::write(const Snapshot& snapshot) {
     if (::rename(temporary.c_str(), target.c_str()) != 0) {
         error = errno;
         ::unlink(temporary.c_str());
+        if (error == EISDIR || error == ENOTEMPTY || error == EEXIST) {
+            if (!warned_of_directory_)
+                std::cerr << "leakwrap-report: warning: " << target.string()
+                          << " is a directory; the samples are not written there while it is\n";
+            warned_of_directory_ = true;
+            return;
+        }
         throw std::runtime_error("cannot rename " + temporary + " to " + target.string() + ": " +
                                  std::strerror(error));
     }

@@ -21,7 +21,8 @@ public:
 
     // Replaces the file atomically (a new temporary file in DIR, then rename), so that a
     // collector reads the previous sample or this one, never half of one. Throws when DIR is not
-    // writable.
+    // writable. A directory that holds the file's name (another user may plant one in a shared
+    // DIR) keeps that sample's file from being written, with one warning on stderr for the run.
     void write(const Snapshot& snapshot);
 
 private:
@@ -29,6 +30,7 @@ private:
     ReportOptions options_;
     mode_t mode_;  // of each new file
     ProcessSymbolizer symbolizer_;
+    bool warned_of_directory_ = false;
 };
 
 }  // namespace leakwrap

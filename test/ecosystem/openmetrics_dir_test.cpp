@@ -104,5 +104,32 @@ TEST(OpenMetrics, WatchNeverWritesThroughALinkPlantedInTheDirectory) {
                             [](const MetricSample& sample) { return sample.name == "leakwrap_live_bytes"; }));
 }
 
+// Another user's directory under the file's name, empty or not, costs the samples' files one
+// warning, never the watch: its series is written whole.
+TEST(OpenMetrics, WatchGoesOnPastADirectoryPlantedUnderTheFilesName) {
+    for (const bool empty : {true, false}) {
+        TemporaryDirectory directory, elsewhere;
+        e2e::Target target({e2e::paths::program("alloc_kinds")}, e2e::Environment::profiled());
+        target.wait_ready();
+        const std::string pid = std::to_string(target.pid());
+        const auto planted = directory.path() / ("leakwrap_" + pid + ".prom");
+        std::filesystem::create_directory(planted);
+        if (!empty) std::ofstream(planted / "inside") << "x";
+        const auto series = elsewhere.path() / "series.jsonl";
+        const e2e::Completed watch =
+            e2e::run_report({"watch", "--interval", "100ms", "--count", "3", "--out", series.string(),
+                             "--openmetrics-dir", directory.path().string(), pid});
+        EXPECT_EQ(target.release_and_wait(), 0);
+        EXPECT_EQ(watch.exit_code, 0) << watch.err;
+        EXPECT_EQ(std::count(watch.err.begin(), watch.err.end(), '\n'), 1) << watch.err;
+        EXPECT_NE(watch.err.find("is a directory"), std::string::npos) << watch.err;
+        std::ifstream lines(series);
+        EXPECT_EQ(std::count(std::istreambuf_iterator<char>(lines), std::istreambuf_iterator<char>(), '\n'), 3);
+        EXPECT_TRUE(std::filesystem::is_directory(planted));
+        EXPECT_EQ(names_in(directory.path()), std::vector<std::string>{planted.filename().string()})
+            << "a temporary file left";
+    }
+}
+
 }  // namespace
 }  // namespace leakwrap::ecosystem
