@@ -15,7 +15,7 @@ packages=(
   librsvg2-bin                                         # rsvg-convert: the tests render plot's SVG
   python3 perl git                                     # workloads of the smoke tests
   libc6-dbg                                            # glibc's lines under --libc-lines (test/e2e/libc_frames_test.cpp)
-  sqlite3 util-linux                                   # compatibility and fault tests; script, setpriv
+  sqlite3 util-linux strace                            # compatibility and fault tests; script, setpriv, strace
   tmux                                                 # drives leakwrap-report top in a terminal
   clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)

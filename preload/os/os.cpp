@@ -132,21 +132,24 @@ void remove_if_same_file(int directory, const char* name, const FileIdentity& fi
         unlinkat(directory, name, 0);
 }
 
-bool for_each_directory_entry(const char* path, DirectoryVisitor visit, void* context) noexcept {
-    const int directory = open_at(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (directory < 0) return false;
+int open_directory(const char* path) noexcept {
+    return open_at(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+bool for_each_directory_entry(int directory, uint32_t most, DirectoryVisitor visit, void* context) noexcept {
     alignas(LinuxDirent64) char entries[8192];
+    uint32_t visited = 0;
     for (;;) {
         const long got = syscall(SYS_getdents64, directory, entries, sizeof entries);
-        if (got <= 0) break;
+        if (got <= 0) return true;
         for (long at = 0; at < got;) {
             const auto* entry = reinterpret_cast<const LinuxDirent64*>(entries + at);
             at += entry->d_reclen;
-            visit(context, directory, reinterpret_cast<const char*>(entry) + kDirentNameOffset, entry->d_type);
+            if (visited++ == most ||
+                !visit(context, directory, reinterpret_cast<const char*>(entry) + kDirentNameOffset, entry->d_type))
+                return false;
         }
     }
-    close_descriptor(directory);
-    return true;
 }
 
 int open_regular_file(const char* path, FileIdentity* file) noexcept {

@@ -90,11 +90,13 @@ bool read_head_of_own_file(int directory, const char* name, void* buffer, std::s
 // Unlinks `name` in `directory` if it is still the file `file` (not followed if a link).
 void remove_if_same_file(int directory, const char* name, const FileIdentity& file) noexcept;
 
-// Calls visit(context, directory, name, d_type) for each entry of the directory at `path`, with
-// the directory open (getdents64 into a stack buffer: readdir would allocate). False if it
-// cannot be opened.
-using DirectoryVisitor = void (*)(void* context, int directory, const char* name, unsigned char type);
-bool for_each_directory_entry(const char* path, DirectoryVisitor visit, void* context) noexcept;
+// Opens a directory to read its entries and act on them by name; -1 if it cannot.
+int open_directory(const char* path) noexcept;
+// Calls visit(context, directory, name, d_type) for the entries of `directory` (getdents64 into
+// a stack buffer: readdir would allocate) until it has visited `most` of them or visit returns
+// false. True if every entry was visited.
+using DirectoryVisitor = bool (*)(void* context, int directory, const char* name, unsigned char type);
+bool for_each_directory_entry(int directory, uint32_t most, DirectoryVisitor visit, void* context) noexcept;
 
 // --- Module files ----------------------------------------------------------------------------
 

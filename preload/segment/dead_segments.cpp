@@ -24,8 +24,8 @@ struct DeadSegment {
     os::FileIdentity file;
 };
 
-// The newest dead segments seen so far, the ones that stay.
-constinit DeadSegment g_kept[kMaxKeepDead]{};
+// The dead segments a pass has seen (it opens at most most_segments_opened() files).
+constinit DeadSegment g_seen[kMaxKeepDead + kSegmentsOpenedBeyondKept]{};
 
 // "leakwrap.<pid>" exactly, as the reader takes it: decimal, no sign, no leading zero. 0 if not.
 int pid_of_name(const char* name) {
@@ -66,27 +66,38 @@ bool older(const timespec& a, const timespec& b) {
     return a.tv_sec != b.tv_sec ? a.tv_sec < b.tv_sec : a.tv_nsec < b.tv_nsec;
 }
 
+// Removes the dead segments too old as it meets them; the count rule waits for the end of the
+// pass, since only a pass that saw every dead segment knows which are the newest.
 class Trimmer {
 public:
     explicit Trimmer(const Config& config) : config_(config) { clock_gettime(CLOCK_REALTIME, &now_); }
 
-    // An entry of /dev/shm, open as `directory`.
-    void consider(int directory, const char* name, unsigned char type) {
-        if (type != DT_REG && type != DT_UNKNOWN) return;
+    // An entry of /dev/shm, open as `directory`; false once the pass has opened all it may.
+    bool consider(int directory, const char* name, unsigned char type) {
+        if (type != DT_REG && type != DT_UNKNOWN) return true;
         const int pid = pid_of_name(name);
+        if (pid == 0) return true;
+        if (opened_ == most_segments_opened(config_)) return false;
+        ++opened_;
         DeadSegment segment{};
-        if (pid == 0 || !dead_segment_of_mine(directory, name, pid, &segment)) return;
-        if (too_old(segment) || config_.keep_dead == 0) return remove_segment(directory, segment);
-        if (kept_ < config_.keep_dead) {
-            g_kept[kept_++] = segment;
-            return;
+        if (!dead_segment_of_mine(directory, name, pid, &segment)) return true;
+        if (too_old(segment))
+            remove_segment(directory, segment);
+        else
+            g_seen[seen_++] = segment;
+        return true;
+    }
+
+    // After a pass that saw the whole directory, only the newest config.keep_dead stay.
+    void finish(int directory, bool whole) {
+        if (!whole) return;
+        while (seen_ > config_.keep_dead) {
+            uint32_t oldest = 0;
+            for (uint32_t i = 1; i < seen_; ++i)
+                if (older(g_seen[i].file.modified, g_seen[oldest].file.modified)) oldest = i;
+            remove_segment(directory, g_seen[oldest]);
+            g_seen[oldest] = g_seen[--seen_];
         }
-        uint32_t oldest = 0;
-        for (uint32_t i = 1; i < kept_; ++i)
-            if (older(g_kept[i].file.modified, g_kept[oldest].file.modified)) oldest = i;
-        if (!older(g_kept[oldest].file.modified, segment.file.modified)) return remove_segment(directory, segment);
-        remove_segment(directory, g_kept[oldest]);
-        g_kept[oldest] = segment;
     }
 
 private:
@@ -97,19 +108,24 @@ private:
 
     const Config& config_;
     timespec now_{};
-    uint32_t kept_ = 0;
+    uint32_t opened_ = 0;
+    uint32_t seen_ = 0;
 };
 
 }  // namespace
 
 void trim_dead_segments(const Config& config) {
+    const int directory = os::open_directory(layout::kShmDirectory);
+    if (directory < 0) return;
     Trimmer trimmer(config);
-    os::for_each_directory_entry(
-        layout::kShmDirectory,
-        [](void* trimmer_pointer, int directory, const char* name, unsigned char type) {
-            static_cast<Trimmer*>(trimmer_pointer)->consider(directory, name, type);
+    const bool whole = os::for_each_directory_entry(
+        directory, kMaxEntriesRead,
+        [](void* trimmer_pointer, int open_directory, const char* name, unsigned char type) {
+            return static_cast<Trimmer*>(trimmer_pointer)->consider(open_directory, name, type);
         },
         &trimmer);
+    trimmer.finish(directory, whole);
+    os::close_file(directory);
 }
 
 }  // namespace leakwrap

@@ -3,6 +3,8 @@
 // each profiled process bounds them when it starts.
 #pragma once
 
+#include <cstdint>
+
 #include "config.h"
 
 namespace leakwrap {
@@ -11,6 +13,14 @@ namespace leakwrap {
 // newest config.keep_dead and those unchanged for more than config.keep_dead_days days. Touches
 // only regular files of this user named leakwrap.<pid> whose header names that pid; never
 // follows a link, never waits on a file, never allocates.
+//
+// Bounded, whatever others plant there: it reads at most kMaxEntriesRead entries and opens at
+// most most_segments_opened() files named like segments. A pass cut short by either bound has
+// not seen every dead segment, so it cannot tell the newest: it removes only those too old.
+inline constexpr uint32_t kMaxEntriesRead = 4096;
+// Room for the segments LEAKWRAP_KEEP_DEAD keeps and a few more, so that a pass can apply it.
+inline constexpr uint32_t kSegmentsOpenedBeyondKept = 64;
+constexpr uint32_t most_segments_opened(const Config& config) { return config.keep_dead + kSegmentsOpenedBeyondKept; }
 void trim_dead_segments(const Config& config);
 
 }  // namespace leakwrap

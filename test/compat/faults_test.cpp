@@ -25,6 +25,7 @@
 #include <system_error>
 #include <thread>
 
+#include "dead_segments.h"
 #include "ground_truth.h"
 #include "harness.h"
 #include "process_identity.h"
@@ -298,6 +299,35 @@ TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramS
     // planted names stay too.
     expected.erase(killed[2]);
     EXPECT_EQ(words_of(directory / "keep3"), expected);
+}
+
+// 20,000 files planted under segment names bound what a profiled start does with /dev/shm: it
+// opens at most LEAKWRAP_KEEP_DEAD + kSegmentsOpenedBeyondKept of them (counted by strace, before the bound it opened every
+// one), and since it has not seen every dead segment it removes none of this user's for their
+// number. Once the flood is gone, a start trims them to the newest again.
+TEST(Faults, AFloodPlantedInDevShmBoundsTheStartAndLosesNoSegment) {
+    if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
+    const ScratchDirectory scratch;
+    const fs::path& directory = scratch.path();
+    const Completed shell = run_in_private_dev_shm(
+        "256m",
+        "i=1; while [ $i -le 5 ]; do "
+        "  start $i; kill -TERM $pid; wait $pid 2> /dev/null || true; exec 3>&- 4<&-; "
+        "  touch -m -d \"$((6 - i)) minutes ago\" /dev/shm/leakwrap.$pid; i=$((i + 1)); done; "
+        "seq 1000000 1019999 | sed 's|^|/dev/shm/leakwrap.|' | xargs touch; "
+        "LEAKWRAP_KEEP_DEAD=2 strace -f -qq -e trace=openat -o \"$d/opens\" env LD_PRELOAD=\"$P\" /bin/true; "
+        "ls /dev/shm | grep -c . > \"$d/flooded\"; "
+        "find /dev/shm -name 'leakwrap.10[0-9][0-9][0-9][0-9][0-9]' -delete; "
+        "LEAKWRAP_KEEP_DEAD=2 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm | grep -c . > \"$d/trimmed\"",
+        "alloc_kinds", directory);
+    ASSERT_EQ(shell.exit_code, 0) << shell.err;
+    std::ifstream opens(directory / "opens");
+    std::size_t opened = 0;
+    for (std::string line; std::getline(opens, line);) opened += line.find("\"leakwrap.") != std::string::npos;
+    EXPECT_GT(opened, 0u);
+    EXPECT_LE(opened, 2 + kSegmentsOpenedBeyondKept);
+    EXPECT_EQ(*words_of(directory / "flooded").begin(), std::to_string(20000 + 5));
+    EXPECT_EQ(*words_of(directory / "trimmed").begin(), "2");
 }
 
 // In a fresh pid namespace the program gets a small pid: every name up to kPlantedPids is taken
