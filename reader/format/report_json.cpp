@@ -170,6 +170,9 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
              {"free_bytes", totals.free_bytes},
              {"sites", snapshot.sites_in_use()},
              {"lost_sites", snapshot.lost_sites},
+             {"lost_sites_because", snapshot.lost_sites == 0        ? nullptr
+                                    : snapshot.tables_were_full() ? json("site_table_full")
+                                                                  : json("dev_shm_full")},
              {"memory", process_memory_json(snapshot.memory)},
          }},
         {"bins", bins_json(size_class_table(snapshot, rows))},

@@ -63,9 +63,10 @@ void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& fram
     out << '\n';
 }
 
-std::string row_title(const ReportRow& row, Grouping grouping) {
+std::string row_title(const ReportRow& row, Grouping grouping, bool tables_were_full) {
     if (row.overflow)
-        return "overflow site (allocations from stacks that found the site table full)";
+        return tables_were_full ? "overflow site (allocations from stacks that found the site table full)"
+                                : "overflow site (allocations from stacks that found no room in /dev/shm)";
     if (grouping == Grouping::ruby)
         return row.innermost_ruby() ? "ruby " + printable(ruby_location_text(*row.innermost_ruby()))
                                     : "(no Ruby frame)";
@@ -116,7 +117,7 @@ void write_site_in_full(std::ostream& out, const ReportRow& row, const Snapshot&
 void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
                const ReportInput& input) {
     const Counters& counters = row.counters;
-    out << '\n' << '#' << rank << ' ' << row_title(row, input.options.by);
+    out << '\n' << '#' << rank << ' ' << row_title(row, input.options.by, input.snapshot.tables_were_full());
     if (row.estimated) out << " (estimated)";
     out << ": " << bytes_with_human(counters.live_bytes()) << " live in " << counters.live_blocks()
         << " blocks; " << counters.allocs << " allocs, " << counters.frees << " frees, "
@@ -252,8 +253,13 @@ void write_processes(std::ostream& out, const Snapshot& snapshot) {
 void write_text_report(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
     const Counters& totals = snapshot.totals;
-    out << "pid " << snapshot.pid << " (" << state_label(input.owner) << ")  " << printable(snapshot.exe)
-        << "  command: " << printable(snapshot.command_line) << '\n';
+    // An empty string: its process could not read it (no /proc), or it found no room.
+    const std::string unknown = snapshot.lost_sites > 0 && !snapshot.tables_were_full()
+                                    ? "(not recorded: /dev/shm was full)"
+                                    : "(not recorded)";
+    out << "pid " << snapshot.pid << " (" << state_label(input.owner) << ")  "
+        << (snapshot.exe.empty() ? unknown : printable(snapshot.exe))
+        << "  command: " << (snapshot.command_line.empty() ? unknown : printable(snapshot.command_line)) << '\n';
     out << "live: " << bytes_with_human(totals.live_bytes()) << " in " << totals.live_blocks()
         << " blocks; " << totals.allocs << " allocs, " << totals.frees << " frees, "
         << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
@@ -263,10 +269,15 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
     if (snapshot.sampled())
         out << "sampled (LEAKWRAP_SAMPLE=" << snapshot.sample_interval
             << "): the totals are exact, the numbers per site are estimated\n";
-    if (snapshot.lost_sites > 0)
+    if (snapshot.lost_sites > 0 && snapshot.tables_were_full())
         out << "warning: the site table overflowed: " << snapshot.lost_sites
             << " allocations from stacks without a record were counted in the overflow site "
                "(raise LEAKWRAP_MAX_SITES to see them separately)\n";
+    else if (snapshot.lost_sites > 0)
+        out << "warning: /dev/shm was full: " << snapshot.lost_sites
+            << " allocations from stacks it had no room to record were counted in the overflow "
+               "site, and what else needed room (the executable's name and command line, new "
+               "modules) may be missing; free space in /dev/shm (LEAKWRAP_MAX_SITES does not help)\n";
 
     const RowSelection selection =
         selected_rows(snapshot, input.options, input.symbolizer);

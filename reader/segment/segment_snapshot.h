@@ -375,6 +375,13 @@ struct Snapshot {
     uint64_t stacks_used = 0;      // as recorded; may exceed stacks_capacity
     uint64_t lost_sites = 0;
     uint64_t reduced_stacks = 0;
+    // Why allocations went to the overflow sites, as the writer tells it: its tables were
+    // (nearly) full, where LEAKWRAP_MAX_SITES helps; else /dev/shm had no room to back them, where
+    // it does not. The writer cuts stacks short within the last 1/16 of its tables.
+    bool tables_were_full() const {
+        return sites_claimed >= site_capacity - site_capacity / 16 ||
+               stacks_used > stacks_capacity - stacks_capacity / 16;
+    }
     uint32_t process_state = 0;
     uint64_t sample_interval = 0;  // 0: exact mode
     // What the writer's own tables hold of its process's private memory, as it counts them

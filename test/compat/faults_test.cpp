@@ -224,7 +224,8 @@ TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
     const Completed shell = run_in_private_dev_shm(
         "1072k",
         "EXTRA_ENVIRONMENT=LEAKWRAP_KEEP=1 start 1; "
-        "\"$4\" \"$pid\" --format json --top 0 > \"$d/live.json\"; echo release >&3; wait \"$pid\"; "
+        "\"$4\" \"$pid\" --format json --top 0 > \"$d/live.json\"; \"$4\" \"$pid\" --top 1 > \"$d/live.txt\"; "
+        "echo release >&3; wait \"$pid\"; "
         "\"$4\" --segment \"/dev/shm/leakwrap.$pid\" --format json --top 0 > \"$d/exited.json\"",
         "many_sites", scratch.path(), {paths::report_tool});
     ASSERT_EQ(shell.exit_code, 0) << shell.err;
@@ -244,7 +245,17 @@ TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
                   kSites)
             << name;
         EXPECT_GE(report.at("totals").at("live_blocks").get<long long>(), kSites) << name;
+        // The loss is /dev/shm's, not the site table's, and the report says so.
+        EXPECT_EQ(report.at("totals").at("lost_sites_because"), "dev_shm_full") << name;
     }
+    std::ifstream text_file(scratch.path() / "live.txt");
+    const std::string text{std::istreambuf_iterator<char>(text_file), std::istreambuf_iterator<char>()};
+    EXPECT_NE(text.find("\nwarning: /dev/shm was full: "), std::string::npos) << text;
+    EXPECT_EQ(text.find("site table overflowed"), std::string::npos) << text;
+    EXPECT_EQ(text.find("LEAKWRAP_MAX_SITES to see"), std::string::npos) << text;
+    EXPECT_NE(text.find("overflow site (allocations from stacks that found no room in /dev/shm)"),
+              std::string::npos)
+        << text;
 }
 
 std::set<std::string> words_of(const fs::path& file) {

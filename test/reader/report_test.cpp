@@ -36,6 +36,7 @@ SegmentBuilder three_sites_builder() {
         {.allocs = 20, .frees = 0, .alloc_bytes = 1000, .frames = {0x2000}},
     };
     builder.lost_sites = 5;
+    builder.site_capacity = layout::kMinSiteCapacity + 2;  // every slot claimed: the table is full
     builder.command_line = "leaky \"quoted\", with comma";
     return builder;
 }
@@ -153,6 +154,22 @@ TEST(TextReport, ListsTheSizeClassesHoldingMostOfARowsLiveBlocks) {
                  "    live by size class: ≤96 B 6, ≤80 B 5, ≤64 B 4, ≤32 B 3 and 2 more\n");
 }
 
+// The same loss with room left in the tables was /dev/shm's: raising LEAKWRAP_MAX_SITES would
+// not help, and the text and JSON say so.
+TEST(TextReport, SaysDevShmWasFullWhenTheTablesHadRoomLeft) {
+    auto builder = three_sites_builder();
+    builder.site_capacity = layout::kMinSiteCapacity + 100;
+    builder.command_line = "";
+    const Snapshot snapshot = parse_segment(builder.build());
+    const std::string text = render(snapshot, {.top = 0});
+    EXPECT_PRED2(contains, text, "\nwarning: /dev/shm was full: 5 allocations from stacks it had no room");
+    EXPECT_PRED2(contains, text, "command: (not recorded: /dev/shm was full)\n");
+    EXPECT_PRED2(contains, text, "overflow site (allocations from stacks that found no room in /dev/shm)");
+    EXPECT_FALSE(contains(text, "raise LEAKWRAP_MAX_SITES")) << text;
+    EXPECT_EQ(render_json(snapshot, {})["totals"]["lost_sites_because"], "dev_shm_full");
+    EXPECT_EQ(render_json(three_sites(), {})["totals"]["lost_sites_because"], "site_table_full");
+}
+
 TEST(TextReport, ByRubyTitlesEachRowWithItsLocation) {
     const std::string text = render(three_sites(), {.top = 0, .by = Grouping::ruby});
     EXPECT_PRED2(contains, text, "\n#1 ruby app/cache.rb:17: 51200000 B");
@@ -201,7 +218,7 @@ TEST(JsonReport, HasTheDocumentedShape) {
     const auto& totals = report["totals"];
     EXPECT_EQ(keys_of(totals),
               (std::set<std::string>{"live_bytes", "live_blocks", "allocs", "frees", "alloc_bytes",
-                                     "free_bytes", "sites", "lost_sites", "memory"}));
+                                     "free_bytes", "sites", "lost_sites", "lost_sites_because", "memory"}));
     EXPECT_TRUE(totals["memory"].is_null()) << "a dead process has no RSS";
     EXPECT_EQ(totals["live_bytes"], 51202000);
     EXPECT_EQ(totals["live_blocks"], 1030);
