@@ -3,6 +3,7 @@
 #include "gzip_writer.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -192,28 +193,27 @@ void send_error(int connection, int status, const std::string& message,
     send_response(connection, std::move(response), false, carries);
 }
 
-// Reads up to the end of the request head; its length, or 0 if the client sent nothing at all
-// before it went away or stalled. Throws BadRequest when the head is too large, or when a client
-// stops in the middle of it.
-std::size_t read_request_head(int connection, std::string* buffer) {
-    char chunk[4096];
-    while (true) {
-        std::size_t length = buffer->find("\r\n\r\n");
-        if (length != std::string::npos) length += 4;
-        else if ((length = buffer->find("\n\n")) != std::string::npos) length += 2;
-        if (std::min(length, buffer->size()) > HttpServer::kMaxRequestHead)
-            throw BadRequest{431, "the request head is over " +
-                                      std::to_string(HttpServer::kMaxRequestHead) + " bytes"};
-        if (length != std::string::npos) return length;
-        const ssize_t got = recv(connection, chunk, sizeof(chunk), 0);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0 && buffer->empty()) return 0;
-        if (got == 0) throw BadRequest{400, "the request ended before its head did"};
-        if (got < 0)
-            throw BadRequest{408, "no more of the request came for " +
-                                      std::to_string(HttpServer::kSocketTimeoutSeconds) + " seconds"};
-        buffer->append(chunk, static_cast<std::size_t>(got));
-    }
+// The length of the request head in `buffer` once it is all there, else npos. Throws BadRequest
+// when the head is too large.
+std::size_t complete_head_length(const std::string& buffer) {
+    std::size_t length = buffer.find("\r\n\r\n");
+    if (length != std::string::npos) length += 4;
+    else if ((length = buffer.find("\n\n")) != std::string::npos) length += 2;
+    if (std::min(length, buffer.size()) > HttpServer::kMaxRequestHead)
+        throw BadRequest{431, "the request head is over " + std::to_string(HttpServer::kMaxRequestHead) + " bytes"};
+    return length;
+}
+
+// A connection sending its request head, and by when it must have sent it whole.
+struct PendingHead {
+    int connection;
+    std::string buffer;
+    std::chrono::steady_clock::time_point deadline;
+};
+
+void set_blocking(int connection, bool blocking) {
+    const int flags = fcntl(connection, F_GETFL);
+    if (flags >= 0) fcntl(connection, F_SETFL, blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
 }
 
 }  // namespace
@@ -306,45 +306,118 @@ void HttpServer::stop() {
 void HttpServer::run() {
     std::vector<std::thread> workers;
     for (std::size_t i = 0; i < kWorkers; ++i) workers.emplace_back([this] { work(); });
-    accept_connections();
+    take_in_requests();
     {
         const std::scoped_lock lock(waiting_mutex_);
         stopping_.store(true);
     }
     connection_waiting_.notify_all();
     for (std::thread& worker : workers) worker.join();
-    for (const int connection : waiting_) close(connection);
+    for (const ReceivedHead& received : waiting_) close(received.connection);
     waiting_.clear();
 }
 
-void HttpServer::accept_connections() {
-    while (!stopping_.load()) {
-        pollfd watched[2] = {{listening_, POLLIN, 0}, {stop_event_, POLLIN, 0}};
-        if (poll(watched, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            return;
-        }
-        if (watched[1].revents != 0) return;
-        const int connection = accept4(listening_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (connection < 0) {
-            // Out of descriptors: wait for a worker to close one instead of spinning.
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            continue;
-        }
-        const timeval timeout{kSocketTimeoutSeconds, 0};
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-        std::unique_lock lock(waiting_mutex_);
-        if (waiting_.size() >= kMaxWaiting) {
-            lock.unlock();
-            send_error(connection, 503, "too many requests waiting; try again");
-            close(connection);
-            continue;
-        }
-        waiting_.push_back(connection);
+void HttpServer::hand_to_workers(ReceivedHead received) {
+    set_blocking(received.connection, true);
+    const timeval timeout{kSendTimeoutSeconds, 0};
+    setsockopt(received.connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    std::unique_lock lock(waiting_mutex_);
+    if (waiting_.size() >= kMaxWaiting) {
         lock.unlock();
-        connection_waiting_.notify_one();
+        send_error(received.connection, 503, "too many requests waiting; try again");
+        close(received.connection);
+        return;
+    }
+    waiting_.push_back(std::move(received));
+    lock.unlock();
+    connection_waiting_.notify_one();
+}
+
+// One thread, one poll over the listening socket and every connection still sending its head:
+// a client that sends slowly, or nothing, costs a descriptor and a buffer, never a worker.
+void HttpServer::take_in_requests() {
+    using Clock = std::chrono::steady_clock;
+    std::vector<PendingHead> pending;
+    // A refusal whose client may still be sending goes to a worker, which reads what follows
+    // before closing (end_answer); a client out of time has sent nothing unread, so it is
+    // answered here, at once, and costs no worker a drain.
+    const auto refuse = [this](PendingHead& head, int status, std::string why) {
+        hand_to_workers({head.connection, {}, status, std::move(why)});
+    };
+    const auto out_of_time = [](PendingHead& head, const std::string& why) {
+        send_error(head.connection, 408, why);
+        shutdown(head.connection, SHUT_WR);
+        close(head.connection);
+    };
+    std::vector<pollfd> watched;
+    set_blocking(listening_, false);  // accepts until none is left
+    while (!stopping_.load()) {
+        watched.assign({{listening_, POLLIN, 0}, {stop_event_, POLLIN, 0}});
+        auto next_deadline = Clock::time_point::max();
+        for (const PendingHead& head : pending) {
+            watched.push_back({head.connection, POLLIN, 0});
+            next_deadline = std::min(next_deadline, head.deadline);
+        }
+        const int timeout_ms =
+            pending.empty() ? -1
+                            : static_cast<int>(std::max<int64_t>(
+                                  0, std::chrono::ceil<std::chrono::milliseconds>(next_deadline - Clock::now()).count()));
+        if (poll(watched.data(), watched.size(), timeout_ms) < 0 && errno != EINTR) break;
+        if (watched[1].revents != 0) break;
+        const Clock::time_point now = Clock::now();
+        std::vector<PendingHead> still;
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            PendingHead& head = pending[i];
+            if (now >= head.deadline) {
+                out_of_time(head, "the request head did not come whole within " +
+                                      std::to_string(kRequestHeadSeconds) + " seconds");
+                continue;
+            }
+            if (watched[i + 2].revents == 0) {
+                still.push_back(std::move(head));
+                continue;
+            }
+            char chunk[4096];
+            const ssize_t got = recv(head.connection, chunk, sizeof(chunk), 0);
+            if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+                still.push_back(std::move(head));
+                continue;
+            }
+            if (got <= 0) {
+                if (head.buffer.empty()) close(head.connection);  // went away without a word
+                else refuse(head, 400, "the request ended before its head did");
+                continue;
+            }
+            head.buffer.append(chunk, static_cast<std::size_t>(got));
+            try {
+                const std::size_t length = complete_head_length(head.buffer);
+                if (length == std::string::npos) {
+                    still.push_back(std::move(head));
+                    continue;
+                }
+                head.buffer.resize(length);
+                hand_to_workers({head.connection, std::move(head.buffer), 0, {}});
+            } catch (const BadRequest& bad) {
+                refuse(head, bad.status, bad.message);
+            }
+        }
+        pending = std::move(still);
+        if (watched[0].revents == 0) continue;
+        for (int connection; (connection = accept4(listening_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+            if (pending.size() >= kMaxPending) {
+                // The oldest has had the longest to send its head: it makes room.
+                out_of_time(pending.front(), "the server had more clients sending requests than it holds");
+                pending.erase(pending.begin());
+            }
+            pending.push_back({connection, {}, Clock::now() + std::chrono::seconds(kRequestHeadSeconds)});
+        }
+        // Out of descriptors: wait for a worker to close one instead of spinning.
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (const PendingHead& head : pending) {
+        shutdown(head.connection, SHUT_RDWR);
+        close(head.connection);
     }
 }
 
@@ -376,26 +449,25 @@ void HttpServer::work() {
         std::unique_lock lock(waiting_mutex_);
         connection_waiting_.wait(lock, [this] { return stopping_.load() || !waiting_.empty(); });
         if (stopping_.load()) return;
-        const int connection = waiting_.front();
+        const ReceivedHead received = std::move(waiting_.front());
         waiting_.pop_front();
-        answering_.push_back(connection);
+        answering_.push_back(received.connection);
         lock.unlock();
-        answer(connection);
-        end_answer(connection);
+        answer(received);
+        end_answer(received.connection);
         lock.lock();
-        std::erase(answering_, connection);
+        std::erase(answering_, received.connection);
         lock.unlock();
-        close(connection);
+        close(received.connection);
     }
 }
 
-void HttpServer::answer(int connection) {
-    std::string buffer;
+void HttpServer::answer(const ReceivedHead& received) {
+    const int connection = received.connection;
     HttpRequest request;
     try {
-        const std::size_t head_length = read_request_head(connection, &buffer);
-        if (head_length == 0) return;
-        request = parse_request_head(std::string_view(buffer).substr(0, head_length));
+        if (received.refusal_status != 0) throw BadRequest{received.refusal_status, received.refusal};
+        request = parse_request_head(received.head);
         if (request.method != "GET" && request.method != "HEAD")
             throw BadRequest{405, request.method + " is not served; only GET and HEAD"};
         const std::string length = request.header("content-length");

@@ -6,9 +6,12 @@
 //  - one request per connection: every answer says `Connection: close`;
 //  - GET only (405 otherwise), a request head of at most kMaxRequestHead bytes (431), no body
 //    (413): nothing here takes input beyond a path and a query;
-//  - kWorkers threads answer; connections beyond kMaxWaiting waiting ones get 503 at once;
-//  - a client silent for kSocketTimeoutSeconds while sending its request or taking the answer is
-//    dropped, so a stalled client cannot hold a worker;
+//  - one thread takes in every request head at once (poll over non-blocking sockets), so slow
+//    or idle clients hold no worker: a head must come whole within kRequestHeadSeconds of the
+//    connection (408), and past kMaxPending connections sending their heads the oldest is
+//    answered 408 to make room; kWorkers threads then answer the complete requests, and those
+//    beyond kMaxWaiting waiting ones get 503 at once;
+//  - a client that takes no part of the answer for kSendTimeoutSeconds is dropped;
 //  - an answer whose type is text or JSON is gzipped for a client that accepts gzip.
 #pragma once
 
@@ -56,8 +59,10 @@ class HttpServer {
 public:
     static constexpr std::size_t kWorkers = 2;
     static constexpr std::size_t kMaxWaiting = 64;
+    static constexpr std::size_t kMaxPending = 512;
     static constexpr std::size_t kMaxRequestHead = 16 * 1024;
-    static constexpr int kSocketTimeoutSeconds = 5;
+    static constexpr int kRequestHeadSeconds = 5;
+    static constexpr int kSendTimeoutSeconds = 5;
 
     HttpServer();
     HttpServer(const HttpServer&) = delete;
@@ -81,9 +86,18 @@ public:
     void stop();
 
 private:
-    void accept_connections();
+    // A connection whose request head came whole (or could not: `refusal` then says why).
+    struct ReceivedHead {
+        int connection = -1;
+        std::string head;
+        int refusal_status = 0;  // 0: the head is to be answered
+        std::string refusal;
+    };
+
+    void take_in_requests();
+    void hand_to_workers(ReceivedHead received);
     void work();
-    void answer(int connection);
+    void answer(const ReceivedHead& received);
 
     std::map<std::string, HttpHandler, std::less<>> handlers_;
     int listening_ = -1;
@@ -91,7 +105,7 @@ private:
     std::atomic<bool> stopping_{false};
     std::mutex waiting_mutex_;
     std::condition_variable connection_waiting_;
-    std::deque<int> waiting_;  // accepted connections no worker has taken yet
+    std::deque<ReceivedHead> waiting_;  // complete heads no worker has taken yet
     // Connections the workers are answering: a worker takes one off this list, under the mutex,
     // before it closes it, so that stop() never shuts down a descriptor reused meanwhile.
     std::vector<int> answering_;

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -49,6 +50,11 @@ public:
     void send_bytes(const std::string& bytes) { ASSERT_EQ(send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size())); }
     // Nothing more will be sent: the server reads the end of the request.
     void end_request() { shutdown(fd_, SHUT_WR); }
+    // Whether the server sent something (or closed) within `wait`.
+    bool readable_within(std::chrono::milliseconds wait) {
+        pollfd watched{fd_, POLLIN, 0};
+        return poll(&watched, 1, static_cast<int>(wait.count())) > 0;
+    }
 
     // Everything up to the server's end of the connection (or 30 s of silence).
     std::string receive_all() {
@@ -356,7 +362,8 @@ TEST_F(Serve, AnswersHeadWithTheHeadOfGetAndNoBody) {
 }
 
 // Three clients that connect and never finish their request, more than serve has workers: each is
-// answered 408 and dropped after serve's socket timeout, and a request made meanwhile is answered.
+// answered 408 and dropped after serve's deadline for a request head, and a request made meanwhile
+// is answered.
 TEST_F(Serve, DropsClientsThatStallSoTheyCannotHoldItsWorkers) {
     std::vector<std::unique_ptr<RawClient>> stalled;
     for (int i = 0; i < 3; ++i) {
@@ -369,6 +376,40 @@ TEST_F(Serve, DropsClientsThatStallSoTheyCannotHoldItsWorkers) {
     for (const auto& client : stalled) EXPECT_TRUE(client->receive_all().starts_with("HTTP/1.1 408 "));
 }
 
+// 100 clients that send half a request head and 100 that send nothing, all holding their
+// connections: a normal request is answered while they hold them (5a0a758's serve gave 503 or
+// nothing until they were dropped), and a held client that then finishes its head is answered too.
+TEST_F(Serve, AnswersWhileTwoHundredSlowAndIdleClientsHoldConnections) {
+    std::vector<std::unique_ptr<RawClient>> held;
+    for (int i = 0; i < 200; ++i) {
+        held.push_back(std::make_unique<RawClient>(port));
+        if (i % 2 == 0) held.back()->send_bytes("GET /processes HT");
+    }
+    for (int request = 0; request < 5; ++request) {
+        const HttpAnswer answer = http_get(port, "/processes");
+        EXPECT_EQ(answer.status, 200) << answer.body;
+        EXPECT_NE(answer.body.find("\"pid\": " + pid), std::string::npos) << answer.body;
+    }
+    held.front()->send_bytes("TP/1.1\r\n\r\n");
+    EXPECT_TRUE(held.front()->receive_all().starts_with("HTTP/1.1 200 "));
+    for (std::size_t i = 1; i < held.size(); ++i) {
+        const std::string answer = held[i]->receive_all();
+        EXPECT_TRUE(answer.empty() || answer.starts_with("HTTP/1.1 408 ")) << i << ": " << answer;
+    }
+}
+
+// A client that trickles its head, one byte at a time, never silent long, is answered 408 once
+// the whole head has taken more than serve allows: the limit is on the head, not on each read.
+TEST_F(Serve, RefusesAHeadTrickledOverMoreThanItsDeadline) {
+    RawClient trickling(port);
+    const std::string head = "GET /processes HTTP/1.1\r\n\r\n";
+    std::size_t sent = 0;
+    for (; sent < head.size() && !trickling.readable_within(std::chrono::milliseconds(500)); ++sent)
+        trickling.send_bytes(head.substr(sent, 1));
+    EXPECT_LT(sent, head.size()) << "the whole head went through";
+    EXPECT_TRUE(trickling.receive_all().starts_with("HTTP/1.1 408 "));
+}
+
 TEST_F(Serve, StopsCleanlyOnSigterm) {
     EXPECT_EQ(server->signal_and_wait(SIGTERM), 0);
     EXPECT_NE(server->wait_for_line("serve: stopped").find("TERM"), std::string::npos);
@@ -379,7 +420,7 @@ TEST_F(Serve, StopsCleanlyOnSigterm) {
 TEST_F(Serve, StopsOnSigtermWhileAClientStalls) {
     RawClient stalled(port);
     stalled.send_bytes("GET /metrics HT");
-    // Answered, so a worker has taken the stalled connection before the signal.
+    // Answered, so serve has taken the stalled connection in before the signal.
     ASSERT_EQ(http_get(port, "/processes").status, 200);
     EXPECT_EQ(server->signal_and_wait(SIGTERM), 0);
     EXPECT_NE(server->wait_for_line("serve: stopped").find("TERM"), std::string::npos);
