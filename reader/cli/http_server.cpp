@@ -1,6 +1,7 @@
 #include "http_server.h"
 
 #include "gzip_writer.h"
+#include "peer_identity.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -468,6 +469,7 @@ void HttpServer::answer(const ReceivedHead& received) {
     try {
         if (received.refusal_status != 0) throw BadRequest{received.refusal_status, received.refusal};
         request = parse_request_head(received.head);
+        request.peer_uid = loopback_peer_uid(connection);
         if (request.method != "GET" && request.method != "HEAD")
             throw BadRequest{405, request.method + " is not served; only GET and HEAD"};
         const std::string length = request.header("content-length");

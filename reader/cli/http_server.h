@@ -20,8 +20,10 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <sys/types.h>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +36,8 @@ struct HttpRequest {
     std::string path;  // percent-decoded, without the query
     std::vector<std::pair<std::string, std::string>> query;    // decoded, in order
     std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
+    // The user of a loopback client (peer_identity.h); none for any other client.
+    std::optional<uid_t> peer_uid;
 
     // The first value of a query parameter; null if it is not given.
     const std::string* query_value(std::string_view name) const;

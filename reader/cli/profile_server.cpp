@@ -15,12 +15,14 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -97,11 +99,35 @@ private:
     std::map<std::pair<pid_t, uint64_t>, ProcessSymbolizer> entries_;  // by pid and start time
 };
 
+// Whether the client may see a segment: what its user could read with leakwrap-report itself,
+// the segments of its own (a segment is its process's user's, mode 0600), all of them for root.
+class ClientAccess {
+public:
+    ClientAccess(const HttpRequest& request, const ServeOptions& options)
+        : all_(options.all_users), uid_(request.peer_uid) {
+        if (!all_ && !uid_)
+            throw HttpError{403, "serve tells which user a client is on loopback only; --all-users "
+                                 "serves every client every segment"};
+    }
+
+    bool may_see(const SegmentEntry& entry) const {
+        if (all_ || *uid_ == 0) return true;
+        struct stat status {};
+        return lstat(entry.path.c_str(), &status) == 0 && status.st_uid == *uid_;
+    }
+
+private:
+    bool all_;
+    std::optional<uid_t> uid_;
+};
+
 // The process of ?pid=N, alive; otherwise the status and message that say why not. A process
 // can die and its segment vanish or shrink at any moment, also while it is read.
-Process live_process(pid_t pid) {
+Process live_process(pid_t pid, const ClientAccess& access) {
     const std::string id = std::to_string(pid);
     const SegmentEntry entry{pid, segment_path(pid)};
+    if (!access.may_see(entry) && std::filesystem::exists(entry.path))
+        throw HttpError{403, "the segment of process " + id + " is another user's"};
     try {
         Process process = read_process_entry(entry);
         if (process.state != OwnerState::alive)
@@ -127,9 +153,9 @@ Process live_process(pid_t pid) {
 // the next is read. A dead process's series must go stale, not stay at its last value; and since
 // /dev/shm may hold many segments left behind, one whose pid is gone is not even read.
 template <class Visit>
-void for_each_live_process(const Visit& visit) {
+void for_each_live_process(const ClientAccess& access, const Visit& visit) {
     for (const SegmentEntry& entry : find_segments()) {
-        if (!process_exists(entry.pid)) continue;
+        if (!process_exists(entry.pid) || !access.may_see(entry)) continue;
         std::optional<Process> process;
         try {
             process = read_process_entry(entry);
@@ -176,6 +202,7 @@ void answer(HttpResponse& response, Handler handler) {
 
 void serve_metrics(const HttpRequest& request, HttpResponse& response,
                    const ServeOptions& options, SymbolizerCache& symbolizers) {
+    const ClientAccess access(request, options);
     const MetricsDialect dialect = accepts_openmetrics(request.header("accept"))
                                        ? MetricsDialect::openmetrics
                                        : MetricsDialect::prometheus;
@@ -186,7 +213,7 @@ void serve_metrics(const HttpRequest& request, HttpResponse& response,
         const auto lock = symbolizers.lock();
         symbolizers.forget_gone_processes();
     }
-    for_each_live_process([&](const Process& process) {
+    for_each_live_process(access, [&](const Process& process) {
         const auto lock = symbolizers.lock();
         exposition.add({process.snapshot, process.state, symbolizers.of(process.snapshot), report});
     });
@@ -207,13 +234,17 @@ bool children_parameter(const HttpRequest& request) {
 
 // The profile, moved out of the stream it was written to rather than copied, and the snapshot it
 // was made of given back before it is sent.
-std::string heap_profile(const HttpRequest& request, SymbolizerCache& symbolizers) {
-    Process process = live_process(pid_parameter(request));
+std::string heap_profile(const HttpRequest& request, const ServeOptions& options, SymbolizerCache& symbolizers) {
+    const ClientAccess access(request, options);
+    Process process = live_process(pid_parameter(request), access);
     if (children_parameter(request))
         process.snapshot = merge_process_tree(
             std::move(process.snapshot),
-            read_live_descendants(process.snapshot.pid, [](pid_t pid) {
-                return read_process_entry({pid, segment_path(pid)}).snapshot;
+            read_live_descendants(process.snapshot.pid, [&access](pid_t pid) {
+                const SegmentEntry entry{pid, segment_path(pid)};
+                // Skipped, as a descendant the server itself may not read is.
+                if (!access.may_see(entry)) throw std::runtime_error("another user's segment");
+                return read_process_entry(entry).snapshot;
             }));
     std::ostringstream profile;
     const auto lock = symbolizers.lock();
@@ -223,17 +254,19 @@ std::string heap_profile(const HttpRequest& request, SymbolizerCache& symbolizer
     return std::move(profile).str();
 }
 
-void serve_heap(const HttpRequest& request, HttpResponse& response,
+void serve_heap(const HttpRequest& request, HttpResponse& response, const ServeOptions& options,
                 SymbolizerCache& symbolizers) {
-    std::string profile = heap_profile(request, symbolizers);
+    std::string profile = heap_profile(request, options, symbolizers);
     // As Go's net/http/pprof answers: the gzipped profile as a download.
     response.headers.emplace_back("Content-Disposition", "attachment; filename=\"heap\"");
     set_body(response, std::move(profile), "application/octet-stream");
 }
 
-void serve_process_list(HttpResponse& response) {
+void serve_process_list(const HttpRequest& request, HttpResponse& response, const ServeOptions& options) {
+    const ClientAccess access(request, options);
     nlohmann::json list = nlohmann::json::array();
     for (const SegmentEntry& entry : find_segments()) {
+        if (!access.may_see(entry)) continue;
         try {
             const Process process = read_process_entry(entry);
             const Snapshot& snapshot = process.snapshot;
@@ -350,11 +383,11 @@ int serve_profiles(const ServeOptions& options) {
     server.get("/metrics", [&](const HttpRequest& request, HttpResponse& response) {
         answer(response, [&] { serve_metrics(request, response, options, symbolizers); });
     });
-    server.get("/debug/pprof/heap", [&symbolizers](const HttpRequest& request, HttpResponse& response) {
-        answer(response, [&] { serve_heap(request, response, symbolizers); });
+    server.get("/debug/pprof/heap", [&](const HttpRequest& request, HttpResponse& response) {
+        answer(response, [&] { serve_heap(request, response, options, symbolizers); });
     });
-    server.get("/processes", [](const HttpRequest&, HttpResponse& response) {
-        answer(response, [&] { serve_process_list(response); });
+    server.get("/processes", [&](const HttpRequest& request, HttpResponse& response) {
+        answer(response, [&] { serve_process_list(request, response, options); });
     });
 
     ListenAddress bound = options.listen;

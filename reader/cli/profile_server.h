@@ -1,5 +1,6 @@
 // `leakwrap-report serve`: the segments this user may read, over HTTP, in the conventions that
-// Prometheus and continuous-profiling servers (Parca, Pyroscope) pull from:
+// Prometheus and continuous-profiling servers (Parca, Pyroscope) pull from, each client given
+// only the segments its own user could read with leakwrap-report (unless --all-users):
 //   GET /metrics                   every live process, Prometheus text or OpenMetrics by Accept
 //   GET /debug/pprof/heap?pid=N    one live process as a gzipped pprof profile (Go's convention)
 //   GET /processes                 every segment as a JSON list, like --list
@@ -37,6 +38,9 @@ struct ServeOptions {
     ListenAddress listen;
     std::size_t top = 20;  // site rows per process in /metrics
     SymbolizerOptions symbolizer;  // --libc-lines
+    // --all-users: every client gets every segment the server may read, whoever it is; else a
+    // loopback client gets its own user's (root's, all), any other client none.
+    bool all_users = false;
 };
 
 // Serves until SIGINT or SIGTERM; prints "serving on http://ADDR:PORT/" to stdout once it

@@ -15,6 +15,7 @@ struct ServeCommandLine {
     std::string listen = kDefaultListenAddress;
     int64_t top = 20;
     bool allow_remote = false;
+    bool all_users = false;
     SymbolizerOptions symbolizer;
 };
 
@@ -53,6 +54,11 @@ Subcommand add_serve_subcommand(CLI::App& app) {
                     "Listen on an address that is not loopback: whoever reaches it can read the heap "
                     "profiles, executables and command lines of every process whose segment you may "
                     "read (default: off)");
+    serve->add_flag("--all-users", line->all_users,
+                    "Serve every client every segment this user may read, whoever the client is; "
+                    "by default a loopback client gets only its own user's segments (root's: all) "
+                    "and any other client none, since the answers expose command lines, "
+                    "executables and stacks (default: off)");
     add_libc_lines_flag(*serve, line->symbolizer);
     serve->parse_complete_callback([line] {
         if (!parse_listen_address(line->listen).loopback && !line->allow_remote)
@@ -67,6 +73,7 @@ Subcommand add_serve_subcommand(CLI::App& app) {
                 options.listen = parse_listen_address(line->listen);
                 options.top = static_cast<std::size_t>(line->top);
                 options.symbolizer = line->symbolizer;
+                options.all_users = line->all_users;
                 if (!options.listen.loopback)
                     std::cerr << "leakwrap-report: warning: listening on "
                               << options.listen.text()

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -408,6 +409,65 @@ TEST_F(Serve, RefusesAHeadTrickledOverMoreThanItsDeadline) {
         trickling.send_bytes(head.substr(sent, 1));
     EXPECT_LT(sent, head.size()) << "the whole head went through";
     EXPECT_TRUE(trickling.receive_all().starts_with("HTTP/1.1 408 "));
+}
+
+// What a client of another user gets, as that user runs it (python3 under setpriv, as nobody):
+// its own user's segments only (which root's serve lists, but cannot read: leakwrap-report
+// trusts only its own user's), never root's, unless serve was started with --all-users.
+// Loopback is no privilege boundary: before, any local user got root's command lines and heaps.
+struct AsNobody {
+    int status = 0;
+    std::string body;
+};
+
+AsNobody get_as_nobody(int server_port, const std::string& path) {
+    const std::string script =
+        "import sys, urllib.request, urllib.error\n"
+        "try:\n"
+        "    answer = urllib.request.urlopen(sys.argv[1], timeout=30)\n"
+        "    print(answer.status); sys.stdout.write(answer.read().decode('utf-8', 'replace'))\n"
+        "except urllib.error.HTTPError as error:\n"
+        "    print(error.code); sys.stdout.write(error.read().decode('utf-8', 'replace'))\n";
+    const e2e::Completed run = e2e::run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                         e2e::paths::python3, "-c", script,
+                                         "http://127.0.0.1:" + std::to_string(server_port) + path},
+                                        e2e::Environment::bare());
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const std::size_t newline = run.out.find('\n');
+    return {std::atoi(run.out.substr(0, newline).c_str()), newline == std::string::npos ? "" : run.out.substr(newline + 1)};
+}
+
+TEST_F(Serve, GivesAClientOfAnotherUserOnlyThatUsersSegments) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root, to be another user too";
+    e2e::Target nobodys({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env",
+                         "LD_PRELOAD=" + e2e::paths::preload_library, e2e::paths::program("alloc_kinds")},
+                        e2e::Environment::bare());
+    nobodys.wait_ready();
+    const std::string nobody_pid = std::to_string(nobodys.pid());
+
+    const AsNobody list = get_as_nobody(port, "/processes");
+    EXPECT_EQ(list.status, 200) << list.body;
+    EXPECT_NE(list.body.find("\"pid\": " + nobody_pid), std::string::npos) << list.body;
+    EXPECT_EQ(list.body.find("\"pid\": " + pid), std::string::npos) << "root's process listed: " << list.body;
+    const AsNobody metrics = get_as_nobody(port, "/metrics");
+    EXPECT_EQ(metrics.status, 200);
+    EXPECT_EQ(metrics.body.find("pid=\"" + pid + "\""), std::string::npos) << "root's process in /metrics";
+    const AsNobody roots_heap = get_as_nobody(port, "/debug/pprof/heap?pid=" + pid);
+    EXPECT_EQ(roots_heap.status, 403) << roots_heap.body;
+    EXPECT_NE(roots_heap.body.find("another user's"), std::string::npos) << roots_heap.body;
+    // Root, as leakwrap-report run by root would, reads its own; nobody's it does not trust.
+    const HttpAnswer roots_list = http_get(port, "/processes");
+    EXPECT_NE(roots_list.body.find("\"pid\": " + pid), std::string::npos);
+    EXPECT_NE(http_get(port, "/metrics").body.find("pid=\"" + pid + "\""), std::string::npos);
+
+    e2e::Target everyones({e2e::paths::report_tool, "serve", "--listen", "127.0.0.1:0", "--all-users"},
+                          e2e::Environment::bare());
+    const int everyones_port = port_in(everyones.wait_for_line("serving on"));
+    const AsNobody widened = get_as_nobody(everyones_port, "/processes");
+    EXPECT_NE(widened.body.find("\"pid\": " + pid), std::string::npos) << widened.body;
+    EXPECT_NE(get_as_nobody(everyones_port, "/metrics").body.find("pid=\"" + pid + "\""), std::string::npos);
+    EXPECT_EQ(everyones.signal_and_wait(SIGTERM), 0);
+    EXPECT_EQ(nobodys.release_and_wait(), 0);
 }
 
 TEST_F(Serve, StopsCleanlyOnSigterm) {
