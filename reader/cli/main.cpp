@@ -1,13 +1,14 @@
 // leakwrap-report: shows where the still-live heap memory of a process started with
 // LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
 #include "focus_options.h"
-#include "quiet_validator.h"
 #include "grouping_option.h"
 #include "libc_lines_option.h"
 #include "option_typos.h"
+#include "output_file.h"
 #include "printable_text.h"
 #include "process_identity.h"
 #include "process_tree.h"
+#include "quiet_validator.h"
 #include "report.h"
 #include "segment_cleaning.h"
 #include "segment_directory.h"
@@ -140,12 +141,9 @@ int run(const CommandLine& command) {
         write_report(std::cout, input);
         return 0;
     }
-    std::ofstream file(command.output, std::ios::binary | std::ios::trunc);
-    if (!file)
-        throw std::runtime_error("cannot open " + command.output + ": " + std::strerror(errno));
-    write_report(file, input);
+    OutputFile file(command.output);
+    write_report(file.stream(), input);
     file.close();
-    if (!file) throw std::runtime_error("cannot write the report to " + command.output);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "plot_html.h"
-#include "quiet_validator.h"
+#include "output_file.h"
 #include "plot_svg.h"
+#include "quiet_validator.h"
 #include "subcommands.h"
 #include "suspects.h"
 
@@ -21,10 +22,9 @@ struct PlotCommandLine {
 };
 
 void write_file(const std::string& path, const std::string& content) {
-    std::ofstream out(path, std::ios::trunc);
-    out << content;
+    OutputFile out(path);
+    out.stream() << content;
     out.close();
-    if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include "libc_lines_option.h"
-#include "quiet_validator.h"
 #include "profile_server.h"
+#include "quiet_validator.h"
 #include "subcommands.h"
 
 #include <climits>

@@ -1,6 +1,6 @@
 #include "focus_options.h"
-#include "quiet_validator.h"
 #include "gate.h"
+#include "quiet_validator.h"
 #include "site_focus.h"
 #include "subcommands.h"
 #include "suspects.h"

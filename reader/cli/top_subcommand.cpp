@@ -1,11 +1,11 @@
 // `leakwrap-report top PID`: a live view of a process's sites in the terminal, refreshed in place
 // (live_view.h draws it, terminal_screen.h holds the terminal).
 #include "duration_option.h"
-#include "quiet_validator.h"
 #include "focus_options.h"
 #include "grouping_option.h"
 #include "libc_lines_option.h"
 #include "live_view.h"
+#include "quiet_validator.h"
 #include "subcommands.h"
 #include "terminal_screen.h"
 #include "watch.h"

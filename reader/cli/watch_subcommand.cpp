@@ -1,7 +1,8 @@
 #include "duration_option.h"
-#include "quiet_validator.h"
 #include "focus_options.h"
 #include "libc_lines_option.h"
+#include "output_file.h"
+#include "quiet_validator.h"
 #include "report_openmetrics_file.h"
 #include "subcommands.h"
 
@@ -90,11 +91,11 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
                         openmetrics->write(snapshot);
                     };
                 }
-                std::ofstream series(line->out, std::ios::trunc);
-                if (!series) throw std::runtime_error("cannot write " + line->out);
+                OutputFile series(line->out);
                 const WatchResult result = watch_process(
-                    options, [&](pid_t pid) { return read_process(pid, line->children); }, series,
+                    options, [&](pid_t pid) { return read_process(pid, line->children); }, series.stream(),
                     std::cout);
+                series.close();
                 std::cout << "watch: stopped, " << result.stop_reason << "; " << result.samples
                           << " samples in " << line->out << std::endl;
                 return 0;
