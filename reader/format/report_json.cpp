@@ -177,6 +177,11 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
          }},
         {"bins", bins_json(size_class_table(snapshot, rows))},
     };
+    if (!snapshot.sampled() && snapshot.members.empty()) {
+        const Counters sites = snapshot.sum_over_sites();
+        report["totals"]["sites_live_blocks"] = sites.live_blocks();
+        report["totals"]["sites_live_bytes"] = sites.live_bytes();
+    }
     if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
     else if (snapshot.memory)
         if (const std::optional<MemoryParts> parts = explain_memory(*snapshot.memory, snapshot))

@@ -236,6 +236,20 @@ void write_memory(std::ostream& out, const ReportInput& input) {
         if (const std::optional<MemoryParts> parts = explain_memory(*memory, input.snapshot)) write_memory_parts(out, *parts);
 }
 
+// A copy of a live segment takes the sites first and the bins last: the allocations and frees made
+// in between are in the totals and not in the sites. Said, by how much, rather than hidden.
+void write_live_skew(std::ostream& out, const ReportInput& input) {
+    const Snapshot& snapshot = input.snapshot;
+    if (snapshot.sampled() || input.owner != OwnerState::alive || !snapshot.members.empty()) return;
+    const Counters sites = snapshot.sum_over_sites();
+    if (sites.live_blocks() == snapshot.totals.live_blocks() && sites.live_bytes() == snapshot.totals.live_bytes())
+        return;
+    out << "read live: the sites add up to " << sites.live_blocks() << " live blocks ("
+        << human_bytes(sites.live_bytes()) << "), the totals to " << snapshot.totals.live_blocks() << " ("
+        << human_bytes(snapshot.totals.live_bytes())
+        << "): the difference is what the process allocated and freed while the copy was taken\n";
+}
+
 // A merged process tree (--children): which processes, and what each holds.
 void write_processes(std::ostream& out, const Snapshot& snapshot) {
     if (snapshot.members.empty()) return;
@@ -265,6 +279,7 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
         << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
         << snapshot.sites_in_use() << " sites\n";
     write_memory(out, input);
+    write_live_skew(out, input);
     write_processes(out, snapshot);
     if (snapshot.sampled())
         out << "sampled (LEAKWRAP_SAMPLE=" << snapshot.sample_interval

@@ -1,5 +1,7 @@
 #include "segment_directory.h"
 
+#include "process_identity.h"
+
 #include "segment_file.h"
 
 #include <algorithm>
@@ -41,11 +43,18 @@ std::vector<SegmentEntry> find_segments(const std::filesystem::path& directory) 
 }
 
 Snapshot read_segment(const SegmentEntry& entry) {
-    auto snapshot = read_segment_file(entry.path);
-    if (snapshot.pid != entry.pid)
-        throw SegmentError(entry.path.string() + " claims to belong to pid " +
-                           std::to_string(snapshot.pid));
-    return snapshot;
+    for (uint32_t read = 1;; ++read) {
+        auto snapshot = read_segment_file(entry.path);
+        if (snapshot.pid != entry.pid)
+            throw SegmentError(entry.path.string() + " claims to belong to pid " +
+                               std::to_string(snapshot.pid));
+        snapshot.reads = read;
+        // A copy of a live segment can catch a site in the middle of an update; a segment that
+        // shows more frees than allocations read after read is not in the middle of anything.
+        if (snapshot.impossible_sites == 0 || read == kReadsOfAnInconsistentSegment ||
+            owner_state(snapshot) != OwnerState::alive)
+            return snapshot;
+    }
 }
 
 }  // namespace leakwrap

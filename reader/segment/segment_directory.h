@@ -29,7 +29,10 @@ std::filesystem::path segment_path(pid_t pid,
 std::vector<SegmentEntry> find_segments(
     const std::filesystem::path& directory = layout::kShmDirectory);
 
-// read_segment_file, plus a check that the segment belongs to the pid its name says.
+// read_segment_file, plus a check that the segment belongs to the pid its name says. A live
+// segment whose copy shows a site with more frees than allocations is read again, up to
+// kReadsOfAnInconsistentSegment times in all (Snapshot::reads says how many it took).
+inline constexpr uint32_t kReadsOfAnInconsistentSegment = 3;
 Snapshot read_segment(const SegmentEntry& entry);
 
 }  // namespace leakwrap

@@ -723,8 +723,11 @@ std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot) {
                        " B freed)";
     if (snapshot.impossible_sites > 1)
         line += ", and " + number(snapshot.impossible_sites - 1) + " more site(s) do";
-    return line + ": shown with 0 live; the segment is corrupt, or this copy of a live one caught "
-                  "a site in the middle of an update (read it again)";
+    if (snapshot.reads > 1)
+        return line + ": shown with 0 live; it did so in each of " + number(snapshot.reads) +
+               " copies of the live segment, so the segment is corrupt";
+    return line + ": shown with 0 live; the segment is corrupt, or its process was killed in the "
+                  "middle of an update";
 }
 
 namespace {
@@ -858,6 +861,18 @@ std::size_t Snapshot::sites_in_use() const {
     return std::count_if(sites.begin(), sites.end(), [](const Site& site) {
         return !site.overflow() || site.counters().allocs > 0;
     });
+}
+
+Counters Snapshot::sum_over_sites() const {
+    Counters sum;
+    for (const Site& site : sites) {
+        const Counters counters = site.counters();
+        sum.allocs += counters.allocs;
+        sum.frees += counters.frees;
+        sum.alloc_bytes += counters.alloc_bytes;
+        sum.free_bytes += counters.free_bytes;
+    }
+    return sum;
 }
 
 }  // namespace leakwrap

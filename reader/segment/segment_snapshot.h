@@ -399,6 +399,8 @@ struct Snapshot {
     // segment can (see Counters::live_blocks), so they are flagged rather than rejected.
     std::size_t impossible_sites = 0;
     uint32_t first_impossible_site = 0;
+    // How many copies of the segment were taken before this one was kept (segment_directory.h).
+    uint32_t reads = 1;
     // The kernel's view of the process when the segment was read from it alive; none post
     // mortem, and for a segment read from a file.
     std::optional<ProcessMemory> memory;
@@ -409,6 +411,9 @@ struct Snapshot {
     // Site records that hold a call site: every ordinary record, and the overflow records that
     // counted an allocation (the writer makes all of those at start, used or not).
     std::size_t sites_in_use() const;
+    // The counters of every site added up: the totals' (the bins') in exact mode, but for what a
+    // copy of a live segment caught between the sites and the bins.
+    Counters sum_over_sites() const;
     // Gives back the sites and the stacks they name, the bulk of a snapshot, keeping the rest
     // (identity, totals, bins, memory): what a sampler keeps of a sample while it reads the next.
     void drop_sites();

@@ -218,7 +218,8 @@ TEST(JsonReport, HasTheDocumentedShape) {
     const auto& totals = report["totals"];
     EXPECT_EQ(keys_of(totals),
               (std::set<std::string>{"live_bytes", "live_blocks", "allocs", "frees", "alloc_bytes",
-                                     "free_bytes", "sites", "lost_sites", "lost_sites_because", "memory"}));
+                                     "free_bytes", "sites", "lost_sites", "lost_sites_because", "memory",
+                                     "sites_live_blocks", "sites_live_bytes"}));
     EXPECT_TRUE(totals["memory"].is_null()) << "a dead process has no RSS";
     EXPECT_EQ(totals["live_bytes"], 51202000);
     EXPECT_EQ(totals["live_blocks"], 1030);
