@@ -265,6 +265,17 @@ std::set<std::string> words_of(const fs::path& file) {
     return words;
 }
 
+// For run_in_private_dev_shm: `count` profiled programs stopped with SIGTERM, one after another,
+// leave their segments, the first made to look `count` minutes old and each next a minute
+// younger; their pids are in $d/killed, in that order.
+std::string leave_dead_segments(int count) {
+    const std::string n = std::to_string(count);
+    return "i=1; while [ $i -le " + n + " ]; do "
+           "  start $i; kill -TERM $pid; wait $pid 2> /dev/null || true; exec 3>&- 4<&-; "
+           "  echo $pid >> \"$d/killed\"; touch -m -d \"$((" + n + " + 1 - i)) minutes ago\" /dev/shm/leakwrap.$pid; "
+           "  i=$((i + 1)); done; ";
+}
+
 // Six profiled programs stopped with SIGTERM leave their segments; the first is made to look ten
 // days old, the second is handed to another user. A seventh still runs. Then two profiled
 // programs start, the first keeping 8 dead segments, the second 3. Private /dev/shm and pid
@@ -276,10 +287,7 @@ TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramS
     // The seventh starts before the first segment is aged, which its own trimming would remove.
     const Completed shell = run_in_private_dev_shm(
         "64m",
-        "i=1; while [ $i -le 6 ]; do "
-        "  start $i; kill -TERM $pid; wait $pid 2> /dev/null || true; exec 3>&- 4<&-; "
-        "  echo $pid >> \"$d/killed\"; touch -m -d \"$((7 - i)) minutes ago\" /dev/shm/leakwrap.$pid; "
-        "  i=$((i + 1)); done; "
+        leave_dead_segments(6) +
         "start 7; echo $pid > \"$d/alive\"; "
         "touch -m -d '10 days ago' /dev/shm/leakwrap.$(sed -n 1p \"$d/killed\"); "
         "chown 65534 /dev/shm/leakwrap.$(sed -n 2p \"$d/killed\"); "
@@ -313,18 +321,16 @@ TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramS
 }
 
 // 20,000 files planted under segment names bound what a profiled start does with /dev/shm: it
-// opens at most LEAKWRAP_KEEP_DEAD + kSegmentsOpenedBeyondKept of them (counted by strace, before the bound it opened every
-// one), and since it has not seen every dead segment it removes none of this user's for their
-// number. Once the flood is gone, a start trims them to the newest again.
+// opens at most LEAKWRAP_KEEP_DEAD + kSegmentsOpenedBeyondKept of them (counted by strace; before
+// the bound it opened every one), and since it has not seen every dead segment it removes none of
+// this user's for their number. Once the flood is gone, a start trims them to the newest again.
 TEST(Faults, AFloodPlantedInDevShmBoundsTheStartAndLosesNoSegment) {
     if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
     const ScratchDirectory scratch;
     const fs::path& directory = scratch.path();
     const Completed shell = run_in_private_dev_shm(
         "256m",
-        "i=1; while [ $i -le 5 ]; do "
-        "  start $i; kill -TERM $pid; wait $pid 2> /dev/null || true; exec 3>&- 4<&-; "
-        "  touch -m -d \"$((6 - i)) minutes ago\" /dev/shm/leakwrap.$pid; i=$((i + 1)); done; "
+        leave_dead_segments(5) +
         "seq 1000000 1019999 | sed 's|^|/dev/shm/leakwrap.|' | xargs touch; "
         "LEAKWRAP_KEEP_DEAD=2 strace -f -qq -e trace=openat -o \"$d/opens\" env LD_PRELOAD=\"$P\" /bin/true; "
         "ls /dev/shm | grep -c . > \"$d/flooded\"; "
