@@ -15,12 +15,13 @@
 //  - an answer whose type is text or JSON is gzipped for a client that accepts gzip.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <sys/types.h>
 #include <map>
 #include <mutex>
 #include <optional>
