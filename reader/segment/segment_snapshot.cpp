@@ -865,13 +865,7 @@ std::size_t Snapshot::sites_in_use() const {
 
 Counters Snapshot::sum_over_sites() const {
     Counters sum;
-    for (const Site& site : sites) {
-        const Counters counters = site.counters();
-        sum.allocs += counters.allocs;
-        sum.frees += counters.frees;
-        sum.alloc_bytes += counters.alloc_bytes;
-        sum.free_bytes += counters.free_bytes;
-    }
+    for (const Site& site : sites) sum += site.counters();
     return sum;
 }
 
