@@ -183,9 +183,8 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
         report["totals"]["sites_live_bytes"] = sites.live_bytes();
     }
     if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
-    else if (snapshot.memory)
-        if (const std::optional<MemoryParts> parts = explain_memory(*snapshot.memory, snapshot))
-            report["totals"]["memory"]["explained"] = memory_parts_json(*parts);
+    if (const std::optional<MemoryParts> parts = explain_memory(snapshot))
+        report["totals"]["memory"]["explained"] = memory_parts_json(*parts);
     if (selection.selected) report["selection"] = selection_json(selection, input.options);
     head(report);
     for_each_ranked_row(snapshot, selection, input.options, [&](const ReportRow& row) {

@@ -199,10 +199,9 @@ void MetricsExposition::add(const ReportInput& process) {
         if (snapshot.writer_private_bytes)
             f.private_tables.samples.push_back({labels_of_process, memory->leakwrap_private});
         f.proportional.samples.push_back({labels_of_process, memory->pss});
-        if (snapshot.members.empty())
-            if (const std::optional<MemoryParts> parts = explain_memory(*memory, snapshot))
-                for (const auto& [part, bytes] : named_parts(*parts))
-                    f.memory_parts.samples.push_back({with(labels_of_process, {{"part", part}}), bytes});
+        if (const std::optional<MemoryParts> parts = explain_memory(snapshot))
+            for (const auto& [part, bytes] : named_parts(*parts))
+                f.memory_parts.samples.push_back({with(labels_of_process, {{"part", part}}), bytes});
     }
     const RowSelection selection = selected_rows(snapshot, process.options, process.symbolizer);
     for_each_ranked_row(snapshot, selection, process.options, [&](const ReportRow& row) {

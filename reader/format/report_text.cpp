@@ -232,8 +232,7 @@ void write_memory(std::ostream& out, const ReportInput& input) {
                                            : " (what the processes hold together: their RSS "
                                              "count a page they share once in each)")
         << '\n';
-    if (input.snapshot.members.empty())
-        if (const std::optional<MemoryParts> parts = explain_memory(*memory, input.snapshot)) write_memory_parts(out, *parts);
+    if (const std::optional<MemoryParts> parts = explain_memory(input.snapshot)) write_memory_parts(out, *parts);
 }
 
 // A copy of a live segment takes the sites first and the bins last: the allocations and frees made

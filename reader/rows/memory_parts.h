@@ -73,8 +73,11 @@ nlohmann::json memory_parts_json(const MemoryParts& parts);
 
 // None without the process's mappings (post mortem, a segment read from a file, an old series).
 std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const LiveBySize& live);
-inline std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Snapshot& snapshot) {
-    return explain_memory(memory, live_by_size(snapshot));
+// The same for a snapshot; none for a merged process tree (--children), whose RSS counts a page
+// its processes share once in each.
+inline std::optional<MemoryParts> explain_memory(const Snapshot& snapshot) {
+    if (!snapshot.memory || !snapshot.members.empty()) return std::nullopt;
+    return explain_memory(*snapshot.memory, live_by_size(snapshot));
 }
 
 }  // namespace leakwrap
