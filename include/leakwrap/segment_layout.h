@@ -29,6 +29,12 @@
 //  R8 A Ruby frame record has no state word: it is written whole, and never changed, before any
 //     stack or frame record names it, so it is visible through the ready stack that names it
 //     (R3). Its caller lies in the table before it, and its depth is its caller's plus one.
+//  R9 A block is counted, allocated and freed, at the record of its (stack, size class, birth
+//     cell): the cell of the moment it was allocated (or reallocated), read from the coarse
+//     monotonic clock, so a few milliseconds late at most. Overflow sites have no birth cell.
+// R10 A reader that copies the site records and then the delta entries may miss counts that an
+//     entry moved into a record in between (never count them twice); SiteDelta::moves tells it
+//     which sites' counts may be short.
 //
 // Version policy: any change that moves or reinterprets a field bumps kLayoutVersion. The
 // reader parses the current version and, where the difference is a translation it can make,
@@ -39,7 +45,10 @@
 // shard-major (bin_index), so that a thread's counters share pages instead of touching one page
 // per size class; 6 = Ruby frames stored once as a tree (RubyFrameRecord) that stacks name,
 // instead of inline in every stack, and stack records without the writer's hash (16 bytes); 7 =
-// the header's reserved word counts the writer's private memory (private_kib).
+// the header's reserved word counts the writer's private memory (private_kib); 8 = every site
+// record is also one birth cell's (SiteRecord::birth_cell, the size class now one byte), and the
+// header grew to 320 bytes for the birth grid (birth_origin_boot_ns, birth_floor_ns, birth_cells),
+// and a delta entry counts its moves (SiteDelta::moves, a reserved word before).
 #pragma once
 
 #include <cstddef>
@@ -49,9 +58,12 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 7;
-// Layout 6 differs from 7 only in Header::private_kib (reserved, 0), layout 5 from 6 only in its
-// stack records (StackRecordV5: the writer's hash, Ruby frames inline), so both are still read.
+inline constexpr uint32_t kLayoutVersion = 8;
+// Layout 7 differs from 8 only in its header's size (256: the birth grid's fields, which lie
+// where the bins' page begins with zeros in those layouts, read as "no birth times") and in
+// SiteRecord::size_class's high byte (0 in those layouts, read as birth cell 0); layout 6 from 7
+// only in Header::private_kib (reserved, 0); layout 5 from 6 only in its stack records
+// (StackRecordV5: the writer's hash, Ruby frames inline). So all four are still read.
 inline constexpr uint32_t kOldestReadableVersion = 5;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
@@ -140,6 +152,17 @@ struct alignas(64) Header {
     uint64_t reduced_stacks;     // stacks recorded by their innermost frames only (kStackReduced)
     uint32_t process_state;      // kProcessRunning / kProcessExited
     uint32_t state;              // kReady once the fields above are valid
+
+    // The birth grid (fixed at creation; layout 8 on): when the blocks counted at a site were
+    // allocated, by birth cell (see birth_cell_start_ns). Birth time 0 is CLOCK_BOOTTIME
+    // birth_origin_boot_ns, when the segment of the first process was made; a child made by
+    // fork() keeps its parent's, as it keeps the parent's blocks. 0 birth_cells: none recorded
+    // (a layout before 8).
+    uint64_t birth_origin_boot_ns;
+    uint64_t birth_floor_ns;     // the width of the first kBirthLinearCells cells
+    uint32_t birth_cells;        // <= kMaxBirthCells; the last one has no end
+    uint32_t reserved;
+    uint64_t reserved_for_growth[5];
 };
 
 // One distinct stack, stored once in the stack table and named by the sites that allocate
@@ -207,16 +230,18 @@ constexpr uint64_t stack_record_size_v5(uint32_t native_depth, uint32_t ruby_dep
     return sizeof(StackRecordV5) + 8ull * native_depth + sizeof(RubyFrame) * uint64_t{ruby_depth};
 }
 
-// One allocation call site: a stack and a size class, so that the size-class bins can name the
-// sites that fill them. Counters are atomic; live = allocs - frees, alloc_bytes - free_bytes,
-// after adding the site's SiteDelta entries.
+// One allocation call site in one birth cell: a stack, a size class, so that the size-class bins
+// can name the sites that fill them, and the birth cell its blocks were allocated in, so that a
+// reader can tell the live memory of a site by age (R9). Counters are atomic; live = allocs -
+// frees, alloc_bytes - free_bytes, after adding the site's SiteDelta entries.
 struct SiteRecord {
     uint64_t allocs;
     uint64_t frees;
     uint64_t alloc_bytes;
     uint64_t free_bytes;
     uint32_t stack;       // reference of its StackRecord, kNoStack for an overflow site
-    uint16_t size_class;  // size_class_of() of every block counted here
+    uint8_t size_class;   // size_class_of() of every block counted here
+    uint8_t birth_cell;   // when every block counted here was allocated; 0 for an overflow site
     uint16_t state;       // kEmpty / kReady / kAbandoned
 };
 
@@ -237,10 +262,12 @@ struct alignas(64) BinCounters {
 // owner sets it so while it moves the entry's counts into the record (atomic adds), so a reader
 // copying meanwhile may briefly see fewer counts, never more. An entry never used is all zero
 // (site 0 with no counts, which adds nothing): the writer leaves the table's pages untouched
-// until a thread counts there.
+// until a thread counts there. `moves` counts the owner's moves (atomic, bumped once the entry
+// names its new site): a reader that sees it change across its read of the site records knows
+// which site's counts were in transit meanwhile (R10).
 struct SiteDelta {
     uint32_t site;  // site index, or kNoDeltaSite
-    uint32_t unused;
+    uint32_t moves;
     uint64_t allocs;
     uint64_t frees;
     uint64_t alloc_bytes;
@@ -265,6 +292,30 @@ struct alignas(64) ModuleRecord {
 
 inline constexpr uint32_t kStillLoaded = 0xffffffffu;
 
+// The birth grid: cell c < kBirthLinearCells covers [c F, (c + 1) F) of time since the origin (F =
+// Header::birth_floor_ns); from kBirthLinearCells F on, each cell lasts an eighth of the time at
+// which it starts, so that a birth time is known to an eighth of the process's age at that time
+// (or F, early on). The last cell (Header::birth_cells - 1) has no end.
+inline constexpr uint32_t kBirthLinearCells = 8;
+inline constexpr uint32_t kMaxBirthCells = 128;
+inline constexpr uint64_t kBirthFloorNs = 500'000'000;  // what the writer uses
+
+constexpr uint64_t next_birth_cell_start_ns(uint64_t start_ns, uint32_t cell, uint64_t floor_ns) {
+    return cell < kBirthLinearCells ? start_ns + floor_ns : start_ns + start_ns / kBirthLinearCells;
+}
+
+constexpr uint64_t birth_cell_start_ns(uint32_t cell, uint64_t floor_ns) {
+    uint64_t start = 0;
+    for (uint32_t c = 0; c < cell; ++c) start = next_birth_cell_start_ns(start, c, floor_ns);
+    return start;
+}
+
+static_assert(birth_cell_start_ns(8, kBirthFloorNs) == 4'000'000'000 &&
+              birth_cell_start_ns(9, kBirthFloorNs) == 4'500'000'000);
+// The grid reaches past 50 days before its last cell, and its starts stay far from overflow.
+static_assert(birth_cell_start_ns(kMaxBirthCells - 1, kBirthFloorNs) > 50ull * 86400 * 1'000'000'000);
+static_assert(birth_cell_start_ns(kMaxBirthCells - 1, kBirthFloorNs) < (uint64_t{1} << 56));
+
 // Size classes (bins), jemalloc-like: 8, 16, then steps of 16 up to 128, then four classes per
 // doubling (160, 192, 224, 256, 320, …) up to 4 MiB, then one class per power of two up to
 // 2^40, and a last class for anything larger. A block of n bytes (the size the program asked
@@ -277,6 +328,7 @@ inline constexpr uint32_t kFirstLargeLog2 = kLastDoublingLog2 + 2;  // 8 MiB
 inline constexpr uint32_t kLastLargeLog2 = 40;
 inline constexpr uint32_t kLargeClasses = kLastLargeLog2 - kFirstLargeLog2 + 1;
 inline constexpr uint32_t kSizeClassCount = kSmallClasses + kDoublingClasses + kLargeClasses + 1;
+static_assert(kSizeClassCount <= 128);  // SiteRecord::size_class, and readers' 7 bits for it
 
 // Position of a shard's counters of a class among the BinCounters at bins_offset. Shard-major: a
 // thread owns one shard and touches only its pages.
@@ -369,7 +421,12 @@ LEAKWRAP_PIN(Header, lost_sites, 232);
 LEAKWRAP_PIN(Header, reduced_stacks, 240);
 LEAKWRAP_PIN(Header, process_state, 248);
 LEAKWRAP_PIN(Header, state, 252);
-static_assert(sizeof(Header) == 256);
+LEAKWRAP_PIN(Header, birth_origin_boot_ns, 256);
+LEAKWRAP_PIN(Header, birth_floor_ns, 264);
+LEAKWRAP_PIN(Header, birth_cells, 272);
+static_assert(sizeof(Header) == 320);
+// What the header of layouts 5 to 7 took (the birth grid's fields lay beyond it).
+inline constexpr uint32_t kHeaderSizeBeforeBirthGrid = 256;
 LEAKWRAP_PIN(StackRecord, state, 0);
 LEAKWRAP_PIN(StackRecord, module_generation, 4);
 LEAKWRAP_PIN(StackRecord, native_depth, 8);
@@ -394,6 +451,7 @@ LEAKWRAP_PIN(SiteRecord, alloc_bytes, 16);
 LEAKWRAP_PIN(SiteRecord, free_bytes, 24);
 LEAKWRAP_PIN(SiteRecord, stack, 32);
 LEAKWRAP_PIN(SiteRecord, size_class, 36);
+LEAKWRAP_PIN(SiteRecord, birth_cell, 37);
 LEAKWRAP_PIN(SiteRecord, state, 38);
 static_assert(sizeof(SiteRecord) == 40);
 LEAKWRAP_PIN(BinCounters, allocs, 0);
@@ -402,7 +460,7 @@ LEAKWRAP_PIN(BinCounters, alloc_bytes, 16);
 LEAKWRAP_PIN(BinCounters, free_bytes, 24);
 static_assert(sizeof(BinCounters) == 64);
 LEAKWRAP_PIN(SiteDelta, site, 0);
-LEAKWRAP_PIN(SiteDelta, unused, 4);
+LEAKWRAP_PIN(SiteDelta, moves, 4);
 LEAKWRAP_PIN(SiteDelta, allocs, 8);
 LEAKWRAP_PIN(SiteDelta, frees, 16);
 LEAKWRAP_PIN(SiteDelta, alloc_bytes, 24);

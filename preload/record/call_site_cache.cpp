@@ -29,6 +29,7 @@ struct Entry {
     uintptr_t return_address;
     uintptr_t stack_pointer;
     uint32_t size_class;
+    uint32_t birth_cell;  // a new cell is a new key: its allocations count at sites of their own (R9)
     uint32_t site;
     uint32_t depth;    // kFilled: frames remembered
     uint32_t repeats;  // kSeen: times in a row the key led to `site`
@@ -148,15 +149,17 @@ uint32_t slot_index(const CallerContext& caller, uint32_t size_class) {
     return static_cast<uint32_t>(mixed >> 58) % kEntries;
 }
 
-bool same_key(const Entry* entry, const CallerContext& caller, uint32_t size_class) {
+bool same_key(const Entry* entry, const CallerContext& caller, uint32_t size_class, uint32_t birth_cell) {
     return entry->return_address == caller.return_address &&
-           entry->stack_pointer == caller.stack_pointer && entry->size_class == size_class;
+           entry->stack_pointer == caller.stack_pointer && entry->size_class == size_class &&
+           entry->birth_cell == birth_cell;
 }
 
-void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class) {
+void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class, uint32_t birth_cell) {
     entry->return_address = caller.return_address;
     entry->stack_pointer = caller.stack_pointer;
     entry->size_class = size_class;
+    entry->birth_cell = birth_cell;
 }
 
 }  // namespace
@@ -165,11 +168,11 @@ void init_call_site_cache() {
     g_cache_key_ready = pthread_key_create(&g_cache_key, release_cache) == 0;
 }
 
-CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class) {
+CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint32_t birth_cell) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return {kNoCachedSite, false};
     Entry* entry = entry_at(cache, slot_index(caller, size_class));
-    if (entry->state == kEmpty || !same_key(entry, caller, size_class))
+    if (entry->state == kEmpty || !same_key(entry, caller, size_class, birth_cell))
         return {kNoCachedSite, false};
     if (entry->state == kSeen) return {kNoCachedSite, entry->repeats >= kRepeatsBeforeFilling};
     const uint64_t* frames = entry_frames(entry);
@@ -186,16 +189,16 @@ CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class) {
     return {entry->site, false};
 }
 
-void remember_site(const CallerContext& caller, uint32_t size_class,
+void remember_site(const CallerContext& caller, uint32_t size_class, uint32_t birth_cell,
                    const CapturedStack& stack, uint32_t site) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return;
     Entry* entry = entry_at(cache, slot_index(caller, size_class));
-    const bool seen_here = entry->state == kSeen && same_key(entry, caller, size_class);
+    const bool seen_here = entry->state == kSeen && same_key(entry, caller, size_class, birth_cell);
     if (!stack.slots_known || !seen_here || entry->repeats < kRepeatsBeforeFilling) {
         bool repeated = seen_here && entry->site == site;
         entry->state = kSeen;
-        set_key(entry, caller, size_class);
+        set_key(entry, caller, size_class, birth_cell);
         entry->site = site;
         entry->repeats = repeated ? entry->repeats + 1 : 1;
         return;
@@ -209,7 +212,7 @@ void remember_site(const CallerContext& caller, uint32_t size_class,
         }
     }
     entry->state = kEmpty;
-    set_key(entry, caller, size_class);
+    set_key(entry, caller, size_class, birth_cell);
     entry->site = site;
     entry->depth = stack.depth;
     uint64_t* frames = entry_frames(entry);

@@ -39,6 +39,9 @@ bool retarget_site_delta(layout::SiteDelta* delta, uint32_t site) {
     if (!held) {
         move_to_record(delta);
         std::atomic_ref<uint32_t>(delta->site).store(site, std::memory_order_release);
+        // Only the owner writes it: no locked add needed.
+        std::atomic_ref<uint32_t> moves(delta->moves);
+        moves.store(moves.load(std::memory_order_relaxed) + 1, std::memory_order_release);  // R10
     }
     g_moves_running.fetch_sub(1, std::memory_order_release);
     return !held;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "birth_clock.h"
 #include "call_site_cache.h"
 #include "debug_check.h"
 #include "diagnostics.h"
@@ -22,7 +23,7 @@ namespace {
 
 using layout::SiteRecord;
 
-// The sites of one stack (one per size class it allocated) form a chain: the stack's node holds
+// The sites of one stack (one per size class and birth cell it allocated in) form a chain: the stack's node holds
 // the first (FoundStack::first_site), and this process-private array, parallel to the site
 // slots, the next of each. Sites are only ever added, at the head, so a chain once read stays
 // valid. 0 ends a chain: site 0 is an overflow site, which is never chained.
@@ -45,10 +46,19 @@ constexpr uint32_t kNoSite = UINT32_MAX;
 // its innermost frame.
 constexpr uint32_t kVmAllocationFrames = 3;
 
-// The site of `size_class` in the chain from `first` down to (not including) `stop`.
-uint32_t find_in_chain(uint32_t first, uint32_t stop, uint32_t size_class) {
-    for (uint32_t site = first; site != stop; site = g_next_site[site])
-        if (site_record(site)->size_class == size_class) return site;
+// What tells the sites of one stack apart (R9).
+struct SiteKind {
+    uint32_t size_class;
+    uint32_t birth_cell;
+};
+
+// The site of `kind` in the chain from `first` down to (not including) `stop`. New sites are
+// added at the head, so the current birth cell's come first.
+uint32_t find_in_chain(uint32_t first, uint32_t stop, SiteKind kind) {
+    for (uint32_t site = first; site != stop; site = g_next_site[site]) {
+        const SiteRecord* record = site_record(site);
+        if (record->size_class == kind.size_class && record->birth_cell == kind.birth_cell) return site;
+    }
     return kNoSite;
 }
 
@@ -60,11 +70,11 @@ bool site_table_nearly_full() {
 // A new stack has no site to find. The head is loaded with acquire and replaced with acq_rel:
 // a site's record and its next link are written before the compare-and-swap that publishes it,
 // so whoever reaches a site through the chain sees both.
-uint32_t find_or_add_site(const FoundStack& stack, uint32_t size_class, bool may_add) {
+uint32_t find_or_add_site(const FoundStack& stack, SiteKind kind, bool may_add) {
     std::atomic_ref<uint32_t> head(*stack.first_site);
     uint32_t first = head.load(std::memory_order_acquire);
     if (!stack.added) {
-        uint32_t site = find_in_chain(first, kEndOfChain, size_class);
+        uint32_t site = find_in_chain(first, kEndOfChain, kind);
         if (site != kNoSite) return site;
     }
     if (!may_add) return kNoSite;
@@ -80,7 +90,8 @@ uint32_t find_or_add_site(const FoundStack& stack, uint32_t size_class, bool may
 
     SiteRecord* record = site_record(slot);
     record->stack = stack.reference;
-    record->size_class = static_cast<uint16_t>(size_class);
+    record->size_class = static_cast<uint8_t>(kind.size_class);
+    record->birth_cell = static_cast<uint8_t>(kind.birth_cell);
     // Ready before it can be found; a record that loses the race below is marked abandoned.
     // Its counters stay zero, and the reader leaves out sites that never counted anything.
     std::atomic_ref<uint16_t> state(record->state);
@@ -89,8 +100,8 @@ uint32_t find_or_add_site(const FoundStack& stack, uint32_t size_class, bool may
         g_next_site[slot] = first;
         if (head.compare_exchange_weak(first, slot, std::memory_order_acq_rel, std::memory_order_acquire))
             return slot;
-        // Sites added meanwhile: one of them may be this size class's.
-        uint32_t site = find_in_chain(first, known, size_class);
+        // Sites added meanwhile: one of them may be this kind's.
+        uint32_t site = find_in_chain(first, known, kind);
         if (site != kNoSite) {
             state.store(layout::kAbandoned, std::memory_order_release);
             return site;
@@ -99,10 +110,10 @@ uint32_t find_or_add_site(const FoundStack& stack, uint32_t size_class, bool may
     }
 }
 
-uint32_t find_or_add(const StackKey& stack_key, uint64_t stack_hash, uint32_t size_class, bool may_add) {
+uint32_t find_or_add(const StackKey& stack_key, uint64_t stack_hash, SiteKind kind, bool may_add) {
     FoundStack stack = find_or_add_stack(stack_key, stack_hash, may_add);
     if (stack.reference == layout::kNoStack) return kNoSite;
-    return find_or_add_site(stack, size_class, may_add);
+    return find_or_add_site(stack, kind, may_add);
 }
 
 // Counts an allocation whose stack found no room even reduced, in the overflow site of its size
@@ -129,8 +140,8 @@ uint32_t overflow(uint32_t size_class) {
 // Near the capacity, a stack not seen yet is recorded by its innermost frames only (and its
 // innermost Ruby frame), sharing a record with every stack that has the same: the tables keep
 // room for those, so a leak that starts late is still found by its line and its function.
-uint32_t site_when_nearly_full(const StackKey& key, uint64_t hash, uint32_t size_class) {
-    uint32_t site = find_or_add(key, hash, size_class, false);
+uint32_t site_when_nearly_full(const StackKey& key, uint64_t hash, SiteKind kind) {
+    uint32_t site = find_or_add(key, hash, kind, false);
     if (site != kNoSite) return site;
     if (!g_reduced_reported.exchange(true, std::memory_order_relaxed))
         warn("site table nearly full (%u sites): new call sites are recorded by their innermost "
@@ -144,16 +155,16 @@ uint32_t site_when_nearly_full(const StackKey& key, uint64_t hash, uint32_t size
         reduced.ruby_depth = reduced.ruby == layout::kNoRubyFrame ? 0 : 1;
     }
     reduced.flags = layout::kStackReduced;
-    return find_or_add(reduced, hash_stack_key(reduced), size_class, true);
+    return find_or_add(reduced, hash_stack_key(reduced), kind, true);
 }
 
-uint32_t site_for_stack(const StackKey& key, uint64_t hash, uint32_t size_class) {
+uint32_t site_for_stack(const StackKey& key, uint64_t hash, SiteKind kind) {
     urcu_bp_read_lock();
     uint32_t site = site_table_nearly_full() || stack_table_nearly_full()
-                        ? site_when_nearly_full(key, hash, size_class)
-                        : find_or_add(key, hash, size_class, true);
+                        ? site_when_nearly_full(key, hash, kind)
+                        : find_or_add(key, hash, kind, true);
     urcu_bp_read_unlock();
-    return site != kNoSite ? site : overflow(size_class);
+    return site != kNoSite ? site : overflow(kind.size_class);
 }
 
 // The depth a native stack keeps in a Ruby process (see kVmAllocationFrames); 0 if the frames
@@ -213,11 +224,12 @@ void capture_native_stack(const CallerContext& caller, bool slots_wanted, bool r
 }
 
 // The key of the memo of known sites (known_sites.h): the native frames, the Ruby backtrace by
-// its innermost frame's record and whether it was reduced, and the size class. The memo places
-// a key by its low bits: the last shift brings the high bits down even for a stack of no frame.
-uint64_t known_site_key(const CapturedStack& stack, const RubyBacktrace& ruby, uint32_t size_class) {
-    uint64_t h = ((uint64_t{ruby.innermost} << 32) ^ (uint64_t{ruby.reduced} << 16) ^
-                  (uint64_t{stack.depth} << 8) ^ size_class) *
+// its innermost frame's record and whether it was reduced, the size class and the birth cell.
+// The memo places a key by its low bits: the last shift brings the high bits down even for a
+// stack of no frame.
+uint64_t known_site_key(const CapturedStack& stack, const RubyBacktrace& ruby, SiteKind kind) {
+    uint64_t h = ((uint64_t{ruby.innermost} << 32) ^ (uint64_t{ruby.reduced} << 24) ^
+                  (uint64_t{kind.birth_cell} << 16) ^ (uint64_t{stack.depth} << 8) ^ kind.size_class) *
                  0x9E3779B97F4A7C15ull;
     for (uint32_t i = 0; i < stack.depth; ++i) {
         h = (h ^ stack.frames[i]) * 0xff51afd7ed558ccdull;
@@ -239,6 +251,7 @@ bool init_site_table() {
 
 uint32_t site_for_allocation(uint32_t size_class, const CallerContext& caller) {
     LEAKWRAP_CHECK(inside_leakwrap() && size_class < layout::kSizeClassCount);
+    const SiteKind kind{size_class, current_birth_cell()};
     RubyBacktrace ruby;
     current_ruby_backtrace(g_segment.max_ruby_depth, &ruby);
     // The call-site cache knows a call by its caller and stack pointer: an allocation with a Ruby
@@ -247,20 +260,20 @@ uint32_t site_for_allocation(uint32_t size_class, const CallerContext& caller) {
     const bool cacheable = ruby.depth == 0;
     CacheLookup cached{kNoCachedSite, false};
     if (cacheable) {
-        cached = look_up_site(caller, size_class);
+        cached = look_up_site(caller, size_class, kind.birth_cell);
         if (cached.site != kNoCachedSite) return cached.site;
     }
 
     CapturedStack stack;
     capture_native_stack(caller, cached.fill, ruby.depth > 0, &stack);
-    uint64_t known_key = known_site_key(stack, ruby, size_class);
+    uint64_t known_key = known_site_key(stack, ruby, kind);
     uint32_t site = known_site(known_key);
     if (site == kUnknownSite) {
         StackKey key{stack.frames, stack.depth, ruby.innermost, ruby.depth, ruby.reduced ? layout::kStackReduced : 0};
-        site = site_for_stack(key, hash_stack_key(key), size_class);
+        site = site_for_stack(key, hash_stack_key(key), kind);
         remember_known_site(known_key, site);
     }
-    if (cacheable) remember_site(caller, size_class, stack, site);
+    if (cacheable) remember_site(caller, size_class, kind.birth_cell, stack, site);
     LEAKWRAP_CHECK(site < g_segment.site_capacity);
     return site;
 }

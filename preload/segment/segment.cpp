@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "bins.h"
+#include "birth_clock.h"
 #include "diagnostics.h"
 #include "os.h"
 #include "private_memory.h"
@@ -191,11 +192,12 @@ bool create_segment(const Config& config) {
     h->site_delta_slots = kSiteDeltaSlots;
     h->site_deltas_offset = g.site_deltas_offset;
     h->sample_interval = config.sample_interval;
+    start_birth_clock(h);
     set_exe_and_command_line(h);
     // The overflow sites, one per size class: empty stack, always visible.
     for (uint32_t size_class = 0; size_class < layout::kOverflowSites; ++size_class) {
         layout::SiteRecord* overflow = site_record(size_class);
-        overflow->size_class = size_class;
+        overflow->size_class = static_cast<uint8_t>(size_class);
         overflow->stack = layout::kNoStack;
         overflow->state = layout::kReady;
     }

@@ -1,5 +1,6 @@
 // leakwrap-report: shows where the still-live heap memory of a process started with
 // LD_PRELOAD=libleakwrap.so was allocated, by reading its segment /dev/shm/leakwrap.<pid>.
+#include "birth_options.h"
 #include "focus_options.h"
 #include "grouping_option.h"
 #include "libc_lines_option.h"
@@ -50,6 +51,7 @@ struct CommandLine {
     bool clean = false;
     std::string output;  // -o: the report goes to this file instead of stdout
     FocusCommandLine focus;
+    BirthCommandLine births;
 };
 
 // Scripts parse stderr line by line; a message must never span two.
@@ -133,6 +135,7 @@ int run(const CommandLine& command) {
                             : read_segment_file(command.segment);
     if (const auto warning = impossible_counts_warning(snapshot))
         std::cerr << "leakwrap-report: warning: " << *warning << '\n';
+    if (const BirthWindow window = command.births.window(); window.any()) keep_births_within(snapshot, window);
     const OwnerState state = owner_state(snapshot);
     snapshot.command_line = current_command_line(snapshot, state);
     Symbolizer symbolizer(snapshot.modules, command.symbolizer);
@@ -200,6 +203,7 @@ int main(int argc, char** argv) {
     add_focus_options(app, command.focus,
                       "a native frame's function (demangled, in full), source file or module "
                       "path, or a Ruby frame's file:line");
+    add_birth_options(app, command.births);
     int64_t site = -1;
     auto* site_option =
         app.add_option("--site", site,

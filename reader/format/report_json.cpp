@@ -1,5 +1,6 @@
 #include "report_json.h"
 
+#include "birth_window.h"
 #include "memory_parts.h"
 #include "report_bins.h"
 #include "report_labels.h"
@@ -93,6 +94,46 @@ json report_row_json(const ReportRow& row, Symbolizer& symbolizer, bool hide_run
 
 namespace {
 
+double seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+json cell_span_json(const BirthTimes& times, uint32_t cell) {
+    const auto end = times.end_ns(cell);
+    return {{"cell", cell}, {"from_s", seconds(times.start_ns(cell))}, {"to_s", end ? json(seconds(*end)) : json(nullptr)}};
+}
+
+// The grid, in seconds since the process started, and what --born-after / --born-before kept.
+json births_json(const Snapshot& snapshot, const BirthTimes& times) {
+    const BirthGrid& grid = times.grid();
+    json births = {{"cells", grid.cells},
+                   {"first_cells_s", seconds(static_cast<int64_t>(grid.floor_ns))},
+                   {"first_cells_until_s", seconds(times.start_ns(layout::kBirthLinearCells))},
+                   {"then_cell_of_time_since_start", 0.125},
+                   {"origin_since_start_s", seconds(times.start_ns(0))}};
+    if (const auto& selection = snapshot.birth_selection) {
+        births["selection"] = {
+            {"from_s", selection->first_cell ? json(seconds(times.start_ns(*selection->first_cell))) : json(nullptr)},
+            {"before_s", selection->end_cell ? json(seconds(times.start_ns(*selection->end_cell))) : json(nullptr)},
+            {"live_bytes", selection->live_bytes_kept},
+            {"live_blocks", selection->live_blocks_kept},
+            {"left_out_live_bytes", selection->live_bytes_left_out},
+            {"left_out_live_blocks", selection->live_blocks_left_out},
+        };
+    }
+    return births;
+}
+
+// The cells of a row's live blocks, oldest first.
+json row_births_json(const ReportRow& row, const Snapshot& snapshot, const BirthTimes& times) {
+    json cells = json::array();
+    for (const CellCounters& cell : live_by_birth(row, snapshot)) {
+        json entry = cell_span_json(times, cell.cell);
+        entry["live_blocks"] = cell.counters.live_blocks();
+        entry["live_bytes"] = cell.counters.live_bytes();
+        cells.push_back(std::move(entry));
+    }
+    return cells;
+}
+
 // What --focus, --ignore or --site kept of the rows; the totals stay the whole process's.
 json selection_json(const RowSelection& selection, const ReportOptions& options) {
     return {{"focus", options.focus.description()},
@@ -177,7 +218,7 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
          }},
         {"bins", bins_json(size_class_table(snapshot, rows))},
     };
-    if (!snapshot.sampled() && snapshot.members.empty()) {
+    if (!snapshot.sampled() && snapshot.members.empty() && !snapshot.birth_selection) {
         const Counters sites = snapshot.sum_over_sites();
         report["totals"]["sites_live_blocks"] = sites.live_blocks();
         report["totals"]["sites_live_bytes"] = sites.live_bytes();
@@ -186,9 +227,12 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
     if (const std::optional<MemoryParts> parts = explain_memory(snapshot))
         report["totals"]["memory"]["explained"] = memory_parts_json(*parts);
     if (selection.selected) report["selection"] = selection_json(selection, input.options);
+    const auto times = BirthTimes::of(snapshot);
+    if (times) report["births"] = births_json(snapshot, *times);
     head(report);
     for_each_ranked_row(snapshot, selection, input.options, [&](const ReportRow& row) {
         json object = report_row_json(row, input.symbolizer, input.options.hide_runtime);
+        if (times) object["live_by_birth"] = row_births_json(row, snapshot, *times);
         if (!snapshot.members.empty()) {
             json split = json::array();
             for (const ProcessShare& share : row_split_by_process(row, snapshot))

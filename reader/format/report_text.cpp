@@ -1,5 +1,6 @@
 #include "report_text.h"
 
+#include "birth_window.h"
 #include "memory_parts.h"
 #include "printable_text.h"
 #include "report_bins.h"
@@ -95,6 +96,20 @@ void write_size_classes(std::ostream& out, const ReportRow& row) {
     out << '\n';
 }
 
+// When the row's live blocks were allocated: the span of their cells, and under --site each cell.
+void write_births(std::ostream& out, const ReportRow& row, const Snapshot& snapshot, bool in_full) {
+    const auto times = BirthTimes::of(snapshot);
+    if (!times) return;
+    const std::vector<CellCounters> cells = live_by_birth(row, snapshot);
+    if (cells.empty()) return;
+    out << "    live " << birth_span_text(*times, cells.front().cell, cells.back().cell) << '\n';
+    if (!in_full) return;
+    out << "    live by birth:\n";
+    for (const CellCounters& cell : cells)
+        out << "      " << birth_span_text(*times, cell.cell, cell.cell) << ": " << cell.counters.live_blocks()
+            << " blocks, " << human_bytes(cell.counters.live_bytes()) << '\n';
+}
+
 // --site: every class the row ever allocated in, and with --children what each process holds.
 void write_site_in_full(std::ostream& out, const ReportRow& row, const Snapshot& snapshot) {
     out << "    size classes:\n";
@@ -126,6 +141,7 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
         out << "    ruby: " << printable(ruby_location_text(*row.innermost_ruby())) << '\n';
     if (row.reduced)
         out << "    (innermost frames only: the site table was nearly full; raise LEAKWRAP_MAX_SITES)\n";
+    write_births(out, row, input.snapshot, input.options.site.has_value());
     if (input.options.site)
         write_site_in_full(out, row, input.snapshot);
     else
@@ -239,7 +255,9 @@ void write_memory(std::ostream& out, const ReportInput& input) {
 // in between are in the totals and not in the sites. Said, by how much, rather than hidden.
 void write_live_skew(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
-    if (snapshot.sampled() || input.owner != OwnerState::alive || !snapshot.members.empty()) return;
+    if (snapshot.sampled() || input.owner != OwnerState::alive || !snapshot.members.empty() ||
+        snapshot.birth_selection)
+        return;
     const Counters sites = snapshot.sum_over_sites();
     if (sites.live_blocks() == snapshot.totals.live_blocks() && sites.live_bytes() == snapshot.totals.live_bytes())
         return;
@@ -247,6 +265,23 @@ void write_live_skew(std::ostream& out, const ReportInput& input) {
         << human_bytes(sites.live_bytes()) << "), the totals to " << snapshot.totals.live_blocks() << " ("
         << human_bytes(snapshot.totals.live_bytes())
         << "): the difference is what the process allocated and freed while the copy was taken\n";
+}
+
+// The birth grid, and what --born-after / --born-before kept.
+void write_births(std::ostream& out, const Snapshot& snapshot) {
+    const auto times = BirthTimes::of(snapshot);
+    if (!times) return;
+    out << "births: " << birth_grid_text(times->grid()) << '\n';
+    if (!snapshot.birth_selection) return;
+    const BirthSelection& selection = *snapshot.birth_selection;
+    out << "born";
+    if (selection.first_cell) out << " from " << birth_time_text(times->start_ns(*selection.first_cell));
+    if (selection.end_cell) out << " before " << birth_time_text(times->start_ns(*selection.end_cell));
+    out << " (--born-after and --born-before are taken to the start of their cell): the rows hold "
+        << bytes_with_human(selection.live_bytes_kept) << " live in " << selection.live_blocks_kept
+        << " blocks; left out "
+        << bytes_with_human(selection.live_bytes_left_out) << " in " << selection.live_blocks_left_out
+        << " blocks born outside it\n";
 }
 
 // A merged process tree (--children): which processes, and what each holds.
@@ -278,6 +313,7 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
         << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
         << snapshot.sites_in_use() << " sites\n";
     write_memory(out, input);
+    write_births(out, snapshot);
     write_live_skew(out, input);
     write_processes(out, snapshot);
     if (snapshot.sampled())

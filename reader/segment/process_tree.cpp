@@ -91,6 +91,9 @@ Snapshot merge_process_tree(Snapshot root, std::vector<Snapshot> others) {
         root.sites_claimed += other.sites_claimed;
         root.lost_sites += other.lost_sites;
         root.reduced_stacks += other.reduced_stacks;
+        // Forked workers keep their parent's birth grid; a process that exec'd has one of its own,
+        // and cells of two grids are not the same times.
+        if (root.births != other.births) root.births.reset();
         if (root.memory && other.memory) {
             root.memory->rss_anon += other.memory->rss_anon;
             root.memory->rss_file += other.memory->rss_file;

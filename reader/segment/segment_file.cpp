@@ -322,8 +322,12 @@ public:
                 reinterpret_cast<const uint32_t*>(source() + offsetof(layout::Header, strings_used)),
                 __ATOMIC_ACQUIRE);
             copy_in_place(header.strings_offset, std::min(strings_used, header.strings_capacity));
+            mark_deltas(header);
         });
     }
+
+    // SiteRecordSource::deltas_before_sites.
+    const std::vector<DeltaMark>& deltas_before_sites() const { return deltas_before_sites_; }
 
     // SiteRecordSource::after_sites.
     void copy_after_sites() {
@@ -349,6 +353,23 @@ public:
 
 private:
     static constexpr size_t kStateOffset = offsetof(layout::Header, state);
+
+    // Each entry's site and moves, loaded as the writer stores them (R10), before the records'
+    // second read; a corrupt table size is clamped to the file.
+    void mark_deltas(const layout::Header& header) {
+        const uint64_t offset = header.site_deltas_offset;
+        if (offset >= size_) return;
+        const uint64_t entries = std::min<uint64_t>(uint64_t{header.bin_shards} * header.site_delta_slots,
+                                                    (size_ - offset) / sizeof(layout::SiteDelta));
+        deltas_before_sites_.resize(entries);
+        for (uint64_t entry = 0; entry < entries; ++entry) {
+            const std::byte* delta = source() + offset + entry * sizeof(layout::SiteDelta);
+            deltas_before_sites_[entry].site = __atomic_load_n(
+                reinterpret_cast<const uint32_t*>(delta + offsetof(layout::SiteDelta, site)), __ATOMIC_ACQUIRE);
+            deltas_before_sites_[entry].moves = __atomic_load_n(
+                reinterpret_cast<const uint32_t*>(delta + offsetof(layout::SiteDelta, moves)), __ATOMIC_ACQUIRE);
+        }
+    }
 
     const std::byte* source() const { return mapping_.data(); }
     layout::Header copied_header() const {
@@ -384,6 +405,7 @@ private:
     PrivateCopy& copy_;
     uint64_t size_;
     ReadOnlyMapping mapping_;
+    std::vector<DeltaMark> deltas_before_sites_;
 };
 
 uint64_t file_size(const FileDescriptor& fd, const std::filesystem::path& path) {
@@ -431,7 +453,8 @@ Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions&
             [&](uint64_t offset, uint64_t record_size, uint32_t count, const SiteRecordSource::Visit& visit) {
                 reading.read_site_records(offset, record_size, count, visit);
             },
-            [&] { reading.copy_after_names(); }, [&] { reading.copy_after_sites(); }};
+            [&] { reading.copy_after_names(); }, [&] { reading.copy_after_sites(); },
+            [&]() -> const std::vector<DeltaMark>& { return reading.deltas_before_sites(); }};
         return parse_segment(copy.bytes(), release, &streamed);
     }
 }

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace leakwrap {
 namespace {
@@ -22,13 +23,13 @@ namespace layout = leakwrap::layout;
 
 // Bounds the work of summing the shards; the writer keeps far fewer (one per thread, up to 64).
 constexpr uint32_t kMaxBinShards = 256;
+// A grid of cells wider than an hour at the start is no grid of births.
+constexpr uint64_t kMaxBirthFloorNs = uint64_t{3600} * 1000000000;
 // Bounds the site delta table with it (at most 1M entries, 40 MiB); the writer keeps far fewer.
 constexpr uint32_t kMaxSiteDeltaSlots = 4096;
 // Site records are read a chunk of whole records at a time (SiteRecordSource): a record size
 // taken from a corrupt header must not make a chunk of gigabytes. The writer's are 40 bytes.
 constexpr uint32_t kMaxSiteRecordSize = 4096;
-// Site keeps a class in 8 bits.
-static_assert(layout::kSizeClassCount <= 256);
 // RubyNode keeps its caller's distance in 32 bits: nodes of layout 6 are no more than the frame
 // records a stack table holds (layout 5's inline frames name only the next node).
 static_assert(layout::kMaxStackTableBytes / sizeof(layout::RubyFrameRecord) <= INT32_MAX);
@@ -133,14 +134,27 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
         fail("segment truncated: " + number(bytes.size()) + " bytes, the header alone needs " +
              number(sizeof(layout::Header)));
 
-    const auto header = load<layout::Header>(bytes, 0);
+    auto header = load<layout::Header>(bytes, 0);
     // Until the writer publishes the header, its other fields may be half-written.
     if (header.state != layout::kReady)
         fail("segment header is not ready (state " + number(header.state) +
              "): the writer has not finished creating it");
-    if (header.header_size != sizeof(layout::Header))
+    const uint32_t expected_header_size =
+        version >= 8 ? uint32_t{sizeof(layout::Header)} : layout::kHeaderSizeBeforeBirthGrid;
+    if (header.header_size != expected_header_size)
         fail("header_size " + number(header.header_size) + " does not match layout version " +
-             number(layout::kLayoutVersion) + " (" + number(sizeof(layout::Header)) + " bytes)");
+             number(version) + " (" + number(expected_header_size) + " bytes)");
+    if (version < 8) {  // what lies beyond the older header is not its own
+        header.birth_origin_boot_ns = 0;
+        header.birth_floor_ns = 0;
+        header.birth_cells = 0;
+    }
+    if (header.birth_cells > layout::kMaxBirthCells)
+        fail("birth_cells " + number(header.birth_cells) + " exceeds the limit of " +
+             number(layout::kMaxBirthCells));
+    if (header.birth_cells != 0 && (header.birth_floor_ns == 0 || header.birth_floor_ns > kMaxBirthFloorNs))
+        fail("birth_floor_ns " + number(header.birth_floor_ns) + " is outside [1, " +
+             number(kMaxBirthFloorNs) + "]");
     if (header.segment_size != bytes.size())
         fail("segment_size says " + number(header.segment_size) + " bytes but there are " +
              number(bytes.size()));
@@ -551,15 +565,19 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
                               const DoneWithBytes& done_with) {
     const SiteRecordChunks records(bytes, header, streamed);
     // Whether the record names a stack; throws if it is not a record the writer makes.
-    const auto check_record = [](uint32_t slot, const layout::SiteRecord& record) {
+    const auto check_record = [&header](uint32_t slot, const layout::SiteRecord& record) {
         const auto owner = [&] { return "site " + number(slot); };
         if (record.size_class >= layout::kSizeClassCount)
             fail(owner() + " has size class " + number(record.size_class) + ", there are " +
                  number(layout::kSizeClassCount));
+        if (record.birth_cell >= std::max(header.birth_cells, 1u))
+            fail(owner() + " has birth cell " + number(record.birth_cell) + ", there are " +
+                 number(header.birth_cells));
         const bool overflow = layout::is_overflow_site(slot);
-        if (overflow && (record.stack != layout::kNoStack || record.size_class != slot))
-            fail("overflow " + owner() + " must have no stack and size class " + number(slot) +
-                 ", has stack " + number(record.stack) + " and size class " + number(record.size_class));
+        if (overflow && (record.stack != layout::kNoStack || record.size_class != slot || record.birth_cell != 0))
+            fail("overflow " + owner() + " must have no stack, size class " + number(slot) +
+                 " and birth cell 0, has stack " + number(record.stack) + ", size class " +
+                 number(record.size_class) + " and birth cell " + number(record.birth_cell));
         if (!overflow && record.stack == layout::kNoStack) fail(owner() + " has no stack");
         return !overflow;
     };
@@ -596,7 +614,7 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
             if (!overflow && stack == StackTable::kNotReady) return;  // its stack was not ready
             Site& site = sites.emplace_back();
             site.id = slot;
-            site.set_key(overflow ? nullptr : &store->stacks[stack], record.size_class, overflow);
+            site.set_key(overflow ? nullptr : &store->stacks[stack], record.size_class, record.birth_cell, overflow);
             site.set_counters({record.allocs, record.frees, record.alloc_bytes, record.free_bytes});
         },
         done_with);
@@ -656,10 +674,54 @@ bool impossible(const Counters& counters) {
     return counters.frees > counters.allocs || counters.free_bytes > counters.alloc_bytes;
 }
 
-void flag_impossible_sites(Snapshot& snapshot) {
+// The sites whose counts a delta entry may have moved into their record while a live copy read
+// the records (R10): theirs may be short by what was in transit. An entry seen moving (named
+// kNoDeltaSite) before the records were read, that moved on by the end, hides which site it
+// moved: then any may be short, and there is no set to give.
+std::optional<std::unordered_set<uint32_t>> sites_in_transit(std::span<const std::byte> bytes,
+                                                             const layout::Header& header,
+                                                             const SiteRecordSource* streamed) {
+    std::unordered_set<uint32_t> sites;
+    if (streamed == nullptr || !streamed->deltas_before_sites) return sites;
+    const std::vector<DeltaMark>& before = streamed->deltas_before_sites();
+    const uint64_t entries = std::min<uint64_t>(before.size(), uint64_t{header.bin_shards} * header.site_delta_slots);
+    for (uint64_t entry = 0; entry < entries; ++entry) {
+        const auto after = load<layout::SiteDelta>(bytes, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
+        const bool moving_before = before[entry].site == layout::kNoDeltaSite;
+        if (after.moves == before[entry].moves && (moving_before || after.site != layout::kNoDeltaSite))
+            continue;  // not moved meanwhile (an entry a forked child emptied stays so)
+        if (moving_before) return std::nullopt;
+        sites.insert(before[entry].site);
+    }
+    return sites;
+}
+
+// Judged by call site, (stack, size class), over its birth cells: a record of a cell that is
+// over gets no more allocations while its blocks are still freed, so it holds few live blocks.
+// A site whose counts were in transit during a live copy is not judged: the copy may have
+// missed its allocations (R10), and the copy is not wrong for that.
+void flag_impossible_sites(Snapshot& snapshot, const std::optional<std::unordered_set<uint32_t>>& in_transit) {
+    if (!in_transit) return;
+    struct Suspect {
+        Counters sum;
+        bool in_transit = false;
+    };
+    std::unordered_map<uint64_t, Suspect> suspects;
     for (const Site& site : snapshot.sites)
-        if (impossible(site.counters()) && snapshot.impossible_sites++ == 0)
-            snapshot.first_impossible_site = site.id;
+        if (impossible(site.counters())) suspects.emplace(site.key_without_birth(), Suspect{});
+    if (suspects.empty()) return;
+    for (const Site& site : snapshot.sites)
+        if (const auto found = suspects.find(site.key_without_birth()); found != suspects.end()) {
+            found->second.sum += site.counters();
+            found->second.in_transit = found->second.in_transit || in_transit->contains(site.id);
+        }
+    for (const Site& site : snapshot.sites) {
+        if (!impossible(site.counters())) continue;  // the group's sum is impossible only with one that is
+        const auto found = suspects.find(site.key_without_birth());
+        if (found == suspects.end() || found->second.in_transit || !impossible(found->second.sum)) continue;
+        if (snapshot.impossible_sites++ == 0) snapshot.first_impossible_site = site.id;
+        suspects.erase(found);  // each (stack, size class) once
+    }
 }
 
 Counters sum_bins(const std::vector<Counters>& bins) {
@@ -699,13 +761,16 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     snapshot.process_state = header.process_state;
     snapshot.sample_interval = header.sample_interval;
     if (header.layout_version >= 7) snapshot.writer_private_bytes = uint64_t{header.private_kib} * 1024;
+    if (header.birth_cells != 0)
+        snapshot.births = BirthGrid{header.birth_origin_boot_ns, header.birth_floor_ns, header.birth_cells};
     snapshot.modules = parse_modules(bytes, header, strings);
     add_site_deltas(bytes, header, snapshot.sites);
+    const auto in_transit = sites_in_transit(bytes, header, streamed);
     if (done_with)
         done_with(bytes.subspan(header.site_deltas_offset, uint64_t{header.bin_shards} *
                                                                header.site_delta_slots *
                                                                sizeof(layout::SiteDelta)));
-    flag_impossible_sites(snapshot);
+    flag_impossible_sites(snapshot, in_transit);
     snapshot.bins = parse_bins(bytes, header);
     snapshot.totals = sum_bins(snapshot.bins);
     return snapshot;
@@ -810,12 +875,12 @@ void Site::free_wide() {
     set_tagged(tagged() & ~kWideBit);
 }
 
-void Site::set_key(const SiteStack* stack, uint32_t size_class, bool overflow) {
+void Site::set_key(const SiteStack* stack, uint32_t size_class, uint32_t birth_cell, bool overflow) {
     const auto address = reinterpret_cast<uintptr_t>(stack);
-    if ((address & ~kAddressMask) != 0 || size_class > 0xff)
-        throw std::logic_error("a site's stack address or size class does not fit its key");
-    set_tagged(address | uint64_t{size_class} << kClassShift | (overflow ? kOverflowBit : 0) |
-               (tagged() & kWideBit));
+    if ((address & ~kAddressMask) != 0 || size_class > kSevenBits || birth_cell > kSevenBits)
+        throw std::logic_error("a site's stack address, size class or birth cell does not fit its key");
+    set_tagged(address | uint64_t{size_class} << kClassShift | uint64_t{birth_cell} << kBirthShift |
+               (overflow ? kOverflowBit : 0) | (tagged() & kWideBit));
 }
 
 Counters Site::counters() const {

@@ -2,7 +2,10 @@
 // reference back to the bytes it came from.
 #pragma once
 
+#include "birth_grid.h"
 #include "process_memory.h"
+
+#include <leakwrap/segment_layout.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -288,8 +291,8 @@ inline RubyBacktrace SiteStack::ruby() const {
 }
 
 // One record of the site table with its stack, as the writer keeps them: the key is (stack,
-// size class), a stack being native frames and a Ruby backtrace; in sampling mode the counters
-// count sampled blocks only. The counters are the record's plus those of every site delta entry
+// size class, birth cell), a stack being native frames and a Ruby backtrace; in sampling mode the
+// counters count sampled blocks only. The counters are the record's plus those of every site delta entry
 // naming it.
 //
 // 28 bytes a site, since a snapshot holds every site of its process (127,000 on the Rails
@@ -297,7 +300,7 @@ inline RubyBacktrace SiteStack::ruby() const {
 // four counters are kept in 32 bits each while they fit, as nearly all do (a site that allocated
 // 4 GiB is a rare one), and on the heap once one does not; the size class and the flags ride in
 // the top 16 bits of the stack's address, which no user-space address of x86-64 or AArch64
-// uses; and the fields are 32-bit words, so that no padding rounds the site up to 32 bytes.
+// uses (with the birth cell); and the fields are 32-bit words, so that no padding rounds the site up to 32 bytes.
 class Site {
 public:
     Site() = default;
@@ -310,12 +313,16 @@ public:
     void set_counters(const Counters& counters);
 
     // An overflow site has no stack; any other has one.
-    void set_key(const SiteStack* stack, uint32_t size_class, bool overflow);
+    void set_key(const SiteStack* stack, uint32_t size_class, uint32_t birth_cell, bool overflow);
     const SiteStack* stack() const {
         return reinterpret_cast<const SiteStack*>(static_cast<uintptr_t>(tagged() & kAddressMask));
     }
-    uint32_t size_class() const { return static_cast<uint32_t>(tagged() >> kClassShift) & 0xff; }
+    uint32_t size_class() const { return static_cast<uint32_t>(tagged() >> kClassShift) & kSevenBits; }
+    // Of the snapshot's BirthGrid; 0 without one, and for an overflow site.
+    uint32_t birth_cell() const { return static_cast<uint32_t>(tagged() >> kBirthShift) & kSevenBits; }
     bool overflow() const { return (tagged() & kOverflowBit) != 0; }
+    // What tells the records of one call site apart from others': its stack and size class.
+    uint64_t key_without_birth() const { return tagged() & (kAddressMask | kClassBits | kOverflowBit); }
 
     NativeFrames frames() const {
         return stack() ? stack()->frames() : NativeFrames();
@@ -327,10 +334,14 @@ public:
     uint32_t id = 0;  // slot index in the site table
 
 private:
-    static constexpr unsigned kClassShift = 48;  // 8 bits: layout::kSizeClassCount <= 256
+    static constexpr uint32_t kSevenBits = 0x7f;  // layout::kSizeClassCount, kMaxBirthCells <= 128
+    static_assert(layout::kSizeClassCount <= kSevenBits + 1 && layout::kMaxBirthCells <= kSevenBits + 1);
+    static constexpr unsigned kClassShift = 48;
     static constexpr uint64_t kAddressMask = (uint64_t{1} << kClassShift) - 1;
-    static constexpr uint64_t kOverflowBit = uint64_t{1} << 56;
-    static constexpr uint64_t kWideBit = uint64_t{1} << 57;  // the counters are on the heap
+    static constexpr uint64_t kClassBits = uint64_t{kSevenBits} << kClassShift;
+    static constexpr uint64_t kOverflowBit = uint64_t{1} << 55;
+    static constexpr uint64_t kWideBit = uint64_t{1} << 56;  // the counters are on the heap
+    static constexpr unsigned kBirthShift = 57;
 
     uint64_t tagged() const { return uint64_t{tagged_[1]} << 32 | tagged_[0]; }
     void set_tagged(uint64_t value) {
@@ -343,7 +354,7 @@ private:
 
     // allocs, frees, alloc_bytes, free_bytes; when wide, the address of their Counters.
     uint32_t counts_[4] = {};
-    // The stack's address, the size class, the flags.
+    // The stack's address, the size class, the flags, the birth cell.
     uint32_t tagged_[2] = {};
 };
 static_assert(sizeof(Site) == 28);
@@ -387,6 +398,10 @@ struct Snapshot {
     // What the writer's own tables hold of its process's private memory, as it counts them
     // (Header::private_kib); none from a writer of a layout before 7.
     std::optional<uint64_t> writer_private_bytes;
+    // When the sites' blocks were allocated (birth_grid.h); none from a writer of a layout before 8.
+    std::optional<BirthGrid> births;
+    // What --born-after / --born-before left of the sites (birth_window.h); none when all are here.
+    std::optional<BirthSelection> birth_selection;
     std::vector<Module> modules;
     std::vector<Site> sites;     // the ready records, in slot order
     // What the sites' stacks are kept in: one store for a segment, one per process of a merged
@@ -443,6 +458,12 @@ void for_each_record_chunk(uint32_t count, uint64_t record_size, uint64_t chunk_
     }
 }
 
+// What a delta entry named, and how often it had moved, when a live copy took it (R10).
+struct DeltaMark {
+    uint32_t site = 0;
+    uint32_t moves = 0;
+};
+
 struct SiteRecordSource {
     using Visit = std::function<void(uint32_t first_slot, std::span<const std::byte> records)>;
     // Calls visit() with the table's first `count` records of `record_size` bytes from `offset`
@@ -450,6 +471,9 @@ struct SiteRecordSource {
     std::function<void(uint64_t offset, uint64_t record_size, uint32_t count, const Visit& visit)> read;
     std::function<void()> after_names;
     std::function<void()> after_sites;
+    // The delta entries as after_names() found them, before the records were read again: an
+    // entry whose moves changed by after_sites() had counts in transit meanwhile.
+    std::function<const std::vector<DeltaMark>&()> deltas_before_sites;
 };
 
 // Parses a private copy of a segment, its site records from `streamed` if given. Every offset,

@@ -130,6 +130,16 @@ constexpr std::size_t block_size(std::size_t i) { return 100 + (i * 7919) % 401;
 
 }  // namespace ground_truth
 
+namespace ground_truth::startup_then_leak {
+// 20 MB at start-up in 2,000 blocks, then, from kLeakStartMs after main() began, kLeaks blocks
+// of kLeakSize leaked one every kLeakEveryMs. The birth grid has a cell boundary 2 s after the
+// segment was made (a few ms after the start): --born-after 2s falls between the two phases.
+inline constexpr std::size_t kStartupBlocks = 2000, kStartupBlockSize = 10000;
+inline constexpr std::size_t kLeaks = 300, kLeakSize = 100;
+inline constexpr int kLeakStartMs = 2600, kLeakEveryMs = 3;
+inline constexpr const char* kBornAfter = "2s";
+}  // namespace ground_truth::startup_then_leak
+
 namespace ground_truth::sampling {
 // Enough bytes that a 16 KiB mean interval draws thousands of samples: the estimate's standard
 // error is then under 2%, and the tests allow 10%.

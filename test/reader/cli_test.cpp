@@ -63,10 +63,10 @@ protected:
 
 TEST_F(CliTest, RejectsACorruptSegmentWithOneErrorLine) {
     auto bytes = SegmentBuilder().build();
-    testing::patch_header(bytes, [](layout::Header& h) { h.layout_version = 8; });
+    testing::patch_header(bytes, [](layout::Header& h) { h.layout_version = 9; });
     const auto result = run_report("--segment " + file_with(bytes).string());
     expect_one_line_error(result, 1);
-    EXPECT_NE(result.err.find("segment layout version 8, this reader understands 7"),
+    EXPECT_NE(result.err.find("segment layout version 9, this reader understands 8"),
               std::string::npos);
 }
 

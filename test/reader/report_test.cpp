@@ -120,7 +120,7 @@ TEST(TextReport, ShowsExactTotalsOverflowWarningAndRankedRows) {
     EXPECT_PRED2(contains, text, "5 allocations from stacks without a record");
     EXPECT_PRED2(contains, text, "LEAKWRAP_MAX_SITES");
     EXPECT_PRED2(contains, text, "\n#1 site 88: 51200000 B (48.8 MiB) live in 1000 blocks");
-    EXPECT_PRED2(contains, text, "allocated\n    ruby: app/cache.rb:17\n    #0 0x1234 ??");
+    EXPECT_PRED2(contains, text, "allocated\n    ruby: app/cache.rb:17\n    live born 0.0 s to 0.5 s\n    #0 0x1234 ??");
     EXPECT_PRED2(contains, text, "    #1 0x5678 ??");
     // The Ruby backtrace continues the native frames outwards.
     EXPECT_PRED2(contains, text, "    #2 ruby app/cache.rb:17\n");
@@ -207,7 +207,7 @@ TEST(JsonReport, HasTheDocumentedShape) {
     const auto report = render_json(three_sites(), {.top = 2});
     EXPECT_EQ(keys_of(report),
               (std::set<std::string>{"pid", "parent_pid", "exe", "command_line", "state", "mode",
-                                     "sample_interval", "by", "totals", "sites", "bins"}));
+                                     "sample_interval", "by", "totals", "sites", "bins", "births"}));
     EXPECT_EQ(report["pid"], 2147483000);
     EXPECT_EQ(report["exe"], "/usr/bin/leaky");
     EXPECT_EQ(report["command_line"], "leaky \"quoted\", with comma");
@@ -235,7 +235,8 @@ TEST(JsonReport, HasTheDocumentedShape) {
     EXPECT_EQ(keys_of(row),
               (std::set<std::string>{"id", "overflow", "estimated", "live_bytes", "live_blocks",
                                      "allocs", "frees", "alloc_bytes", "free_bytes", "ruby",
-                                     "ruby_frames", "reduced", "frames", "size_classes", "records"}));
+                                     "ruby_frames", "reduced", "frames", "size_classes", "records",
+                                     "live_by_birth"}));
     EXPECT_EQ(row["id"], 88);
     EXPECT_EQ(row["overflow"], false);
     EXPECT_EQ(row["estimated"], false);

@@ -186,7 +186,12 @@ std::vector<std::byte> SegmentBuilder::build() const {
     layout::Header header{};
     std::memcpy(header.magic, layout::kMagic, sizeof(header.magic));
     header.layout_version = layout_version;
-    header.header_size = sizeof(layout::Header);
+    header.header_size = layout_version >= 8 ? sizeof(layout::Header) : layout::kHeaderSizeBeforeBirthGrid;
+    if (layout_version >= 8) {
+        header.birth_cells = birth_cells;
+        header.birth_floor_ns = birth_floor_ns;
+        header.birth_origin_boot_ns = birth_origin_boot_ns.value_or(start_time_ticks * 10'000'000);
+    }
     header.pid = pid;
     header.parent_pid = parent_pid;
     header.start_time_ticks = start_time_ticks;
@@ -235,7 +240,8 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.alloc_bytes = site.alloc_bytes;
         record.free_bytes = site.free_bytes;
         record.state = static_cast<uint16_t>(site.state);
-        record.size_class = static_cast<uint16_t>(size_class_of_site(site));
+        record.size_class = static_cast<uint8_t>(size_class_of_site(site));
+        record.birth_cell = static_cast<uint8_t>(site.birth_cell);
         record.stack = stack_of_slot[slot];
         std::memcpy(segment.data() + header.sites_offset + uint64_t{slot} * site_record_size, &record,
                     sizeof(record));

@@ -37,6 +37,7 @@ struct BuiltSite {
     std::vector<uint64_t> frames;
     uint32_t module_generation = 0;
     std::optional<uint32_t> size_class;  // default: the class of the average allocated block
+    uint32_t birth_cell = 0;
     std::string ruby_file;               // "": no Ruby backtrace
     uint32_t ruby_line = 0;
     std::vector<BuiltRubyFrame> outer_ruby;  // the Ruby backtrace beyond ruby_file:ruby_line
@@ -97,6 +98,11 @@ struct SegmentBuilder {
     uint32_t bin_shards = 3;
     uint32_t site_delta_slots = 4;  // per shard; 0: no delta table
     uint64_t sample_interval = 0;
+    // The birth grid (layout 8 on; a builder of an older layout writes none): by default the
+    // writer's, from the start.
+    uint32_t birth_cells = layout::kMaxBirthCells;
+    uint64_t birth_floor_ns = layout::kBirthFloorNs;
+    std::optional<uint64_t> birth_origin_boot_ns;  // default: start_time_ticks at 100 a second
     uint64_t lost_sites = 0;
     uint32_t process_state = layout::kProcessRunning;
     std::map<uint32_t, BuiltSite> overflow_sites;  // by size class, which is also the slot

@@ -58,7 +58,7 @@ SegmentBuilder typical_builder() {
 }
 
 // Every layout this reader reads: the current one and layout 5, whose Ruby frames were inline.
-constexpr uint32_t kReadableLayouts[] = {5, 6, layout::kLayoutVersion};
+constexpr uint32_t kReadableLayouts[] = {5, 6, 7, layout::kLayoutVersion};
 
 // Backtraces of one Rails process: the sites share their outer Ruby frames, and the last site's
 // whole backtrace is the first's. In layout 6 its stack table holds, at these offsets:
@@ -310,9 +310,9 @@ TEST(ParseSegment, RejectsOtherLayoutVersions) {
     constexpr auto kAdvice =
         ": read it with the leakwrap-report of the libleakwrap.so that wrote it";
     auto bytes = typical_builder().build();
-    patch_header(bytes, [](layout::Header& h) { h.layout_version = 8; });
+    patch_header(bytes, [](layout::Header& h) { h.layout_version = 9; });
     EXPECT_EQ(parse_error(bytes),
-              std::string("segment layout version 8, this reader understands 7") + kAdvice);
+              std::string("segment layout version 9, this reader understands 8") + kAdvice);
 }
 
 // Older writers' segments: a v1 header is 64 bytes shorter and lays the fields out differently,
@@ -327,7 +327,7 @@ TEST(ParseSegment, RejectsOlderLayoutVersionSegments) {
         EXPECT_PRED2(contains, parse_error(bytes),
                      "segment layout version " + std::to_string(version) +
                          " was written by an older libleakwrap.so (this reader reads versions 5 to "
-                         "7, whose size-class bins are kept shard-major): read it with the "
+                         "8, whose size-class bins are kept shard-major): read it with the "
                          "leakwrap-report of the libleakwrap.so that wrote it");
     }
 }
@@ -812,6 +812,7 @@ TEST(ParseSegment, ReadsTheWritersPrivateTablesFromLayout7On) {
     EXPECT_EQ(parse_segment(bytes).writer_private_bytes, std::optional<uint64_t>(1536 * 1024));
     patch_header(bytes, [](layout::Header& h) {
         h.layout_version = 6;
+        h.header_size = layout::kHeaderSizeBeforeBirthGrid;
         h.private_kib = 0;
     });
     EXPECT_EQ(parse_segment(bytes).writer_private_bytes, std::nullopt);
@@ -997,7 +998,8 @@ TEST(ParseSegment, IgnoresTheFieldsOfSlotsThatAreNotReady) {
     patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst + 5),
                               [](layout::SiteRecord& site) {
                                   site.stack = 0xfffffff0u;
-                                  site.size_class = 0xffffu;
+                                  site.size_class = 0xffu;
+                                  site.birth_cell = 0xffu;
                               });
     EXPECT_EQ(parse_error(bytes), "");
 }
@@ -1028,10 +1030,16 @@ INSTANTIATE_TEST_SUITE_P(
                        [](layout::SiteRecord& s) { s.size_class = layout::kSizeClassCount; },
                        "site 88 has size class 88, there are 88"},
         SiteCorruption{"OverflowSiteWithAStack", 3, [](layout::SiteRecord& s) { s.stack = 0; },
-                       "overflow site 3 must have no stack and size class 3"},
+                       "overflow site 3 must have no stack, size class 3 and birth cell 0"},
         SiteCorruption{"OverflowSiteOfAnotherClass", 3,
                        [](layout::SiteRecord& s) { s.size_class = 4; },
-                       "overflow site 3 must have no stack and size class 3"},
+                       "overflow site 3 must have no stack, size class 3 and birth cell 0"},
+        SiteCorruption{"OverflowSiteWithABirthCell", 3,
+                       [](layout::SiteRecord& s) { s.birth_cell = 1; },
+                       "overflow site 3 must have no stack, size class 3 and birth cell 0"},
+        SiteCorruption{"SiteBornInACellBeyondTheGrid", kFirst,
+                       [](layout::SiteRecord& s) { s.birth_cell = layout::kMaxBirthCells; },
+                       "site 88 has birth cell 128, there are 128"},
         SiteCorruption{"SiteWithoutAStack", kFirst,
                        [](layout::SiteRecord& s) { s.stack = layout::kNoStack; },
                        "site 88 has no stack"}),

@@ -1,12 +1,18 @@
 // examples/rails: a Rails 6.1 app in puma whose controller leaks the 384-byte state of the C
 // extension TableOfContents once per request, and leakwrap finds exactly that among the more
-// than 100000 call sites that booting Rails makes.
+// than 100000 call sites that booting Rails makes: by the growth between two snapshots, and in
+// one snapshot by the memory born after the boot (--born-after).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
+#include <thread>
 
 #include "ruby_support.h"
 
@@ -21,6 +27,20 @@ constexpr long long kRequests = 200;
 constexpr long long kMoreRequests = 2000;
 constexpr long long kStateSize = 384;  // sizeof(struct toc_state) in table_of_contents.c
 constexpr const char* kExtension = "/table_of_contents.so";
+
+// Seconds since the process started, as /proc counts it (clock ticks since boot).
+double age_of(pid_t pid) {
+    std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // field 3 on
+    std::string field;
+    for (int number = 3; number < 22; ++number) fields >> field;
+    unsigned long long start_ticks = 0;
+    fields >> start_ticks;
+    double uptime = 0;
+    std::ifstream("/proc/uptime") >> uptime;
+    return uptime - static_cast<double>(start_ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 void require_rails_and_extension() {
     ASSERT_FALSE(paths::puma.empty()) << "puma is not installed (scripts/setup.sh installs it)";
@@ -39,6 +59,11 @@ TEST(RubyRails, EveryRequestLeaksOneTableOfContentsStateAtTheControllerLine) {
     const int leak_line = line_containing(controller, "TableOfContents.render(");
 
     Puma puma({"-C", paths::source("examples/rails/config/puma.rb"), paths::source("examples/rails/config.ru")});
+    // A point past the boot, even rounded down to the start of its cell of the birth grid (at
+    // most 1/8 of the time before it), and the requests only after it.
+    const long long born_after = std::llround(std::ceil(age_of(puma.pid()) * 1.25)) + 1;
+    while (age_of(puma.pid()) < static_cast<double>(born_after) + 0.1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     send_requests(puma.url(), kRequests);
     const nlohmann::json report = report_json(puma.pid());
 
@@ -85,6 +110,21 @@ TEST(RubyRails, EveryRequestLeaksOneTableOfContentsStateAtTheControllerLine) {
     EXPECT_NE(diff.out.find(first_row), std::string::npos) << diff.out;
     std::filesystem::remove(before);
     std::filesystem::remove(after);
+
+    // One snapshot, without a series: the memory born after the boot has the leak first, all
+    // of its states and nothing of the boot.
+    const std::string born = std::to_string(born_after) + "s";
+    const nlohmann::json by_line = report_json(puma.pid(), {"--by", "ruby", "--born-after", born});
+    ASSERT_FALSE(by_line.at("sites").empty()) << by_line.dump(1);
+    EXPECT_TRUE(at_ruby_line(by_line.at("sites")[0], controller, leak_line)) << by_line.at("sites")[0].dump(1);
+    EXPECT_GE(by_line.at("sites")[0].at("live_blocks").get<long long>(), kRequests + kMoreRequests);
+    const nlohmann::json native = report_json(puma.pid(), {"--born-after", born});
+    EXPECT_EQ(sum_of(rows_allocated_by(native, kExtension, "toc_state_new")),
+              (Counters{kRequests + kMoreRequests, (kRequests + kMoreRequests) * kStateSize,
+                        kRequests + kMoreRequests, 0}));
+    EXPECT_LT(native.at("births").at("selection").at("live_bytes").get<long long>(),
+              native.at("totals").at("live_bytes").get<long long>() / 4)
+        << "the boot's memory is left out";
 
     EXPECT_EQ(puma.stop(), 0);
     EXPECT_FALSE(segment_exists(puma.pid())) << "a clean exit removes the segment";
