@@ -79,15 +79,17 @@ bench_require() {
 }
 
 # bench_variant_prefix VARIANT SCRATCH_DIR: sets the array bench_prefix to the words that run a
-# command as VARIANT (bare, exact, sampling, jemalloc-prof or heaptrack): "${bench_prefix[@]}"
-# program args... heaptrack writes its data file into SCRATCH_DIR (the caller deletes it).
-# jemalloc-prof needs bench_find_jemalloc first.
+# command as VARIANT (bare, exact, sampling, jemalloc-prof, heaptrack, or baseline: exact mode
+# with the library $bench_baseline_preload): "${bench_prefix[@]}" program args... heaptrack
+# writes its data file into SCRATCH_DIR (the caller deletes it). jemalloc-prof needs
+# bench_find_jemalloc first.
 # shellcheck disable=SC2034 # bench_prefix is for the caller
 bench_variant_prefix() {
   local variant=$1 scratch=$2
   case $variant in
     bare) bench_prefix=(env -u LD_PRELOAD -u LEAKWRAP_SAMPLE) ;;
     exact) bench_prefix=(env LD_PRELOAD="$bench_preload" LEAKWRAP_SAMPLE=0) ;;
+    baseline) bench_prefix=(env LD_PRELOAD="$bench_baseline_preload" LEAKWRAP_SAMPLE=0) ;;
     sampling) bench_prefix=(env LD_PRELOAD="$bench_preload" LEAKWRAP_SAMPLE="$bench_sample_bytes") ;;
     jemalloc-prof) bench_prefix=(env -u LEAKWRAP_SAMPLE LD_PRELOAD="$bench_jemalloc" MALLOC_CONF="$bench_jemalloc_conf") ;;
     heaptrack) bench_prefix=(env -u LD_PRELOAD -u LEAKWRAP_SAMPLE heaptrack -o "$scratch/heaptrack") ;;

@@ -40,11 +40,15 @@
 # left out of the medians. A job or variant that cannot run on this machine is skipped, with the
 # reason in the table.
 #
-# Usage: test/bench/compare.sh [-n RUNS] [-b BUILD_DIR] [-o TABLE_FILE] [JOB...]
+# Usage: test/bench/compare.sh [-n RUNS] [-b BUILD_DIR] [-B BASELINE_LIB] [-v VARIANTS] [-o TABLE_FILE] [JOB...]
 #   -n RUNS        runs of each variant (default 5); the tables show medians
 #   -b BUILD_DIR   the build with lib/libleakwrap.so, bin/leakwrap-report and bin/workload_*
 #                  (default: build/, or $LEAKWRAP_BUILD_DIR); build it with
 #                  `cmake --build BUILD_DIR --target bench_tools`
+#   -B BASELINE_LIB  adds the variant baseline: exact mode with this libleakwrap.so (an earlier
+#                  commit's, to measure a change before and after in one run); its segments are
+#                  read with BUILD_DIR's leakwrap-report
+#   -v VARIANTS    only these variants, space-separated (default: all; bare always runs)
 #   -o TABLE_FILE  also write the Markdown output there
 #   JOB...         only these jobs (default: all): server_churn producer_consumer small_objects
 #                  thread_per_task rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak
@@ -61,16 +65,35 @@ runs=5
 build_dir=
 table_file=
 usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-while getopts 'n:b:o:h' option; do
+baseline_lib=
+chosen_variants=
+while getopts 'n:b:B:v:o:h' option; do
   case $option in
     n) runs=$OPTARG ;;
     b) build_dir=$OPTARG ;;
+    B) baseline_lib=$OPTARG ;;
+    v) chosen_variants=$OPTARG ;;
     o) table_file=$OPTARG ;;
     *) usage ;;
   esac
 done
 shift $((OPTIND - 1))
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: RUNS must be a positive number, not '$runs'" >&2; exit 2; }
+if [[ -n $baseline_lib ]]; then
+  [[ -f $baseline_lib ]] || { echo "compare.sh: no baseline library $baseline_lib" >&2; exit 2; }
+  bench_baseline_preload=$(realpath "$baseline_lib")
+  export bench_baseline_preload
+  variants+=(baseline)
+  leakwrap_variants+=(baseline)
+fi
+if [[ -n $chosen_variants ]]; then
+  kept=(bare)
+  for variant in $chosen_variants; do
+    [[ " ${variants[*]} " == *" $variant "* ]] || { echo "compare.sh: unknown variant '$variant' (variants: ${variants[*]})" >&2; exit 2; }
+    [[ $variant == bare ]] || kept+=("$variant")
+  done
+  variants=("${kept[@]}")
+fi
 if (($#)); then jobs=("$@"); else jobs=("${all_jobs[@]}"); fi
 for job in "${jobs[@]}"; do
   [[ " ${all_jobs[*]} " == *" $job "* ]] || { echo "compare.sh: unknown job '$job' (jobs: ${all_jobs[*]})" >&2; exit 2; }
@@ -540,6 +563,8 @@ print("`MALLOC_CONF=prof:true,lg_prof_sample:19` (a different allocator as well 
 print("profiler), heaptrack is `heaptrack -o DIR prog` (its wall time includes writing its compressed")
 print("data; its RSS is the larger of the program and heaptrack_interpret, as /usr/bin/time's %M and")
 print("the servers' VmHWM of the whole process tree report the largest process).")
+if "baseline" in variants:
+    print("baseline is exact mode with the library given by -B (an earlier commit's), in the same run.")
 print()
 for job in jobs:
     if job in WHAT:
