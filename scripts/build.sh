@@ -3,11 +3,22 @@
 # into build/ (or $LEAKWRAP_BUILD_DIR) as RelWithDebInfo (or $LEAKWRAP_BUILD_TYPE); warnings are
 # errors when $LEAKWRAP_WERROR is ON (scripts/test.sh, and so CI). Arguments are passed to
 # cmake's configure step (scripts/test.sh: -DLEAKWRAP_DEBUG=ON).
+#   scripts/build.sh --demo [ARGS]   only what scripts/demo.sh runs: its packages (setup.sh --demo),
+#                                    no tests, and the targets libleakwrap.so, leakwrap-report and
+#                                    leaky_cache
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
+setup=() tests=ON targets=()
+if [[ ${1-} == --demo ]]; then
+  shift
+  setup=(--demo) tests=OFF targets=(--target leakwrap leakwrap-report leaky_cache)
+fi
+
+scripts/setup.sh "${setup[@]}"
 build_dir=${LEAKWRAP_BUILD_DIR:-build}
+# LEAKWRAP_BUILD_TESTS is set either way: a build directory the demo configured without tests
+# gets them back from a later scripts/build.sh or scripts/test.sh.
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${LEAKWRAP_BUILD_TYPE:-RelWithDebInfo}" \
-  -DLEAKWRAP_WERROR="${LEAKWRAP_WERROR:-OFF}" "$@"
-cmake --build "$build_dir" -j"$(nproc)"
+  -DLEAKWRAP_WERROR="${LEAKWRAP_WERROR:-OFF}" -DLEAKWRAP_BUILD_TESTS="$tests" "$@"
+cmake --build "$build_dir" -j"$(nproc)" "${targets[@]}"
