@@ -41,7 +41,7 @@ stop_profiled() {
   exec {profiled_stdin_fd}>&-
   rm -f "$profiled_stdin"
   local _
-  for _ in $(seq 20); do kill -0 "$profiled_pid" 2>/dev/null || break; sleep 0.05; done
+  for _ in $(seq 4); do kill -0 "$profiled_pid" 2>/dev/null || break; sleep 0.05; done
   if kill -0 "$profiled_pid" 2>/dev/null; then kill -TERM "$profiled_pid"; fi
   wait "$profiled_pid" || true
   profiled_pid=
