@@ -8,7 +8,7 @@ set -euo pipefail
 
 # What configure needs with -DLEAKWRAP_BUILD_TESTS=OFF.
 packages=(
-  build-essential cmake pkg-config                     # toolchain
+  g++ make cmake pkg-config                            # toolchain
   liburcu-dev libunwind-dev libdw-dev                  # libleakwrap.so and leakwrap-report
   libcli11-dev nlohmann-json3-dev                      # leakwrap-report's command line and JSON
   zlib1g-dev                                           # leakwrap-report --format pprof (gzip)
@@ -16,6 +16,7 @@ packages=(
 case ${1-} in
   --demo) ;;
   "") packages+=(
+  build-essential                                      # Debian's whole build toolchain (dpkg-dev besides g++, make)
   libcpp-httplib-dev                                   # the tests' HTTP client (serve has a server of its own)
   prometheus prometheus-node-exporter                  # promtool and the end-to-end metrics tests
   golang-go                                            # go tool pprof, reads it in the tests
