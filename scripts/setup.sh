@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Installs the Debian packages leakwrap needs to build and test, only those that are missing.
 # Safe to run any number of times. As a non-root user it only says what to run.
+#   scripts/setup.sh          everything: the tool, the tests, the benchmarks and the examples
+#   scripts/setup.sh --demo   only what building libleakwrap.so and leakwrap-report needs, which
+#                             is all scripts/demo.sh runs: a few minutes less on a fresh machine
 set -euo pipefail
 
+# What configure needs with -DLEAKWRAP_BUILD_TESTS=OFF.
 packages=(
-  build-essential cmake pkg-config                     # toolchain
+  g++ make cmake pkg-config                            # toolchain
   liburcu-dev libunwind-dev libdw-dev                  # libleakwrap.so and leakwrap-report
-  libcli11-dev                                         # leakwrap-report's command line
+  libcli11-dev nlohmann-json3-dev                      # leakwrap-report's command line and JSON
   zlib1g-dev                                           # leakwrap-report --format pprof (gzip)
+)
+case ${1-} in
+  --demo) ;;
+  "") packages+=(
+  build-essential                                      # Debian's whole build toolchain (dpkg-dev besides g++, make)
   libcpp-httplib-dev                                   # the tests' HTTP client (serve has a server of its own)
   prometheus prometheus-node-exporter                  # promtool and the end-to-end metrics tests
   golang-go                                            # go tool pprof, reads it in the tests
-  libgtest-dev nlohmann-json3-dev libbenchmark-dev     # tests and the micro benchmark
+  libgtest-dev libbenchmark-dev                        # tests and the micro benchmark
   librsvg2-bin                                         # rsvg-convert: the tests render plot's SVG
   python3 perl git                                     # workloads of the smoke tests
   libc6-dbg                                            # glibc's lines under --libc-lines (test/e2e/libc_frames_test.cpp)
@@ -21,7 +30,9 @@ packages=(
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
   time heaptrack libjemalloc2                          # test/bench/compare.sh (libjemalloc2: its jemalloc-prof variant)
   ruby-railties ruby-redcarpet ruby-nokogiri           # examples/rails: Rails 6.1 (its controller layer), and its test
-)
+  ) ;;
+  *) echo "usage: scripts/setup.sh [--demo]" >&2; exit 2 ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do

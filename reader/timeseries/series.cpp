@@ -129,12 +129,6 @@ void SampleLineWriter::site(const SampleSite& site) {
 
 void SampleLineWriter::end() { out_ << "]}"; }
 
-void write_sample_line(std::ostream& out, const Sample& sample) {
-    SampleLineWriter line(out, sample);
-    for (const SampleSite& site : sample.sites) line.site(site);
-    line.end();
-}
-
 SampleSite sample_site_from_json(const json& site, bool& has_stack) {
     // A report's site has frames to make a label and a key of; a series line's has both.
     if (!site.contains("label")) {

@@ -66,9 +66,7 @@ std::optional<SampleSite> sample_site_from_report(const nlohmann::json& site,
 // "live_blocks", "allocs", "frees"}], "sites": [{"id", "live_bytes", "live_blocks",
 // "allocs", "frees", "label", "stack"}]}, keys in that order for people reading it. Lines written by
 // earlier versions also end in "labels": {id: label}, the sites' labels again.
-void write_sample_line(std::ostream& out, const Sample& sample);
-
-// The same line written as it comes: the head (every member of `head` but its sites, which it
+// It is written as it comes: the head (every member of `head` but its sites, which it
 // should not have), then each site, then the end; nothing of a site is kept once written. A line
 // of every site of a Rails process kept as a Sample took 55 MiB, and its "labels" object, which
 // repeated every site's label after the sites, 4.8 MiB kept until the end.

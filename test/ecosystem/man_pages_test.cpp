@@ -1,5 +1,5 @@
 // The installed man pages document every option that the installed programs' --help shows, with
-// the same default, and every option and setting of README's tables with the default it gives.
+// the same default, and every option and setting of the tables of docs/using.md with the default it gives.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -71,12 +71,12 @@ TEST_F(ManPages, LauncherPageHasEveryOptionWithItsDefault) {
     expect_documented(parse_help(help_of({installed.bin("leakwrap"), "--help"})), page, "OPTIONS");
 }
 
-TEST_F(ManPages, LibraryPageHasEverySettingOfTheReadmeWithItsDefault) {
+TEST_F(ManPages, LibraryPageHasEverySettingOfTheDocsWithItsDefault) {
     const ManPage page = parse_man_page(read_file(installed.man("man7/libleakwrap.7")));
-    // README rows: | `LEAKWRAP_DEPTH` | 16 | meaning |
+    // docs/using.md rows: | `LEAKWRAP_DEPTH` | 16 | meaning |
     static const std::regex setting_row(R"(^\| `(LEAKWRAP_[A-Z_]+)` \| ([^|]+?) \|.*)");
     std::size_t settings = 0;
-    std::istringstream readme(read_file(LEAKWRAP_SOURCE_DIR "/README.md"));
+    std::istringstream readme(read_file(LEAKWRAP_SOURCE_DIR "/docs/using.md"));
     for (std::string line; std::getline(readme, line);) {
         std::smatch row;
         if (!std::regex_match(line, row, setting_row)) continue;
@@ -85,17 +85,17 @@ TEST_F(ManPages, LibraryPageHasEverySettingOfTheReadmeWithItsDefault) {
         const ManEntry* entry = find_entry(page, "ENVIRONMENT", name);
         ASSERT_NE(entry, nullptr) << name;
         EXPECT_NE(entry->text.find("default: " + default_value), std::string::npos)
-            << name << ": README says default " << default_value << "; " << entry->text;
+            << name << ": docs/using.md says default " << default_value << "; " << entry->text;
     }
-    EXPECT_GE(settings, 5u) << "README's settings table was not found";
+    EXPECT_GE(settings, 5u) << "the settings table of docs/using.md was not found";
 }
 
-TEST_F(ManPages, ReportPageAgreesWithTheReadmeOptionsTable) {
+TEST_F(ManPages, ReportPageAgreesWithTheDocsOptionsTable) {
     const ManPage page = parse_man_page(read_file(installed.man("man1/leakwrap-report.1")));
     static const std::regex option_name(R"(`(--?[a-z][a-z-]*))");
     std::size_t options = 0;
     bool in_table = false;
-    std::istringstream readme(read_file(LEAKWRAP_SOURCE_DIR "/README.md"));
+    std::istringstream readme(read_file(LEAKWRAP_SOURCE_DIR "/docs/using.md"));
     for (std::string line; std::getline(readme, line);) {
         if (line.starts_with("#")) in_table = line == "### Options of `leakwrap-report`";
         if (!in_table || !line.starts_with("| `-")) continue;
@@ -115,14 +115,14 @@ TEST_F(ManPages, ReportPageAgreesWithTheReadmeOptionsTable) {
             ++options;
             const std::string name = (*it)[1];
             const ManEntry* entry = find_entry(page, "OPTIONS", name);
-            ASSERT_NE(entry, nullptr) << name << " is in README's table but not in OPTIONS";
+            ASSERT_NE(entry, nullptr) << name << " is in the table of docs/using.md but not in OPTIONS";
             if (!default_value.empty()) {
                 EXPECT_NE(entry->text.find("default: " + default_value), std::string::npos)
-                    << name << ": README says default " << default_value << "; " << entry->text;
+                    << name << ": docs/using.md says default " << default_value << "; " << entry->text;
             }
         }
     }
-    EXPECT_GE(options, 10u) << "README's options table of leakwrap-report was not found";
+    EXPECT_GE(options, 10u) << "the options table of leakwrap-report in docs/using.md was not found";
 }
 
 TEST_F(ManPages, BashCompletionCompletesFormatsFromTheInstalledHelp) {

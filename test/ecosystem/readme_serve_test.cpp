@@ -1,4 +1,4 @@
-// README's section on serve: every option of `serve --help` with its default, and the Prometheus
+// The section on serve in docs/integrations.md: every option of `serve --help` with its default, and the Prometheus
 // configuration and alert rule it gives are ones Prometheus accepts (promtool).
 #include <gtest/gtest.h>
 
@@ -14,10 +14,10 @@ namespace leakwrap::ecosystem {
 namespace {
 
 std::string serve_section() {
-    const std::string readme = read_file(LEAKWRAP_SOURCE_DIR "/README.md");
-    const std::size_t start = readme.find("## Serving a host over HTTP");
-    EXPECT_NE(start, std::string::npos) << "README has no section on serve";
-    return readme.substr(start, readme.find("\n## ", start + 1) - start);
+    const std::string page = read_file(LEAKWRAP_SOURCE_DIR "/docs/integrations.md");
+    const std::size_t start = page.find("## Serving a host over HTTP");
+    EXPECT_NE(start, std::string::npos) << "docs/integrations.md has no section on serve";
+    return page.substr(start, page.find("\n## ", start + 1) - start);
 }
 
 // The first fenced code block after `marker`.
@@ -37,7 +37,7 @@ TEST(ReadmeServe, HasEveryOptionOfServeWithItsDefault) {
         if (option.names.front() == "-h") continue;
         const std::string name = option.names.back();
         const std::size_t row = section.find("| `" + name);
-        ASSERT_NE(row, std::string::npos) << name << " has no row in README's serve table";
+        ASSERT_NE(row, std::string::npos) << name << " has no row in the serve table of docs/integrations.md";
         const std::string line = section.substr(row, section.find('\n', row) - row);
         if (option.default_value) {
             EXPECT_TRUE(line.find("| `" + *option.default_value + "` |") != std::string::npos ||

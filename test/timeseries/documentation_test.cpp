@@ -1,4 +1,4 @@
-// The README's "Watching a process over time" documents every option of every time-analysis
+// docs/watching.md, "Watching a process over time", documents every option of every time-analysis
 // subcommand that `leakwrap-report <subcommand> --help` shows, with the same default.
 #include <gtest/gtest.h>
 
@@ -37,13 +37,13 @@ std::vector<HelpOption> options_of(const std::string& subcommand) {
     return options;
 }
 
-// The paragraphs and table rows of the README's section on time analysis.
-std::vector<std::string> readme_section_blocks() {
-    std::ifstream in(std::string(LEAKWRAP_SOURCE_DIR) + "/README.md");
-    const std::string readme{std::istreambuf_iterator<char>(in), {}};
-    const std::size_t start = readme.find("## Watching a process over time");
+// The paragraphs and table rows of the section on time analysis in docs/watching.md.
+std::vector<std::string> watching_section_blocks() {
+    std::ifstream in(std::string(LEAKWRAP_SOURCE_DIR) + "/docs/watching.md");
+    const std::string page{std::istreambuf_iterator<char>(in), {}};
+    const std::size_t start = page.find("## Watching a process over time");
     EXPECT_NE(start, std::string::npos);
-    const std::string section = readme.substr(start, readme.find("\n## ", start + 1) - start);
+    const std::string section = page.substr(start, page.find("\n## ", start + 1) - start);
     std::vector<std::string> blocks;
     std::istringstream lines(section);
     std::string block;
@@ -59,8 +59,8 @@ std::vector<std::string> readme_section_blocks() {
     return blocks;
 }
 
-TEST(Documentation, ReadmeHasEveryOptionOfTheTimeAnalysisWithItsDefault) {
-    const std::vector<std::string> blocks = readme_section_blocks();
+TEST(Documentation, WatchingPageHasEveryOptionOfTheTimeAnalysisWithItsDefault) {
+    const std::vector<std::string> blocks = watching_section_blocks();
     for (const char* subcommand : {"watch", "suspects", "diff", "plot"}) {
         SCOPED_TRACE(subcommand);
         const std::string introduction = "**`" + std::string(subcommand);
@@ -78,11 +78,11 @@ TEST(Documentation, ReadmeHasEveryOptionOfTheTimeAnalysisWithItsDefault) {
                 std::make_reverse_iterator(next), std::make_reverse_iterator(first),
                 [&](const std::string& b) { return b.find("`" + option.name) != std::string::npos; });
             ASSERT_NE(documented, std::make_reverse_iterator(first))
-                << option.name << " is not in the README";
+                << option.name << " is not in docs/watching.md";
             if (!option.default_value.empty()) {
                 EXPECT_NE(documented->find(option.default_value), std::string::npos)
                     << option.name << ": --help says default " << option.default_value
-                    << ", the README says: " << *documented;
+                    << ", docs/watching.md says: " << *documented;
             }
         }
     }
