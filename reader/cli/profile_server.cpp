@@ -1,5 +1,6 @@
 #include "profile_server.h"
 
+#include "birth_window.h"
 #include "http_server.h"
 #include "process_identity.h"
 #include "process_memory.h"
@@ -8,6 +9,7 @@
 #include "report_pprof.h"
 #include "segment_directory.h"
 #include "segment_file.h"
+#include "watch_duration.h"
 
 #include <nlohmann/json.hpp>
 
@@ -232,10 +234,26 @@ bool children_parameter(const HttpRequest& request) {
     throw HttpError{400, "children must be 1 or 0 (true or false), not " + value};
 }
 
+// ?born_after=10m and ?born_before=DURATION keep the memory born in that window, as
+// --born-after and --born-before do.
+BirthWindow birth_window_parameters(const HttpRequest& request) {
+    BirthWindow window;
+    for (const auto& [name, moment] : {std::pair{"born_after", &window.after_ns}, std::pair{"born_before", &window.before_ns}}) {
+        const std::string* given = request.query_value(name);
+        if (given == nullptr) continue;
+        const auto duration = parse_duration(*given);
+        if (!duration)
+            throw HttpError{400, std::string(name) + " must be a duration like 500ms, 5s, 2m or 1h, not " + *given};
+        *moment = uint64_t(duration->count()) * 1'000'000;
+    }
+    return window;
+}
+
 // The profile, moved out of the stream it was written to rather than copied, and the snapshot it
 // was made of given back before it is sent.
 std::string heap_profile(const HttpRequest& request, const ServeOptions& options, SymbolizerCache& symbolizers) {
     const ClientAccess access(request, options);
+    const BirthWindow window = birth_window_parameters(request);
     Process process = live_process(pid_parameter(request), access);
     if (children_parameter(request))
         process.snapshot = merge_process_tree(
@@ -246,6 +264,13 @@ std::string heap_profile(const HttpRequest& request, const ServeOptions& options
                 if (!access.may_see(entry)) throw std::runtime_error("another user's segment");
                 return read_process_entry(entry).snapshot;
             }));
+    if (window.any()) {
+        try {
+            keep_births_within(process.snapshot, window);
+        } catch (const std::runtime_error& error) {
+            throw HttpError{400, error.what()};
+        }
+    }
     std::ostringstream profile;
     const auto lock = symbolizers.lock();
     symbolizers.forget_gone_processes();

@@ -261,6 +261,28 @@ TEST_F(Serve, ChildrenMergesAProcessTreeIntoOneHeapProfile) {
     EXPECT_EQ(parent.release_and_wait(), 0);
 }
 
+TEST_F(Serve, BornAfterKeepsTheHeapBornInTheWindowAsTheReportDoes) {
+    if (!have_go()) GTEST_SKIP() << "no go in PATH (scripts/setup.sh installs golang-go)";
+    e2e::Target program({e2e::paths::program("startup_then_leak")}, e2e::Environment::profiled());
+    program.wait_ready();
+    const std::string heap =
+        "http://127.0.0.1:" + std::to_string(port) + "/debug/pprof/heap?pid=" + std::to_string(program.pid());
+    const e2e::Completed pprof = go_pprof_top(heap + "&born_after=2s", directory.path());
+    if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
+    ASSERT_EQ(pprof.exit_code, 0) << pprof.err;
+    const PprofTop top = parse_pprof_top(pprof.out);
+    const auto report = e2e::report_json(program.pid(), {"--born-after", "2s"});
+    EXPECT_EQ(top.total_bytes, report.at("births").at("selection").at("live_bytes").get<unsigned long long>())
+        << pprof.out;
+    ASSERT_FALSE(top.rows.empty()) << pprof.out;
+    EXPECT_EQ(top.rows[0].function, "leak_request_buffer") << pprof.out;
+    const HttpAnswer refused = http_get(port, "/debug/pprof/heap?pid=" + std::to_string(program.pid()) +
+                                                  "&born_after=2%20seconds");
+    EXPECT_EQ(refused.status, 400) << refused.body;
+    EXPECT_NE(refused.body.find("born_after must be a duration"), std::string::npos) << refused.body;
+    EXPECT_EQ(program.release_and_wait(), 0);
+}
+
 TEST_F(Serve, AnswersABadOrGonePidWithTheReason) {
     const auto heap = [&](const std::string& query) {
         return http_get(port, "/debug/pprof/heap" + query);
