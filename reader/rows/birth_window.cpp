@@ -75,7 +75,7 @@ void keep_births_within(Snapshot& snapshot, const BirthWindow& window) {
             selection.live_bytes_kept += counters.live_bytes();
             return false;
         }
-        ++selection.records_left_out;
+        if (site.in_use()) ++selection.records_left_out;
         selection.live_blocks_left_out += counters.live_blocks();
         selection.live_bytes_left_out += counters.live_bytes();
         return true;

@@ -29,7 +29,7 @@ struct BirthSelection {
     std::optional<uint32_t> end_cell;
     uint64_t live_blocks_kept = 0;
     uint64_t live_bytes_kept = 0;
-    uint64_t records_left_out = 0;
+    uint64_t records_left_out = 0;  // in use (Site::in_use)
     uint64_t live_blocks_left_out = 0;
     uint64_t live_bytes_left_out = 0;
 };

@@ -923,9 +923,8 @@ void Snapshot::drop_sites() {
 }
 
 std::size_t Snapshot::sites_in_use() const {
-    return std::count_if(sites.begin(), sites.end(), [](const Site& site) {
-        return !site.overflow() || site.counters().allocs > 0;
-    });
+    return std::count_if(sites.begin(), sites.end(), [](const Site& site) { return site.in_use(); }) +
+           (birth_selection ? birth_selection->records_left_out : 0);
 }
 
 Counters Snapshot::sum_over_sites() const {

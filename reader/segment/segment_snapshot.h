@@ -321,6 +321,9 @@ public:
     // Of the snapshot's BirthGrid; 0 without one, and for an overflow site.
     uint32_t birth_cell() const { return static_cast<uint32_t>(tagged() >> kBirthShift) & kSevenBits; }
     bool overflow() const { return (tagged() & kOverflowBit) != 0; }
+    // Every ordinary record, and an overflow record that counted an allocation (the writer makes
+    // all of those at start, used or not).
+    bool in_use() const { return !overflow() || counters().allocs > 0; }
     // What tells the records of one call site apart from others': its stack and size class.
     uint64_t key_without_birth() const { return tagged() & (kAddressMask | kClassBits | kOverflowBit); }
 
@@ -423,8 +426,8 @@ struct Snapshot {
     std::vector<TreeMember> members;
 
     bool sampled() const { return sample_interval != 0; }
-    // Site records that hold a call site: every ordinary record, and the overflow records that
-    // counted an allocation (the writer makes all of those at start, used or not).
+    // Site records that hold a call site (Site::in_use), those --born-after and --born-before
+    // left out included: the whole process's, as the totals are.
     std::size_t sites_in_use() const;
     // The counters of every site added up: the totals' (the bins') in exact mode, but for what a
     // copy of a live segment caught between the sites and the bins.
