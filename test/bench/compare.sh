@@ -456,7 +456,7 @@ elapsed=$(($(date -u +%s) - started))
 
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 python3 - "$measurements" "$runs" "$elapsed" "$(nproc)" "$cpu_model" "${loads[*]}" \
-  "test/bench/compare.sh -n $runs${build_dir:+ -b $build_dir}${table_file:+ -o $table_file} $*" \
+  "test/bench/compare.sh -n $runs${build_dir:+ -b $build_dir}${baseline_lib:+ -B $baseline_lib}${chosen_variants:+ -v \"$chosen_variants\"}${table_file:+ -o $table_file} $*" \
   "$siege_clients" "${siege_repeats[puma_siege]}" "${siege_repeats[rails_soak]}" "${variants[@]}" <<'PY' | tee "${table_file:-/dev/null}"
 import statistics
 import sys
