@@ -64,6 +64,14 @@ fragmented_arenas_arena_max_2() {
 fragmented_arenas_leak() {
   run_and_report "$build/test/programs/fragmented_arenas" leak -- --top 1 | memory_lines
 }
+# 20 MB at start-up, then a leak from 2.6 s on: a one-shot report, and the memory born after 2 s.
+startup_then_leak_rows() {
+  run_and_report "$build/test/programs/startup_then_leak" -- --top 2 --hide-runtime | sed -n '/^births:/,$p'
+}
+startup_then_leak_born_after() {
+  run_and_report "$build/test/programs/startup_then_leak" -- --top 1 --hide-runtime --born-after 2s |
+    sed -n '/^births:/,$p'
+}
 
 # docs/watching.md: a recorded series of test/programs/steady_leak.
 suspects_steady_leak() { report suspects test/timeseries/series/steady-leak.jsonl; }

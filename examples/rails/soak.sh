@@ -70,6 +70,11 @@ echo "== at boot: $(sites "$puma_pid") sites"
 report "$puma_pid" --by ruby --format json --top 0 -o "$work/boot.json"
 
 write_siege_home "$work"
+# A moment past the boot by more than the birth grid's cell there (1/8 of the time since the
+# start), in whole seconds since puma started; siege starts after it, so that the memory born
+# after it is the requests' (--born-after below).
+born_after=$(((booted - started) * 5 / 4 / 1000000000 + 1))
+while (($(date +%s%N) - started < born_after * 1000000000)); do sleep 0.1; done
 echo
 echo "soak: siege -c $clients -r $((requests / clients)): $requests requests"
 HOME=$work timeout 600 siege -c "$clients" -r "$((requests / clients))" "http://127.0.0.1:$port/" </dev/null
@@ -83,5 +88,9 @@ echo
 echo "== what grew during the soak: leakwrap-report diff (at boot) (after the soak), first 3 rows"
 report "$puma_pid" --by ruby --format json --top 0 -o "$work/after.json"
 report diff "$work/boot.json" "$work/after.json" --top 3
+echo
+# The same from one snapshot, without the one taken at boot: the memory born after the boot.
+echo "== born during the soak: leakwrap-report $puma_pid --by ruby --born-after ${born_after}s --top 3"
+report "$puma_pid" --by ruby --born-after "${born_after}s" --top 3
 echo
 echo "== peak RSS of puma: $(awk '/^VmHWM/ { print $2, $3 }' "/proc/$puma_pid/status")"
