@@ -81,7 +81,7 @@ suspects_steady_leak() { report suspects test/timeseries/series/steady-leak.json
 # terminal with room for ROWS rows (those whose order is settled); the signal is sent to the
 # program right after `g`.
 top_screen() {
-  local lines=$((5 + $1)) options=() signal= session=leakwrap-docs-$$
+  local lines=$((6 + $1)) options=() signal= session=leakwrap-docs-$$
   shift
   while (($#)); do
     if [[ $1 == -- ]]; then signal=$2; break; fi

@@ -199,12 +199,7 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
 
 // RSS explained (memory_parts.h): its parts, the heaps that hold the most, and the findings.
 void write_memory_parts(std::ostream& out, const MemoryParts& parts) {
-    out << "  RSS explained: malloc's heaps " << human_bytes(parts.heaps) << " (live blocks "
-        << human_bytes(parts.live_in_heaps) << ", their overhead " << human_bytes(parts.block_overhead)
-        << ", free kept by malloc " << human_bytes(parts.free_in_heaps) << "); large blocks, mmap'd "
-        << human_bytes(parts.large_blocks) << "; thread stacks " << human_bytes(parts.thread_stacks) << " ("
-        << parts.thread_stack_count << "); code and files " << human_bytes(parts.files) << "; leakwrap "
-        << human_bytes(parts.leakwrap) << "; other anonymous " << human_bytes(parts.other_anonymous) << '\n';
+    out << "  RSS explained: " << memory_parts_summary(parts) << '\n';
     if (!parts.heap_list.empty()) {
         constexpr std::size_t kHeapsShown = 8;
         out << "  malloc's heaps by resident size:";
@@ -268,7 +263,7 @@ void write_live_skew(std::ostream& out, const ReportInput& input) {
 }
 
 // The birth grid, and what --born-after / --born-before kept.
-void write_births(std::ostream& out, const Snapshot& snapshot) {
+void write_birth_grid(std::ostream& out, const Snapshot& snapshot) {
     const auto times = BirthTimes::of(snapshot);
     if (!times) return;
     out << "births: " << birth_grid_text(times->grid()) << '\n';
@@ -313,7 +308,7 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
         << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
         << snapshot.sites_in_use() << " sites\n";
     write_memory(out, input);
-    write_births(out, snapshot);
+    write_birth_grid(out, snapshot);
     write_live_skew(out, input);
     write_processes(out, snapshot);
     if (snapshot.sampled())

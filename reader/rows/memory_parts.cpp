@@ -97,6 +97,15 @@ std::vector<std::pair<const char*, uint64_t>> named_parts(const MemoryParts& par
             {"leakwrap", parts.leakwrap},            {"other_anonymous", parts.other_anonymous}};
 }
 
+std::string memory_parts_summary(const MemoryParts& parts) {
+    return "malloc's heaps " + human_bytes(parts.heaps) + " (live blocks " + human_bytes(parts.live_in_heaps) +
+           ", their overhead " + human_bytes(parts.block_overhead) + ", free kept by malloc " +
+           human_bytes(parts.free_in_heaps) + "); large blocks, mmap'd " + human_bytes(parts.large_blocks) +
+           "; thread stacks " + human_bytes(parts.thread_stacks) + " (" + std::to_string(parts.thread_stack_count) +
+           "); code and files " + human_bytes(parts.files) + "; leakwrap " + human_bytes(parts.leakwrap) +
+           "; other anonymous " + human_bytes(parts.other_anonymous);
+}
+
 nlohmann::json memory_parts_json(const MemoryParts& parts) {
     nlohmann::json named = nlohmann::json::object();
     for (const auto& [name, bytes] : named_parts(parts)) named[name] = bytes;

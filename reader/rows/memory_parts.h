@@ -70,6 +70,9 @@ std::vector<std::pair<const char*, uint64_t>> named_parts(const MemoryParts& par
 // {"rss_bytes", "parts": {name: bytes}, "malloc_heaps": [{"start", "resident_bytes", "main"}],
 // "thread_stacks", "findings": [...]}.
 nlohmann::json memory_parts_json(const MemoryParts& parts);
+// The parts in one line, as the text report and top show them: "malloc's heaps 19.3 MiB (live
+// blocks …, their overhead …, free kept by malloc …); large blocks, mmap'd …; …".
+std::string memory_parts_summary(const MemoryParts& parts);
 
 // None without the process's mappings (post mortem, a segment read from a file, an old series).
 std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const LiveBySize& live);

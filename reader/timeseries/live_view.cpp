@@ -2,6 +2,7 @@
 
 #include "best_of.h"
 #include "change_units.h"
+#include "memory_parts.h"
 #include "printable_text.h"
 #include "report_json.h"
 #include "report_labels.h"
@@ -236,6 +237,9 @@ std::vector<std::string> LiveView::header() {
                         human_bytes(memory->leakwrap_private) + " in anon)" +
                         // Summed over a tree, RSS counts a shared page in each process.
                         (snapshot_.members.empty() ? "" : "; PSS " + human_bytes(memory->pss)));
+    // Which part of RSS grows, live blocks or what malloc keeps free, as the report's line says.
+    if (const std::optional<MemoryParts> parts = explain_memory(snapshot_))
+        lines.push_back("RSS explained: " + memory_parts_summary(*parts));
     if (!snapshot_.members.empty()) {
         std::string processes = "processes: " + std::to_string(snapshot_.members.size()) + " merged:";
         for (const TreeMember& member : snapshot_.members)

@@ -59,6 +59,8 @@ TEST_F(Top, ShowsTheLeakWithTotalsAndRssAndResortsByGrowthOnAKey) {
     EXPECT_NE(screen.find("leakwrap-report top  pid " + std::to_string(target_->pid())), std::string::npos) << screen;
     EXPECT_NE(screen.find("sorted by live bytes"), std::string::npos) << screen;
     EXPECT_NE(screen.find("\nRSS "), std::string::npos) << screen;
+    // RSS in its parts, as the report explains it: the program's heap is glibc's main heap.
+    EXPECT_NE(screen.find("\nRSS explained: malloc's heaps "), std::string::npos) << screen;
 
     kill(target_->pid(), SIGUSR1);  // one tick: the leak's 4 blocks, 2 of the cache's
     const std::size_t leaked = kLeaksPerTick * kLeakSize;
