@@ -15,8 +15,10 @@ __attribute__((noinline, cold)) uint32_t advance(uint64_t since_origin_ns) {
     for (;;) {
         uint32_t cell = static_cast<uint32_t>(current >> kCellShift);
         uint64_t end = current & kEndMask;
-        if (since_origin_ns < end) return cell;  // another thread moved it on meanwhile
-        while (since_origin_ns >= end) {
+        // Moved on by another thread meanwhile; or the last cell, which holds every later birth
+        // (even past the 2^56 ns its end can say).
+        if (since_origin_ns < end || cell + 1 == layout::kMaxBirthCells) return cell;
+        while (since_origin_ns >= end && cell + 1 < layout::kMaxBirthCells) {
             uint64_t start = end;
             ++cell;
             end = cell + 1 == layout::kMaxBirthCells
