@@ -68,9 +68,8 @@ uint32_t* entry_slot_offsets(Entry* entry) {
 
 // The caches of exited threads, kept for the threads that start next, so that a program that
 // starts a thread per task does not map and unmap one each time: munmap flushes the TLB of every
-// CPU the process runs on, which cost more than the thread's creation (workload_thread_per_task,
-// 4 threads started and joined 5,000 times: 0.80 s bare, 2.66 s with a mapping per thread,
-// 0.78 s with the pool; medians of 5 alternating runs). Each slot holds a cache
+// CPU the process runs on, which cost more than the thread's creation (workload_thread_per_task
+// measures it). Each slot holds a cache
 // or null, moved by atomic exchange, so a cache has one owner at a time; lock-free, for exit
 // and first allocation may run in a signal handler or just before a fork. A pooled cache stays
 // counted as private memory.

@@ -2,8 +2,7 @@
 // .eh_frame, see eh_frame.h) in the module's file, with pread, not through the module's mapping.
 // Reading the mapping, as libunwind does, makes the kernel map up to 64 KiB of the file around
 // each page touched (fault-around), and learning a thousand frames spread across a library
-// touches its whole table: puma carried 1.1 MiB more RSS for it (libcrypto's, libruby's and
-// libc's tables), the Rails example 1.9 MiB.
+// touches its whole table, which then stays resident in the profiled program.
 //
 // A file is read only if it is the one mapped: its program headers equal those in memory and,
 // where the module has a GNU build-id, so does the file's (a library upgraded on disk since it
