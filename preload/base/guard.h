@@ -1,6 +1,7 @@
 // Reentrancy guard: while a thread runs leakwrap's own code (unwinding, hashing, creating the
 // segment, calling the real allocator), any malloc it triggers is leakwrap's own and must go
-// straight to the real allocator, untracked, instead of recursing into the profiler.
+// straight to the real allocator, untracked, instead of recursing into the profiler (I1; a
+// signal handler that allocates meanwhile is so untracked too, I4).
 #pragma once
 
 #include "thread_state.h"

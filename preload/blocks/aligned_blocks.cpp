@@ -74,6 +74,7 @@ uint64_t pack(uint64_t size, uint32_t site) {
 
 }  // namespace
 
+// I7: called after the real allocator returned the block, before it is handed out.
 bool remember_headerless_block(void* block, uint64_t size, uint32_t site) {
     const auto address = reinterpret_cast<uint64_t>(block);
     if (size > kMaxHeaderlessSize || !may_be_headerless(block) || address == kEmpty) return false;

@@ -42,7 +42,7 @@ uint64_t random_secret() {
 }
 
 // The forking thread runs leakwrap-internal from "prepare" until its counters are on the
-// child's own segment: in the child it is the only thread, so nothing lands in the parent's
+// child's own segment (I5): in the child it is the only thread, so nothing lands in the parent's
 // segment, and the parent's other threads keep counting meanwhile. Before anything else it
 // waits out the other threads' work with the loader and libunwind (fork_fence.h).
 void before_fork() {

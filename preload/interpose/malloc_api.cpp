@@ -3,57 +3,8 @@
 // alignment up, posix_memalign rejects it with EINVAL, overflowing calloc/reallocarray give
 // ENOMEM); leakwrap only adds bookkeeping.
 //
-// INVARIANTS of the hot path (checked by LEAKWRAP_CHECK in -DLEAKWRAP_DEBUG=ON builds, as CI's):
-//  1. Guard. Bookkeeping runs with the thread's reentrancy guard held (GuardScope, guard.h):
-//     whatever it allocates (libunwind's caches, dlsym, liburcu, Ruby's API) comes back here,
-//     sees the guard and goes to the real allocator untracked. Every function documented
-//     "called with the guard held" checks it. A tracked allocation starts without it.
-//  2. Order. The real allocator runs before the bookkeeping of an allocation and after that of
-//     a free, so bookkeeping never runs while glibc holds an arena lock, and a block is counted
-//     allocated before any thread can free it.
-//  3. Locks a slow path may take, none of which can close a cycle with an allocation:
-//     - urcu-bp's registry lock, once per thread on its first RCU read-side section: liburcu
-//       takes no lock of ours and allocates with mmap;
-//     - the loader lock (dl_iterate_phdr for each new stack, to see whether modules changed,
-//       and for each module whose unwind table a walk reads; dlsym of Ruby's thread-local
-//       once per thread): recursive, so a thread that called
-//       malloc while holding it (a constructor in dlopen) takes it again; another thread
-//       holding it never waits for us, since nothing we hold is needed by the loader. Held for
-//       look-ups and copies only, never across file I/O (unwind_tables.cpp);
-//     - libunwind's lock, in the cursor steps of a stack that cannot be walked: taken and
-//       released inside each step, libunwind calls nothing of ours while holding it;
-//     - never a lock of glibc's malloc (invariant 2) nor of the program's.
-//     dl_iterate_phdr and libunwind run only inside a fork-fenced section (fork_fence.h),
-//     which a fork waits out: glibc does not reset in a forked child the lock that
-//     dl_iterate_phdr takes, nor libunwind its own. dlsym's lock, which glibc resets, is not
-//     fenced.
-//     The Ruby tables' flag and the module scan's flag are tried, never waited for: a thread
-//     that finds them taken records the allocation without a Ruby backtrace / module scan.
-//     An allocation never waits for start-up either: while the constructor initialises it goes
-//     untracked, while another thread looks the real functions up it takes the bootstrap
-//     arena. The waits are fork's, both bounded: its copy's (site_counters.cpp), for delta
-//     moves that are a few atomic adds long, and its fence's, for the other threads' work
-//     with the loader and libunwind (fork_fence.h), which turns new work away meanwhile.
-//  4. Signals. A handler that allocates while its thread runs bookkeeping sees the guard
-//     (invariant 1) and is untracked; one that interrupts the program outside bookkeeping finds
-//     every per-thread structure (ThreadState, thread_state.h) consistent. Nothing here blocks
-//     signals or waits for another thread's progress, so a handler can never hang on leakwrap.
-//  5. Fork. The forking thread holds the guard from prepare until the child has its own segment
-//     (lifecycle.cpp): its allocations in between are untracked; the child starts with one
-//     thread, a consistent copy of the counters (segment.cpp), no lock of the loader's or
-//     libunwind's taken by our work and no module file of ours open; one forked while the
-//     program was inside dl_iterate_phdr() never uses the loader (fork_fence.h). A child made
-//     without fork's handlers (_Fork, clone) reads the mode as zeroed and counts nothing
-//     (lifecycle.h): not even a free, in the parent's segment it shares.
-//  6. Errno is preserved on success, as the host's code would see without us.
-//  7. Headerless blocks. A tracked block aligned to a page or more carries no header; its entry
-//     in aligned_blocks.h's lock-free table is written after the real allocator returned it and
-//     before it is handed out, and freed on every free of it (even one not counted, in a signal
-//     handler or a forking thread), so that no stale entry can name a later block.
-//  8. Cancellation. Bookkeeping reaches no cancellation point: os.h makes its system calls
-//     through syscall(), and libunwind runs with cancellation disabled (stack_capture.cpp), so a
-//     cancelled thread acts on it at its program's next cancellation point, never in malloc,
-//     whose frames here could not be unwound through.
+// The hot path keeps the invariants I1-I8 of preload/README.md, cited by number where code
+// relies on one; LEAKWRAP_CHECK checks those that a check can (-DLEAKWRAP_DEBUG=ON, as CI's).
 #include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -98,8 +49,7 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
 
 // The bookkeeping of every allocation and free is inlined into the exported function that runs
 // it: calls between these small functions spilled the caller context through memory and saved
-// registers at each step, which cost a storm of small blocks more than the counting itself
-// (callgrind, workload_small_objects: 7.07G instructions before, 6.32G inlined; bare 2.55G).
+// registers at each step, which cost a storm of small blocks more than the counting itself.
 
 // Counts a new block in its bin and, if it is sampled (always, in exact mode), at its site.
 // Called with the guard held: the unwinder and the site table may allocate.
@@ -124,8 +74,8 @@ inline __attribute__((always_inline)) void* allocate_tracked(std::size_t size, s
         errno = ENOMEM;
         return nullptr;
     }
-    LEAKWRAP_CHECK(!inside_leakwrap());
-    int saved_errno = errno;
+    LEAKWRAP_CHECK(!inside_leakwrap());  // I1: a tracked allocation starts without the guard
+    int saved_errno = errno;             // I6
     GuardScope guard;
     bool counted = false;
     uint32_t site = kUnsampledSite;
@@ -236,6 +186,8 @@ void* allocate_plain(std::size_t size, const CallerContext& caller) noexcept {
 
 void deallocate(void* p) noexcept {
     if (p == nullptr || is_bootstrap_block(p)) return;  // bootstrap blocks are never reused
+    // I2: the bookkeeping first, so that no other thread is handed the block while it is counted;
+    // I7: a headerless block's entry goes on every free of it.
     if (is_tracked_block(p))
         p = release_tracked(p);
     else if (may_be_headerless(p))
@@ -279,6 +231,7 @@ void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcep
     int saved_errno = errno;
     BlockHeader old_header = *header;
     GuardScope guard;
+    // I2: the real allocator first; the old block's header was copied before it.
     void* raw = g_real.realloc(raw_of(p), size + kNaturalAlignment);
     if (raw == nullptr) return nullptr;  // the old block is untouched and still counted
     account_free(requested_size(&old_header), old_header.site);

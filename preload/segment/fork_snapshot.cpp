@@ -105,7 +105,7 @@ void snapshot_segment_for_fork() {
     auto claimed = [](auto& mark) { return std::atomic_ref(mark).load(std::memory_order_acquire); };
     uint64_t sites = std::min<uint64_t>(claimed(h->sites_claimed), h->site_capacity);
     uint64_t modules = std::min<uint64_t>(claimed(h->modules_claimed), h->module_capacity);
-    hold_site_delta_moves();
+    hold_site_delta_moves();  // I3: fork's bounded wait, for moves a few atomic adds long
     for_each_counter_range(h, copy_range);
     copy_range(h->sites_offset, sites * sizeof(layout::SiteRecord));
     recopy_allocation_counts(snapshot, sites);

@@ -77,7 +77,7 @@ __attribute__((noinline, cold)) uint32_t learn_frame_now(UnwindTableReader& tabl
 // libunwind makes system calls that are cancellation points on some paths (msync to check that
 // an address is mapped, open and read to load a module's .debug_frame). A thread that another
 // one cancelled must not act on it there, inside its program's malloc (os.h says why): each
-// unwind runs with cancellation disabled.
+// unwind runs with cancellation disabled (I8).
 class CancellationHeldOff {
 public:
     CancellationHeldOff() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &previous_); }
