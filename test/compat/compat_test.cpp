@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "harness.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -20,22 +21,6 @@ struct Workload {
     std::map<std::string, std::string> variables;  // set for both runs
 };
 
-class FreshDirectory {
-public:
-    FreshDirectory() {
-        std::string pattern = (fs::temp_directory_path() / "leakwrap-compat-XXXXXX").string();
-        if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~FreshDirectory() { fs::remove_all(path_); }
-    FreshDirectory(const FreshDirectory&) = delete;
-    FreshDirectory& operator=(const FreshDirectory&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
     for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
         text.replace(at, from.size(), to);
@@ -43,7 +28,7 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 
 // The two runs get different directories; the output names them as <dir>.
 Completed run_in_fresh_directory(const Workload& workload, Environment environment) {
-    FreshDirectory directory;
+    TemporaryDirectory directory;
     for (const auto& [name, content] : workload.files) std::ofstream(directory.path() / name) << content;
     environment.set("HOME", directory.path().string());
     for (const auto& [name, value] : workload.variables) environment.set(name, value);

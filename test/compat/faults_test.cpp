@@ -28,6 +28,7 @@
 #include "dead_segments.h"
 #include "ground_truth.h"
 #include "harness.h"
+#include "temporary_directory.h"
 #include "process_identity.h"
 
 namespace leakwrap::e2e {
@@ -175,26 +176,6 @@ TEST(Faults, DevShmFillingUpWhileTheProgramRunsWarnsOnceThatItIsFull) {
     EXPECT_EQ(warning.find("site table full"), std::string::npos) << warning;
 }
 
-// A directory of the test's own outside /dev/shm (FIFOs, results), removed however it ends.
-class ScratchDirectory {
-public:
-    ScratchDirectory() {
-        char pattern[] = "/tmp/leakwrap-faults-XXXXXX";
-        if (mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
-        path_ = pattern;
-    }
-    ~ScratchDirectory() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    ScratchDirectory(const ScratchDirectory&) = delete;
-    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
 // `body` run by sh in a private mount and pid namespace over a fresh tmpfs of `size` on
 // /dev/shm, with $P the preload library, $PROGRAM `program`, $d `directory` and `more` as $4, ...
 // Its function `start N` runs $PROGRAM profiled ($EXTRA_ENVIRONMENT added) with FIFOs in $d as
@@ -220,7 +201,7 @@ TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
     if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
     // The FIFOs are outside the full tmpfs: READY is read, both reports run, then the release
     // line lets the program exit.
-    const ScratchDirectory scratch;
+    const TemporaryDirectory scratch;
     const Completed shell = run_in_private_dev_shm(
         "1072k",
         "EXTRA_ENVIRONMENT=LEAKWRAP_KEEP=1 start 1; "
@@ -282,7 +263,7 @@ std::string leave_dead_segments(int count) {
 // namespace: the trimming must not meet anyone else's segments, nor this test theirs.
 TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramStarts) {
     if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
-    const ScratchDirectory scratch;
+    const TemporaryDirectory scratch;
     const fs::path& directory = scratch.path();
     // The seventh starts before the first segment is aged, which its own trimming would remove.
     const Completed shell = run_in_private_dev_shm(
@@ -326,7 +307,7 @@ TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramS
 // this user's for their number. Once the flood is gone, a start trims them to the newest again.
 TEST(Faults, AFloodPlantedInDevShmBoundsTheStartAndLosesNoSegment) {
     if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
-    const ScratchDirectory scratch;
+    const TemporaryDirectory scratch;
     const fs::path& directory = scratch.path();
     const Completed shell = run_in_private_dev_shm(
         "256m",

@@ -13,6 +13,7 @@
 
 #include "ground_truth.h"
 #include "harness.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -214,16 +215,14 @@ TEST_F(Focus, SiteShowsOneRowInFullWithEverySizeClassAndFullNames) {
 
 // watch keeps only the focused sites in its series; the totals stay the whole process's.
 TEST_F(Focus, WatchKeepsOnlyTheFocusedSitesInItsSeries) {
-    char directory[] = "/tmp/leakwrap-watch-focus.XXXXXX";
-    ASSERT_NE(mkdtemp(directory), nullptr);
-    const std::string series = std::string(directory) + "/series.jsonl";
+    const TemporaryDirectory directory;
+    const std::string series = directory.path() / "series.jsonl";
     const Completed watch = run_report({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out",
                                         series, "--focus", "Registry", "--focus", "strdup"});
     ASSERT_EQ(watch.exit_code, 0) << watch.err;
     std::ifstream in(series);
     std::string line;
     ASSERT_TRUE(std::getline(in, line));
-    std::filesystem::remove_all(directory);
     const nlohmann::json sample = nlohmann::json::parse(line);
     ASSERT_EQ(sample.at("sites").size(), 2u) << sample.dump(2);
     std::map<std::string, long long> live_by_label;

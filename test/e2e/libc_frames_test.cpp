@@ -19,7 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ground_truth::focus_targets;
 
-using ecosystem::TemporaryDirectory;
 
 constexpr std::size_t kStrdupBytes = kStrdupCount * (kStrdupLength + 1);
 

@@ -21,7 +21,6 @@ namespace leakwrap::e2e {
 namespace {
 
 using namespace ground_truth::many_stacks;
-using ecosystem::TemporaryDirectory;
 
 // many_stacks' leak sites in a folded report: each must hold its one block of kBlockSize bytes,
 // under its whole stack (kLevels + 2 frames, as LEAKWRAP_DEPTH keeps).

@@ -122,7 +122,7 @@ TEST(MemoryParts, WithJemallocBelowTheReportSaysWhoseHeapsItCannotTellApart) {
 
 // A watch series over the churn: suspects says the growth is malloc's free memory, not a site's.
 TEST(MemoryParts, SuspectsSayWhichPartOfRssGrew) {
-    const ecosystem::TemporaryDirectory directory;
+    const TemporaryDirectory directory;
     const std::filesystem::path go = directory.path() / "go", series = directory.path() / "series.jsonl";
     Target program({paths::program("fragmented_arenas"), "free", go.string()}, Environment::profiled());
     program.wait_ready("WAITING");

@@ -87,7 +87,7 @@ namespace {
 // refuse it in one line and the link's target is untouched. This user's own link is followed.
 TEST(ReaderErrors, OutputsRefuseAnotherUsersLinkInAStickyDirectory) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root, to plant a link as another user";
-    const ecosystem::TemporaryDirectory shared, elsewhere;
+    const TemporaryDirectory shared, elsewhere;
     std::filesystem::permissions(shared.path(), std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
     const std::filesystem::path victim = elsewhere.path() / "victim", planted = shared.path() / "out";
     std::ofstream(victim) << "precious\n";

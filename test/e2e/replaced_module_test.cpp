@@ -14,6 +14,7 @@
 
 #include "ground_truth.h"
 #include "harness.h"
+#include "temporary_directory.h"
 #include "objcopy.h"
 
 namespace leakwrap::e2e {
@@ -21,28 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory for a copy of torture_plugin, removed with everything in it.
-class PluginDirectory {
-public:
-    PluginDirectory() {
-        std::string pattern = ::testing::TempDir() + "leakwrap-plugin-XXXXXX";
-        if (mkdtemp(pattern.data()) == nullptr)
-            throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
-        path_ = pattern;
-    }
-    ~PluginDirectory() {
-        std::error_code ignored;  // a leftover in the temporary directory is harmless
-        fs::remove_all(path_, ignored);
-    }
-    PluginDirectory(const PluginDirectory&) = delete;
-    PluginDirectory& operator=(const PluginDirectory&) = delete;
-
-    const fs::path& path() const { return path_; }
-    fs::path plugin() const { return path_ / "libtorture_plugin.so"; }
-
-private:
-    fs::path path_;
-};
+// Where a test copies torture_plugin, in a directory of its own.
+fs::path plugin_in(const TemporaryDirectory& directory) { return directory.path() / "libtorture_plugin.so"; }
 
 void make_fifo(const fs::path& path) {
     if (mkfifo(path.c_str(), 0600) != 0)
@@ -75,12 +56,12 @@ PluginRows rows_allocating_in(const nlohmann::json& report, const fs::path& plug
 }
 
 TEST(ReplacedModule, FifoInPlaceOfALoadedLibraryLeavesItsFramesUnsymbolized) {
-    PluginDirectory directory;
-    fs::copy_file(paths::program("libtorture_plugin.so"), directory.plugin());
-    Target target({paths::program("plugin_leak"), directory.plugin().string()}, Environment::profiled());
+    TemporaryDirectory directory;
+    fs::copy_file(paths::program("libtorture_plugin.so"), plugin_in(directory));
+    Target target({paths::program("plugin_leak"), plugin_in(directory).string()}, Environment::profiled());
     target.wait_ready();
-    fs::remove(directory.plugin());
-    make_fifo(directory.plugin());
+    fs::remove(plugin_in(directory));
+    make_fifo(plugin_in(directory));
 
     const Completed text = report_in_time(target.pid(), {"--top", "0"});
     EXPECT_EQ(text.exit_code, 0) << text.err;
@@ -88,7 +69,7 @@ TEST(ReplacedModule, FifoInPlaceOfALoadedLibraryLeavesItsFramesUnsymbolized) {
 
     const Completed json = report_in_time(target.pid(), {"--format", "json", "--top", "0"});
     ASSERT_EQ(json.exit_code, 0) << json.err;
-    const PluginRows rows = rows_allocating_in(nlohmann::json::parse(json.out), directory.plugin());
+    const PluginRows rows = rows_allocating_in(nlohmann::json::parse(json.out), plugin_in(directory));
     EXPECT_EQ(rows.live_blocks, ground_truth::plugin_leak::kTexts);
     for (const auto& frame : rows.innermost_frames) {
         EXPECT_TRUE(frame.at("function").is_null()) << frame;
@@ -102,19 +83,19 @@ TEST(ReplacedModule, FifoInPlaceOfALoadedLibraryLeavesItsFramesUnsymbolized) {
 // A FIFO at the first place is passed over; the debug file at the second still gives lines.
 TEST(ReplacedModule, FifoWhereASeparateDebugFileCouldBeIsPassedOver) {
     if (!have_objcopy()) GTEST_SKIP() << "no objcopy";
-    PluginDirectory directory;
+    TemporaryDirectory directory;
     const std::string built = paths::program("libtorture_plugin.so");
-    const std::string debug_name = directory.plugin().filename().string() + ".debug";
+    const std::string debug_name = plugin_in(directory).filename().string() + ".debug";
     fs::create_directory(directory.path() / ".debug");
     objcopy({"--only-keep-debug", built, (directory.path() / ".debug" / debug_name).string()});
-    objcopy({"--strip-debug", built, directory.plugin().string()});
+    objcopy({"--strip-debug", built, plugin_in(directory).string()});
     make_fifo(directory.path() / debug_name);
-    Target target({paths::program("plugin_leak"), directory.plugin().string()}, Environment::profiled());
+    Target target({paths::program("plugin_leak"), plugin_in(directory).string()}, Environment::profiled());
     target.wait_ready();
 
     const Completed json = report_in_time(target.pid(), {"--format", "json", "--top", "0"});
     ASSERT_EQ(json.exit_code, 0) << json.err;
-    const PluginRows rows = rows_allocating_in(nlohmann::json::parse(json.out), directory.plugin());
+    const PluginRows rows = rows_allocating_in(nlohmann::json::parse(json.out), plugin_in(directory));
     EXPECT_EQ(rows.live_blocks, ground_truth::plugin_leak::kTexts);
     ASSERT_FALSE(rows.innermost_frames.empty());
     for (const auto& frame : rows.innermost_frames) {

@@ -20,7 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ground_truth::inline_leak;
 
-using ecosystem::TemporaryDirectory;
 
 // The program's debug info in `debug_file`, and a copy of the program at `program` without it
 // and without its symbol table; with a .gnu_debuglink naming the debug file if asked.

@@ -6,39 +6,18 @@
 #include <fstream>
 
 #include "harness.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 namespace {
 
 namespace fs = std::filesystem;
+using Prepare = void (*)(const TemporaryDirectory&);
 
-// A fresh directory for one run, so both runs start from the same state.
-class ScratchDirectory {
-public:
-    ScratchDirectory() {
-        std::string pattern = (fs::temp_directory_path() / "leakwrap-smoke-XXXXXX").string();
-        if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~ScratchDirectory() { fs::remove_all(path_); }
-    ScratchDirectory(const ScratchDirectory&) = delete;
-    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-
-    const fs::path& path() const { return path_; }
-    void write(const std::string& name, const std::string& content) const {
-        std::ofstream(path_ / name) << content;
-    }
-
-private:
-    fs::path path_;
-};
-
-using Prepare = void (*)(const ScratchDirectory&);
-
-void nothing_to_prepare(const ScratchDirectory&) {}
+void nothing_to_prepare(const TemporaryDirectory&) {}
 
 Completed run_in_fresh_directory(const std::vector<std::string>& argv, Environment environment, Prepare prepare) {
-    ScratchDirectory directory;
+    TemporaryDirectory directory;
     prepare(directory);
     environment.set("HOME", directory.path().string());
     return run(argv, environment, directory.path().string(), 120s);
@@ -111,8 +90,8 @@ git diff HEAD~1 HEAD
 }
 
 TEST(Smoke, TheBuildsOwnCxxCompiler) {
-    auto write_source = [](const ScratchDirectory& directory) {
-        directory.write("smoke.cpp", R"(#include <cstdio>
+    auto write_source = [](const TemporaryDirectory& directory) {
+        std::ofstream(directory.path() / "smoke.cpp") << R"(#include <cstdio>
 #include <map>
 #include <string>
 #warning "the compiler's stderr is compared too"
@@ -123,7 +102,7 @@ int main() {
     for (const auto& [key, value] : lengths) sum += static_cast<long>(key.size()) * value;
     std::printf("%zu %ld\n", lengths.size(), sum);
 }
-)");
+)";
     };
     expect_same_behaviour_under_preload(
         {"/bin/sh", "-c", "\"$0\" -std=c++17 -O1 -o smoke smoke.cpp && ./smoke", paths::cxx_compiler}, write_source);

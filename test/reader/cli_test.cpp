@@ -1,5 +1,6 @@
 // The real leakwrap-report binary, end to end on builder-made segment files.
 #include "segment_builder.h"
+#include "temporary_directory.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,7 +15,6 @@ namespace leakwrap {
 namespace {
 
 using testing::SegmentBuilder;
-using testing::TempDirectory;
 using testing::write_file;
 
 struct Completed {
@@ -58,7 +58,7 @@ protected:
         EXPECT_EQ(result.out, "");
     }
 
-    TempDirectory directory_;
+    TemporaryDirectory directory_;
 };
 
 TEST_F(CliTest, RejectsACorruptSegmentWithOneErrorLine) {

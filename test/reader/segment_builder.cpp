@@ -360,16 +360,4 @@ void write_file(const std::filesystem::path& path, const std::vector<std::byte>&
     if (!complete || !mode_set) throw std::runtime_error("cannot write " + path.string());
 }
 
-TempDirectory::TempDirectory() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "leakwrap-test.XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-}
-
-TempDirectory::~TempDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-}
-
 }  // namespace leakwrap::testing

@@ -147,17 +147,4 @@ void patch_header(std::vector<std::byte>& segment, Change change) {
 void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes,
                 mode_t mode = 0600);
 
-// A fresh directory under the system temp dir, removed with everything in it on destruction.
-class TempDirectory {
-public:
-    TempDirectory();
-    ~TempDirectory();
-    TempDirectory(const TempDirectory&) = delete;
-    TempDirectory& operator=(const TempDirectory&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
-
 }  // namespace leakwrap::testing

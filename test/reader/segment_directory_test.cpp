@@ -1,6 +1,7 @@
 #include "segment_directory.h"
 #include "process_identity.h"
 #include "segment_builder.h"
+#include "temporary_directory.h"
 #include "segment_cleaning.h"
 #include "segment_listing.h"
 
@@ -15,7 +16,6 @@ namespace {
 
 using testing::kAbsentPid;
 using testing::SegmentBuilder;
-using testing::TempDirectory;
 using testing::write_file;
 
 TEST(SegmentName, AcceptsOnlyTheExactPattern) {
@@ -62,7 +62,7 @@ protected:
 
     static std::vector<std::byte> garbage() { return std::vector<std::byte>(512, std::byte{0x5a}); }
 
-    TempDirectory directory_;
+    TemporaryDirectory directory_;
     const pid_t alive_pid_ = ::getpid();
     const pid_t exited_pid_ = 1;  // running, but its segment says it exited
     const pid_t stale_pid_ = ::getppid();

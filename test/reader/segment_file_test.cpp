@@ -1,5 +1,6 @@
 #include "segment_file.h"
 #include "segment_builder.h"
+#include "temporary_directory.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::SegmentBuilder;
-using testing::TempDirectory;
 using testing::write_file;
 
 std::string read_error(const std::filesystem::path& path, const ReadOptions& options = {}) {
@@ -37,7 +37,7 @@ protected:
         return path;
     }
 
-    TempDirectory directory_;
+    TemporaryDirectory directory_;
 };
 
 TEST_F(SegmentFileTest, ReadsAPrivateRegularFile) {

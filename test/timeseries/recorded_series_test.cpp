@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -126,15 +127,13 @@ TEST(RecordedSeries, FocusAndIgnoreKeepTheSitesTheyMatch) {
 
 TEST(RecordedSeries, DiffFocusesItsSitesAndKeepsTheClassesWhole) {
     const std::vector<json> lines = lines_of(recorded("steady-leak.jsonl"));
-    char directory[] = "/tmp/leakwrap-diff-focus.XXXXXX";
-    ASSERT_NE(mkdtemp(directory), nullptr);
-    const std::string a = std::string(directory) + "/a.json", b = std::string(directory) + "/b.json";
+    const TemporaryDirectory directory;
+    const std::string a = directory.path() / "a.json", b = directory.path() / "b.json";
     std::ofstream(a) << lines.front().dump();
     std::ofstream(b) << lines.back().dump();
     const Completed all = run_report({"diff", a, b, "--format", "json", "--top", "0"});
     const Completed focused =
         run_report({"diff", a, b, "--format", "json", "--top", "0", "--focus", "fill_bounded"});
-    std::filesystem::remove_all(directory);
     ASSERT_EQ(focused.exit_code, 0) << focused.err;
     const json diff = json::parse(focused.out);
     EXPECT_EQ(labels_of(diff.at("sites")), std::vector<std::string>{"fill_bounded_cache() (steady_leak.cpp:38)"});

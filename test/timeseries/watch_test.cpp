@@ -17,6 +17,7 @@
 #include "harness.h"
 #include "png_pixels.h"
 #include "steady_leak.h"
+#include "temporary_directory.h"
 
 #include <leakwrap/segment_layout.h>
 
@@ -30,24 +31,6 @@ constexpr int kPeriodMs = 20;
 constexpr std::size_t kSamples = 12;
 constexpr const char* kInterval = "200ms";
 constexpr std::size_t kReports = 3;
-
-// A directory for a test's files, removed with them at the end.
-class TemporaryDirectory {
-public:
-    TemporaryDirectory() {
-        std::string pattern = (fs::temp_directory_path() / "leakwrap-timeseries-XXXXXX").string();
-        if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TemporaryDirectory() { fs::remove_all(path_); }
-    TemporaryDirectory(const TemporaryDirectory&) = delete;
-    TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
 
 void write_file(const fs::path& path, const std::string& content) {
     std::ofstream(path) << content;
@@ -100,7 +83,7 @@ void start_ticks_after_first_sample(Target& watch, pid_t steady_leak) {
 // steady_leak watched for kSamples samples, then kReports reports of it a few ticks apart.
 struct WatchedRun {
     TemporaryDirectory directory;
-    fs::path series = directory / "series.jsonl";
+    fs::path series = directory.path() / "series.jsonl";
     std::vector<json> lines;
     std::vector<fs::path> reports;
 
@@ -113,7 +96,7 @@ struct WatchedRun {
         if (watch.release_and_wait() != 0) throw std::runtime_error("watch failed");
         for (std::size_t i = 0; i < kReports; ++i) {
             if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5 * kPeriodMs));
-            reports.push_back(directory / ("report" + std::to_string(i) + ".json"));
+            reports.push_back(directory.path() / ("report" + std::to_string(i) + ".json"));
             write_file(reports.back(), report_json(program.pid()).dump());
         }
         if (program.release_and_wait() != 0) throw std::runtime_error("steady_leak failed");
@@ -227,7 +210,7 @@ TEST(Suspects, RankOnlyTheSteadyLeakAsALeakAndTheCacheAsAPlateau) {
 
 TEST(Suspects, RefuseASeriesOfFewerThanThreeSamples) {
     const WatchedRun& watched = watched_run();
-    const fs::path short_series = watched.directory / "two-samples.jsonl";
+    const fs::path short_series = watched.directory.path() / "two-samples.jsonl";
     write_file(short_series, watched.lines[0].dump() + "\n" + watched.lines[1].dump() + "\n");
     const Completed completed = run_report({"suspects", short_series.string()});
     EXPECT_EQ(completed.exit_code, 1);
@@ -236,7 +219,7 @@ TEST(Suspects, RefuseASeriesOfFewerThanThreeSamples) {
 
 TEST(Suspects, OnAReportSayWhichFileTheyWantInOneLine) {
     const WatchedRun& watched = watched_run();
-    const fs::path pretty = watched.directory / "pretty-report.json";
+    const fs::path pretty = watched.directory.path() / "pretty-report.json";
     write_file(pretty, json::parse(read_file(watched.reports[0])).dump(2));
     for (const fs::path& report : {watched.reports[0], pretty}) {
         const Completed completed = run_report({"suspects", report.string()});
@@ -267,7 +250,7 @@ TEST(Diff, RetainedViewOfThreeSeriesLinesListsOnlyTheLeak) {
     ASSERT_GE(c - a, 2u) << "the cache filled up too late in the watch to take three snapshots";
     std::vector<std::string> files;
     for (const std::size_t index : {a, (a + c) / 2, c}) {
-        files.push_back((watched.directory / ("line" + std::to_string(index) + ".json")).string());
+        files.push_back((watched.directory.path() / ("line" + std::to_string(index) + ".json")).string());
         write_file(files.back(), watched.lines[index].dump());
     }
     const json diff =
@@ -293,8 +276,8 @@ TEST(Diff, OfTwoReportsPutsTheLeakFirst) {
 
 TEST(Diff, SeriesLinesOfTwoRunsMatchTheLeakByItsStack) {
     // Two processes of the same program, as before and after a restart: ids may differ, stacks not.
-    const std::vector<std::string> files = {(watched_run().directory / "run-a.json").string(),
-                                            (watched_run().directory / "run-b.json").string()};
+    const std::vector<std::string> files = {(watched_run().directory.path() / "run-a.json").string(),
+                                            (watched_run().directory.path() / "run-b.json").string()};
     // Halfway through one run against the end of the other: the leak holds less in the first.
     const json& before = watched_run().lines[kSamples / 2];
     const json& after = mapping_run().lines.back();
@@ -317,8 +300,8 @@ TEST(Diff, SeriesLinesOfTwoRunsMatchTheLeakByItsStack) {
 
 TEST(Plot, DrawsTheLeakAndItsSizeClass) {
     const WatchedRun& watched = watched_run();
-    const fs::path svg = watched.directory / "leak.svg", html = watched.directory / "leak.html",
-                   png = watched.directory / "leak.png";
+    const fs::path svg = watched.directory.path() / "leak.svg", html = watched.directory.path() / "leak.html",
+                   png = watched.directory.path() / "leak.png";
     report_tool({"plot", watched.series.string(), "-o", svg.string(), "--html", html.string()});
     const std::string chart = read_file(svg);
     EXPECT_TRUE(contains(chart, "leak_steadily")) << "the legend names the leak";
@@ -345,7 +328,7 @@ TEST(Plot, DrawsTheLeakAndItsSizeClass) {
 
 TEST(Watch, EndsCleanlyWhenTheProcessExits) {
     const TemporaryDirectory directory;
-    const fs::path series = directory / "series.jsonl";
+    const fs::path series = directory.path() / "series.jsonl";
     Target program(steady_leak_command(), Environment::profiled());
     program.wait_ready();
     const std::string pid = std::to_string(program.pid());
@@ -517,8 +500,8 @@ std::size_t lines_in(const fs::path& path) {
 // hold, and nothing to the sum of their RSS, which counted the shared pages in each already.
 TEST(Memory, AForkedChildUnsharingItsParentsPagesGrowsTheTreesPssNotItsRss) {
     const TemporaryDirectory directory;
-    const fs::path go = directory / "go";
-    const fs::path series = directory / "tree.jsonl";
+    const fs::path go = directory.path() / "go";
+    const fs::path series = directory.path() / "tree.jsonl";
     Target tree({paths::python3, "-c", kUnsharingTree, go.string(), std::to_string(kSharedMiB)},
                 Environment::profiled());
     tree.wait_ready();
@@ -542,14 +525,14 @@ TEST(Memory, AForkedChildUnsharingItsParentsPagesGrowsTheTreesPssNotItsRss) {
     EXPECT_LT(std::abs(memory.at("rss_growth_bytes").get<double>()), 0.2 * unshared) << memory.dump(2);
     EXPECT_TRUE(memory.at("untracked").get<bool>()) << memory.dump(2);
 
-    const fs::path svg = directory / "tree.svg";
+    const fs::path svg = directory.path() / "tree.svg";
     report_tool({"plot", series.string(), "-o", svg.string()});
     EXPECT_NE(read_file(svg).find(">PSS  ("), std::string::npos) << "the tree's PSS line's legend";
 }
 
 TEST(Memory, PlotDrawsRssAndTrackedBytesAboveTheSites) {
     const WatchedRun& watched = mapping_run();
-    const fs::path svg = watched.directory / "memory.svg";
+    const fs::path svg = watched.directory.path() / "memory.svg";
     report_tool({"plot", watched.series.string(), "-o", svg.string()});
     const std::string chart = read_file(svg);
     const auto rss = chart.find(">RSS  ("), tracked = chart.find(">tracked live bytes  (");

@@ -136,19 +136,19 @@ TEST(Torture, KilledMidRunLeavesAConsistentSegmentReportedDead) {
 TEST(Torture, ChildrenForkedWhileAnotherThreadLearnsFramesNeitherHangNorInheritAFile) {
     using namespace ground_truth::fork_while_learning;
     using ground_truth::torture_plugin::kAllocationsPerChurn;
-    const auto command = [](const ecosystem::TemporaryDirectory& scratch) {
+    const auto command = [](const TemporaryDirectory& scratch) {
         return std::vector<std::string>{paths::program("fork_while_learning"),
                                         paths::program("libtorture_plugin.so"), scratch.path().string()};
     };
     std::string checksum;
     {
-        const ecosystem::TemporaryDirectory scratch;
+        const TemporaryDirectory scratch;
         const Completed bare = run(command(scratch), Environment::bare(), {}, 150s);
         ASSERT_EQ(bare.exit_code, 0) << bare.err;
         checksum = bare.out.substr(bare.out.find("checksum"), bare.out.find('\n') - bare.out.find("checksum"));
     }
     for (int attempt = 0; attempt < 3; ++attempt) {
-        const ecosystem::TemporaryDirectory scratch;
+        const TemporaryDirectory scratch;
         Target target(command(scratch), Environment::profiled());
         const std::vector<std::string> lines = target.wait_ready("READY", 150s);
         ASSERT_EQ(lines.size(), 1u);
@@ -179,7 +179,7 @@ TEST(Torture, ChildrenForkedWhileAnotherThreadLearnsFramesNeitherHangNorInheritA
 // exits. e28f50c's preload hung that child in its own dl_iterate_phdr(). With a thread waiting
 // for the lock inside a fenced section, the fork also gives up waiting for it after its bound.
 TEST(Torture, ForkInsideTheProgramsLoaderCallbackNeitherHangsTheParentNorTheChild) {
-    const ecosystem::TemporaryDirectory scratch;
+    const TemporaryDirectory scratch;
     for (const char* mode : {"alone", "helper"}) {
         const std::vector<std::string> command{paths::program("fork_in_loader_callback"),
                                                paths::program("libtorture_plugin.so"), scratch.path().string(), mode};
@@ -200,7 +200,7 @@ TEST(Torture, ForkInsideTheProgramsLoaderCallbackNeitherHangsTheParentNorTheChil
 TEST(Torture, ThreadsCancelledWhileLearningFramesActOnItOnlyWhereTheProgramAsks) {
     using namespace ground_truth::cancelled_while_learning;
     using ground_truth::torture_plugin::kAllocationsPerChurn;
-    const ecosystem::TemporaryDirectory scratch;
+    const TemporaryDirectory scratch;
     const std::vector<std::string> command{paths::program("cancelled_while_learning"),
                                            paths::program("libtorture_plugin.so"), scratch.path().string()};
     const Completed bare = run(command, Environment::bare(), {}, 60s);

@@ -8,11 +8,11 @@
 #include <string>
 #include <system_error>
 
-namespace leakwrap::ecosystem {
+namespace leakwrap {
 
 TemporaryDirectory::TemporaryDirectory() {
     std::string pattern =
-        (std::filesystem::temp_directory_path() / "leakwrap-ecosystem-XXXXXX").string();
+        (std::filesystem::temp_directory_path() / "leakwrap-test-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr)
         throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
     path_ = pattern;
@@ -23,4 +23,4 @@ TemporaryDirectory::~TemporaryDirectory() {
     std::filesystem::remove_all(path_, ignored);
 }
 
-}  // namespace leakwrap::ecosystem
+}  // namespace leakwrap

@@ -1,9 +1,10 @@
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it when the test ends.
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it when the test ends:
+// the one every suite uses.
 #pragma once
 
 #include <filesystem>
 
-namespace leakwrap::ecosystem {
+namespace leakwrap {
 
 class TemporaryDirectory {
 public:
@@ -18,4 +19,4 @@ private:
     std::filesystem::path path_;
 };
 
-}  // namespace leakwrap::ecosystem
+}  // namespace leakwrap
