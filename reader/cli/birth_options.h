@@ -18,8 +18,8 @@ struct BirthCommandLine {
     // The validators have checked both durations.
     BirthWindow window() const {
         BirthWindow window;
-        if (!after.empty()) window.after_ns = uint64_t(parse_duration(after)->count()) * 1'000'000;
-        if (!before.empty()) window.before_ns = uint64_t(parse_duration(before)->count()) * 1'000'000;
+        if (!after.empty()) window.after_ns = parse_duration_ns(after);
+        if (!before.empty()) window.before_ns = parse_duration_ns(before);
         return window;
     }
 };

@@ -241,10 +241,9 @@ BirthWindow birth_window_parameters(const HttpRequest& request) {
     for (const auto& [name, moment] : {std::pair{"born_after", &window.after_ns}, std::pair{"born_before", &window.before_ns}}) {
         const std::string* given = request.query_value(name);
         if (given == nullptr) continue;
-        const auto duration = parse_duration(*given);
-        if (!duration)
+        *moment = parse_duration_ns(*given);
+        if (!*moment)
             throw HttpError{400, std::string(name) + " must be a duration like 500ms, 5s, 2m or 1h, not " + *given};
-        *moment = uint64_t(duration->count()) * 1'000'000;
     }
     return window;
 }

@@ -50,4 +50,10 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
     return static_cast<uint64_t>(*bytes);
 }
 
+std::optional<uint64_t> parse_duration_ns(std::string_view text) {
+    const auto duration = parse_duration(text);
+    if (!duration) return std::nullopt;
+    return static_cast<uint64_t>(std::chrono::nanoseconds(*duration).count());
+}
+
 }  // namespace leakwrap
