@@ -322,7 +322,7 @@ public:
                 reinterpret_cast<const uint32_t*>(source() + offsetof(layout::Header, strings_used)),
                 __ATOMIC_ACQUIRE);
             copy_in_place(header.strings_offset, std::min(strings_used, header.strings_capacity));
-            mark_deltas(header);
+            mark_deltas(header, deltas_before_sites_);
         });
     }
 
@@ -335,14 +335,14 @@ public:
         surviving_truncation([&] {
             // After the sites: a thread moves a delta entry's counts into the site record after
             // marking the entry empty, so reading the entries after the records may miss counts
-            // in transit but never counts them twice. Entries naming sites claimed after
-            // sites_claimed was read are ignored by the parser. The writer backs the whole table
-            // at creation, so reading it all allocates nothing; a corrupt size is clamped to the
-            // file like every range.
+            // in transit but never counts them twice. The writer backs the whole table at
+            // creation, so reading it all allocates nothing; a corrupt size is clamped to the file
+            // like every range.
             const uint64_t delta_entries = uint64_t{header.bin_shards} * header.site_delta_slots;
             copy_in_place(header.site_deltas_offset, delta_entries > size_ / sizeof(layout::SiteDelta)
                                                          ? size_
                                                          : delta_entries * sizeof(layout::SiteDelta));
+            copy_late_records(header);
             // After the sites and their deltas: the writer counts a block in its bin before its
             // site (or the site's delta entry), so the exact totals read now cover every block the
             // site counters read show.
@@ -351,22 +351,46 @@ public:
         });
     }
 
+    // SiteRecordSource::late_records and deltas_after_late_records.
+    std::span<const std::byte> late_records() const { return late_records_; }
+    const std::vector<DeltaMark>& deltas_after_late_records() const { return deltas_after_late_records_; }
+
 private:
     static constexpr size_t kStateOffset = offsetof(layout::Header, state);
 
-    // Each entry's site and moves, loaded as the writer stores them (R10), before the records'
-    // second read; a corrupt table size is clamped to the file.
-    void mark_deltas(const layout::Header& header) {
+    // The records claimed since the header was copied, read after the delta entries (an entry
+    // names a site only once it is claimed, so every entry copied names a site read by then),
+    // and each entry's site and moves once more: an entry that moved in between may have moved
+    // its counts into a late record, and the parser then leaves its copy out (R10). Those
+    // beyond kMostLateRecords are left for the next read, as every record claimed later is, so
+    // that a writer's burst cannot make the reader copy its whole table.
+    static constexpr uint32_t kMostLateRecords = 4096;
+    void copy_late_records(const layout::Header& header) {
+        const uint32_t first = std::min(header.sites_claimed, header.site_capacity);
+        const uint32_t claimed = __atomic_load_n(
+            reinterpret_cast<const uint32_t*>(source() + offsetof(layout::Header, sites_claimed)), __ATOMIC_ACQUIRE);
+        const uint32_t late = std::min({claimed, header.site_capacity, first + kMostLateRecords});
+        if (late > first) {
+            late_records_.assign(uint64_t{late - first} * header.site_record_size, std::byte{0});
+            copy_range(late_records_.data(), header.sites_offset + uint64_t{first} * header.site_record_size,
+                       late_records_.size());
+        }
+        mark_deltas(header, deltas_after_late_records_);
+    }
+
+    // Each entry's site and moves, loaded as the writer stores them (R10); a corrupt table size
+    // is clamped to the file.
+    void mark_deltas(const layout::Header& header, std::vector<DeltaMark>& marks) {
         const uint64_t offset = header.site_deltas_offset;
         if (offset >= size_) return;
         const uint64_t entries = std::min<uint64_t>(uint64_t{header.bin_shards} * header.site_delta_slots,
                                                     (size_ - offset) / sizeof(layout::SiteDelta));
-        deltas_before_sites_.resize(entries);
+        marks.resize(entries);
         for (uint64_t entry = 0; entry < entries; ++entry) {
             const std::byte* delta = source() + offset + entry * sizeof(layout::SiteDelta);
-            deltas_before_sites_[entry].site = __atomic_load_n(
+            marks[entry].site = __atomic_load_n(
                 reinterpret_cast<const uint32_t*>(delta + offsetof(layout::SiteDelta, site)), __ATOMIC_ACQUIRE);
-            deltas_before_sites_[entry].moves = __atomic_load_n(
+            marks[entry].moves = __atomic_load_n(
                 reinterpret_cast<const uint32_t*>(delta + offsetof(layout::SiteDelta, moves)), __ATOMIC_ACQUIRE);
         }
     }
@@ -406,6 +430,8 @@ private:
     uint64_t size_;
     ReadOnlyMapping mapping_;
     std::vector<DeltaMark> deltas_before_sites_;
+    std::vector<std::byte> late_records_;
+    std::vector<DeltaMark> deltas_after_late_records_;
 };
 
 uint64_t file_size(const FileDescriptor& fd, const std::filesystem::path& path) {
@@ -454,7 +480,9 @@ Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions&
                 reading.read_site_records(offset, record_size, count, visit);
             },
             [&] { reading.copy_after_names(); }, [&] { reading.copy_after_sites(); },
-            [&]() -> const std::vector<DeltaMark>& { return reading.deltas_before_sites(); }};
+            [&]() -> const std::vector<DeltaMark>& { return reading.deltas_before_sites(); },
+            [&] { return reading.late_records(); },
+            [&]() -> const std::vector<DeltaMark>& { return reading.deltas_after_late_records(); }};
         return parse_segment(copy.bytes(), release, &streamed);
     }
 }

@@ -559,10 +559,14 @@ private:
 // Rails example peaked with the 4.9 MiB of that copy, its stack table and the store of its stacks
 // at once, and `--by ruby` took 14.0 MiB; now the parse peaks at what it makes, 12.5 MiB with
 // the reader's code, and `--by ruby` takes 13.0.
+// Room for the sites of records that become ready while a live segment is read (SiteRecordSource::
+// late_records), a few kilobytes; more are made by growing the vector.
+constexpr std::size_t kRoomForLateSites = 256;
+
 std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
                               const StringPool& strings, const SiteRecordSource* streamed,
                               std::vector<std::shared_ptr<const StackStore>>& stores,
-                              const DoneWithBytes& done_with) {
+                              const DoneWithBytes& done_with, std::vector<uint32_t>& ready_only_later) {
     const SiteRecordChunks records(bytes, header, streamed);
     // Whether the record names a stack; throws if it is not a record the writer makes.
     const auto check_record = [&header](uint32_t slot, const layout::SiteRecord& record) {
@@ -604,21 +608,33 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
     if (done_with)
         done_with(bytes.subspan(header.stacks_offset, std::min(header.stacks_used, header.stacks_capacity)));
 
+    // Once, at its size and room for the records that become ready meanwhile: grown by doubling,
+    // it took twice that for a moment.
     std::vector<Site> sites;
-    sites.reserve(ready);  // once, at its size: grown by doubling it took twice that for a moment
-    records.for_each(
-        [&](uint32_t slot, const layout::SiteRecord& record) {
-            if (!ready_when_named[slot]) return;
-            const bool overflow = !check_record(slot, record);  // read again: checked again
-            const uint32_t stack = overflow ? StackTable::kNotReady : stacks.index(record.stack);
-            if (!overflow && stack == StackTable::kNotReady) return;  // its stack was not ready
-            Site& site = sites.emplace_back();
-            site.id = slot;
-            site.set_key(overflow ? nullptr : &store->stacks[stack], record.size_class, record.birth_cell, overflow);
-            site.set_counters({record.allocs, record.frees, record.alloc_bytes, record.free_bytes});
-        },
-        done_with);
-    if (streamed != nullptr) streamed->after_sites();
+    sites.reserve(ready + (streamed != nullptr ? kRoomForLateSites : 0));
+    // A record ready only now is made a site if the stacks read hold its stack (a new birth cell
+    // of a known call site, mostly); checked again, since it is read again.
+    const auto make_site = [&](uint32_t slot, const layout::SiteRecord& record) {
+        if (record.state != layout::kReady) return;
+        const bool overflow = !check_record(slot, record);
+        const uint32_t stack = overflow ? StackTable::kNotReady : stacks.index(record.stack);
+        if (!overflow && stack == StackTable::kNotReady) return;  // its stack was not ready
+        if (slot >= ready_when_named.size() || !ready_when_named[slot]) ready_only_later.push_back(slot);
+        Site& site = sites.emplace_back();
+        site.id = slot;
+        site.set_key(overflow ? nullptr : &store->stacks[stack], record.size_class, record.birth_cell, overflow);
+        site.set_counters({record.allocs, record.frees, record.alloc_bytes, record.free_bytes});
+    };
+    records.for_each(make_site, done_with);
+    if (streamed != nullptr) {
+        streamed->after_sites();
+        const std::span<const std::byte> late = streamed->late_records ? streamed->late_records()
+                                                                       : std::span<const std::byte>{};
+        const uint64_t late_count = late.size() / header.site_record_size;
+        for (uint64_t i = 0; i < late_count; ++i)
+            make_site(records.count() + static_cast<uint32_t>(i),
+                      load<layout::SiteRecord>(late, i * header.site_record_size));
+    }
     stores.push_back(store);
     return sites;
 }
@@ -634,9 +650,15 @@ Counters checked_sum(const Counters& a, const Counters& b) {
 // counts in its own shard's entries and moves them into the record now and then). An entry may
 // name a slot that was claimed after this copy read sites_claimed, or one not ready yet: a live
 // writer's benign race, not corruption, so such entries are ignored like the slots themselves.
+// An entry naming a late record (one read after the entries, SiteRecordSource::late_records)
+// that moved before that record was read may have moved its counts into it: it is left out.
 void add_site_deltas(std::span<const std::byte> bytes, const layout::Header& header,
-                     std::vector<Site>& sites) {
+                     const SiteRecordSource* streamed, std::vector<Site>& sites) {
     if (header.site_delta_slots == 0 || sites.empty()) return;
+    const uint32_t first_late = std::min(header.sites_claimed, header.site_capacity);
+    static const std::vector<DeltaMark> kNoMarks;
+    const std::vector<DeltaMark>& after_late =
+        streamed != nullptr && streamed->deltas_after_late_records ? streamed->deltas_after_late_records() : kNoMarks;
     const uint64_t entries = uint64_t{header.bin_shards} * header.site_delta_slots;
     for (uint64_t entry = 0; entry < entries; ++entry) {
         const auto delta = load<layout::SiteDelta>(
@@ -647,6 +669,10 @@ void add_site_deltas(std::span<const std::byte> bytes, const layout::Header& hea
         const auto site = std::lower_bound(sites.begin(), sites.end(), delta.site,
                                            [](const Site& record, uint32_t id) { return record.id < id; });
         if (site == sites.end() || site->id != delta.site) continue;
+        if (delta.site >= first_late &&
+            (entry >= after_late.size() || after_late[entry].site != delta.site ||
+             after_late[entry].moves != delta.moves))
+            continue;
         Counters counters = site->counters();
         if (const char* counter =
                 add_checked(counters, {delta.allocs, delta.frees, delta.alloc_bytes, delta.free_bytes}))
@@ -742,7 +768,9 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
 
     Snapshot snapshot;
     // First: a streamed segment's other parts are copied after its site records are read.
-    snapshot.sites = parse_sites(bytes, header, strings, streamed, snapshot.stack_stores, done_with);
+    std::vector<uint32_t> ready_only_later;
+    snapshot.sites =
+        parse_sites(bytes, header, strings, streamed, snapshot.stack_stores, done_with, ready_only_later);
     snapshot.pid = header.pid;
     snapshot.parent_pid = header.parent_pid;
     snapshot.start_time_ticks = header.start_time_ticks;
@@ -764,8 +792,11 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     if (header.birth_cells != 0)
         snapshot.births = BirthGrid{header.birth_origin_boot_ns, header.birth_floor_ns, header.birth_cells};
     snapshot.modules = parse_modules(bytes, header, strings);
-    add_site_deltas(bytes, header, snapshot.sites);
-    const auto in_transit = sites_in_transit(bytes, header, streamed);
+    add_site_deltas(bytes, header, streamed, snapshot.sites);
+    // A record that became ready while the copy was taken got its counts from entries that
+    // named it only since the marks were taken: any of them may be short, as in transit.
+    auto in_transit = sites_in_transit(bytes, header, streamed);
+    if (in_transit) in_transit->insert(ready_only_later.begin(), ready_only_later.end());
     if (done_with)
         done_with(bytes.subspan(header.site_deltas_offset, uint64_t{header.bin_shards} *
                                                                header.site_delta_slots *

@@ -447,8 +447,8 @@ using DoneWithBytes = std::function<void(std::span<const std::byte>)>;
 // process's 7.4), next to the sites made of it. After parse_segment has checked the header, it
 // reads the records once, calls after_names(), which copies into the bytes parsed what the sites
 // name (stacks, modules and strings), reads the records again and calls after_sites(), which
-// copies what counts after the sites (their delta entries, the bins): the order the writer
-// publishes them in.
+// copies what counts after the sites (their delta entries, the records claimed since, the bins):
+// the order the writer publishes them in.
 // Calls visit(first_slot, slots) for the runs of whole records, in order, that split `count` records
 // of `record_size` bytes into chunks of at most `chunk_bytes` (one record at least).
 template <class Visit>
@@ -477,6 +477,14 @@ struct SiteRecordSource {
     // The delta entries as after_names() found them, before the records were read again: an
     // entry whose moves changed by after_sites() had counts in transit meanwhile.
     std::function<const std::vector<DeltaMark>&()> deltas_before_sites;
+    // The records claimed since the header was read (slots from its sites_claimed on), as
+    // after_sites() read them after the delta entries, and the entries as they were after that:
+    // an entry that names a late site and moved meanwhile may have moved its counts into the
+    // record read, so its copy is left out. Without them, a site that started a new birth cell
+    // while the records were read lost the cell's allocations for one read, while its older
+    // cells counted their frees: a cache looked as if it gave memory back in bursts.
+    std::function<std::span<const std::byte>()> late_records;
+    std::function<const std::vector<DeltaMark>&()> deltas_after_late_records;
 };
 
 // Parses a private copy of a segment, its site records from `streamed` if given. Every offset,
