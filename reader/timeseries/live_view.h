@@ -1,7 +1,7 @@
 // `leakwrap-report top`: what the live view shows of a process, sample after sample — the totals,
 // RSS, and the rows (native sites or Ruby lines) ranked by live bytes or by their growth since
-// the view started — as the lines of one screen. The terminal itself is the command line's
-// (cli/top_subcommand.cpp).
+// the view started — as the lines of one screen. The terminal they are drawn on is held a layer
+// up (live/terminal_screen.h).
 //
 // A Rails process has ~120,000 sites. Every sample counts all of them, but only the rows on the
 // screen are symbolized, and their labels are kept from one sample to the next. Between samples
