@@ -397,22 +397,26 @@ bool accepts_openmetrics(const std::string& accept) {
     return openmetrics > 0 && openmetrics >= text;
 }
 
+void add_profile_routes(HttpServer& server, const ServeOptions& options) {
+    const auto symbolizers = std::make_shared<SymbolizerCache>(options.symbolizer);
+    server.get("/metrics", [options, symbolizers](const HttpRequest& request, HttpResponse& response) {
+        answer(response, [&] { serve_metrics(request, response, options, *symbolizers); });
+    });
+    server.get("/debug/pprof/heap", [options, symbolizers](const HttpRequest& request, HttpResponse& response) {
+        answer(response, [&] { serve_heap(request, response, options, *symbolizers); });
+    });
+    server.get("/processes", [options](const HttpRequest& request, HttpResponse& response) {
+        answer(response, [&] { serve_process_list(request, response, options); });
+    });
+}
+
 int serve_profiles(const ServeOptions& options) {
     // One heap for the workers: each thread's own arena kept what its last answer freed, so that
     // the second worker's first profile stood on the first's (1.5 MiB more on the Rails example).
     // The workers symbolize one at a time anyway.
     mallopt(M_ARENA_MAX, 1);
-    SymbolizerCache symbolizers(options.symbolizer);
     HttpServer server;
-    server.get("/metrics", [&](const HttpRequest& request, HttpResponse& response) {
-        answer(response, [&] { serve_metrics(request, response, options, symbolizers); });
-    });
-    server.get("/debug/pprof/heap", [&](const HttpRequest& request, HttpResponse& response) {
-        answer(response, [&] { serve_heap(request, response, options, symbolizers); });
-    });
-    server.get("/processes", [&](const HttpRequest& request, HttpResponse& response) {
-        answer(response, [&] { serve_process_list(request, response, options); });
-    });
+    add_profile_routes(server, options);
 
     ListenAddress bound = options.listen;
     try {

@@ -7,6 +7,7 @@
 // Read-only: it maps segments read-only and opens modules to symbolize, nothing else.
 #pragma once
 
+#include "http_server.h"
 #include "symbolizer.h"
 
 #include <cstddef>
@@ -42,6 +43,10 @@ struct ServeOptions {
     // loopback client gets its own user's (root's, all), any other client none.
     bool all_users = false;
 };
+
+// serve's routes on `server`, sharing one cache of symbolizers for as long as the server holds
+// them. serve_profiles runs them until a signal; a test runs them on a server of its own.
+void add_profile_routes(HttpServer& server, const ServeOptions& options);
 
 // Serves until SIGINT or SIGTERM; prints "serving on http://ADDR:PORT/" to stdout once it
 // listens. Returns the exit status; throws std::runtime_error when it cannot listen.
