@@ -104,7 +104,7 @@ int run_top(const TopCommandLine& line, const TreeReader& read_process) {
     const Clock::time_point start = Clock::now();
     view.update(std::move(first), 0);
 
-    TerminalScreen screen;
+    TerminalScreen screen(STDIN_FILENO, STDOUT_FILENO);
     bool gone = false;
     for (Clock::time_point due = start + interval;; due = std::max(due + interval, Clock::now())) {
         if (!wait_for_next_sample(screen, view, due, gone)) return 0;

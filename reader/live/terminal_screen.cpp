@@ -24,7 +24,7 @@ sigset_t stop_signals() {
 
 }  // namespace
 
-TerminalScreen::TerminalScreen() {
+TerminalScreen::TerminalScreen(int input, int output) : input_(input), output_(output) {
     const sigset_t signals = stop_signals();
     pthread_sigmask(SIG_BLOCK, &signals, &previous_mask_);
     signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC);
@@ -32,20 +32,20 @@ TerminalScreen::TerminalScreen() {
         pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
         throw std::runtime_error(std::string("cannot take signals: ") + std::strerror(errno));
     }
-    if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_) == 0) {
+    if (isatty(input_) && tcgetattr(input_, &saved_) == 0) {
         termios raw = saved_;
         // Keys as they are typed, not echoed. ISIG stays: Ctrl-C is SIGINT, which arrives here.
         raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));
         raw.c_cc[VMIN] = 1;
         raw.c_cc[VTIME] = 0;
-        keys_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+        keys_ = tcsetattr(input_, TCSANOW, &raw) == 0;
     }
     write_all(kEnter);
 }
 
 TerminalScreen::~TerminalScreen() {
     write_all(kLeave);
-    if (keys_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+    if (keys_) tcsetattr(input_, TCSANOW, &saved_);
     // A stop signal that came meanwhile was answered by stopping: take it, or restoring the mask
     // would deliver it and kill the process on its way out.
     const sigset_t signals = stop_signals();
@@ -58,7 +58,7 @@ TerminalScreen::~TerminalScreen() {
 
 TerminalScreen::Size TerminalScreen::size() const {
     winsize window{};
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &window) != 0 || window.ws_col == 0 || window.ws_row == 0)
+    if (ioctl(output_, TIOCGWINSZ, &window) != 0 || window.ws_col == 0 || window.ws_row == 0)
         return {};
     return {window.ws_col, window.ws_row};
 }
@@ -74,7 +74,7 @@ void TerminalScreen::draw(const std::vector<std::string>& lines) {
 }
 
 TerminalScreen::Event TerminalScreen::next_event(std::chrono::milliseconds wait) {
-    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
+    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {input_, POLLIN, 0}};
     const int ready = poll(fds, keys_ ? 2 : 1, static_cast<int>(wait.count()));
     if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
     if (ready <= 0) return {};
@@ -86,7 +86,7 @@ TerminalScreen::Event TerminalScreen::next_event(std::chrono::milliseconds wait)
     }
     if (keys_ && fds[1].revents != 0) {
         char key = 0;
-        const ssize_t got = read(STDIN_FILENO, &key, 1);
+        const ssize_t got = read(input_, &key, 1);
         // The terminal went away (EOF, an error): nothing can be shown or asked any more.
         if (got <= 0) return {Event::Kind::stop, 0};
         return {Event::Kind::key, key};
@@ -96,7 +96,7 @@ TerminalScreen::Event TerminalScreen::next_event(std::chrono::milliseconds wait)
 
 void TerminalScreen::write_all(const std::string& text) {
     for (std::size_t written = 0; written < text.size();) {
-        const ssize_t n = ::write(STDOUT_FILENO, text.data() + written, text.size() - written);
+        const ssize_t n = ::write(output_, text.data() + written, text.size() - written);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return;  // the terminal is gone; nothing left to show it
         written += static_cast<std::size_t>(n);

@@ -17,9 +17,10 @@ namespace leakwrap {
 
 class TerminalScreen {
 public:
-    // Stdout must be a terminal (the caller checks, to say what to use instead). Keys are read
-    // from stdin when it is a terminal too.
-    TerminalScreen();
+    // Draws on `output`, which must be a terminal (the caller checks, to say what to use
+    // instead); reads keys from `input` when it is a terminal too. top gives it stdin and stdout,
+    // a test a pseudo-terminal.
+    TerminalScreen(int input, int output);
     ~TerminalScreen();
     TerminalScreen(const TerminalScreen&) = delete;
     TerminalScreen& operator=(const TerminalScreen&) = delete;
@@ -45,7 +46,9 @@ public:
 private:
     void write_all(const std::string& text);
 
-    bool keys_ = false;  // stdin is a terminal in raw mode
+    int input_;
+    int output_;
+    bool keys_ = false;  // the input is a terminal in raw mode
     termios saved_{};
     sigset_t previous_mask_{};
     int signal_fd_ = -1;
