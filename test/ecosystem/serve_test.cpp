@@ -2,14 +2,8 @@
 // what Prometheus, go tool pprof and a script get from it, and what a bad or gone pid gets.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -18,9 +12,11 @@
 
 #include "go_pprof.h"
 #include "ground_truth.h"
+#include "gunzip.h"
 #include "harness.h"
 #include "openmetrics_parser.h"
 #include "prometheus_support.h"
+#include "raw_http_connection.h"
 #include "temporary_directory.h"
 
 namespace leakwrap::ecosystem {
@@ -30,78 +26,6 @@ using namespace ground_truth::alloc_kinds;
 
 const std::vector<std::pair<std::string, std::string>> kAcceptOpenMetrics = {
     {"Accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"}};
-
-// A connection to serve on 127.0.0.1 made by hand, for what an HTTP library would not send.
-class RawClient {
-public:
-    explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_port = htons(static_cast<uint16_t>(port));
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-        const timeval timeout{30, 0};
-        setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-        if (connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0)
-            throw std::runtime_error("cannot connect to serve");
-    }
-    RawClient(const RawClient&) = delete;
-    RawClient& operator=(const RawClient&) = delete;
-    ~RawClient() { close(fd_); }
-
-    void send_bytes(const std::string& bytes) { ASSERT_EQ(send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size())); }
-    // Nothing more will be sent: the server reads the end of the request.
-    void end_request() { shutdown(fd_, SHUT_WR); }
-    // Whether the server sent something (or closed) within `wait`.
-    bool readable_within(std::chrono::milliseconds wait) {
-        pollfd watched{fd_, POLLIN, 0};
-        return poll(&watched, 1, static_cast<int>(wait.count())) > 0;
-    }
-
-    // Everything up to the server's end of the connection (or 30 s of silence).
-    std::string receive_all() {
-        std::string received;
-        char buffer[4096];
-        for (ssize_t got; (got = recv(fd_, buffer, sizeof(buffer), 0)) > 0;) received.append(buffer, static_cast<std::size_t>(got));
-        return received;
-    }
-
-private:
-    int fd_;
-};
-
-struct RawAnswer {
-    int status = 0;
-    std::string head;  // status line and headers
-    std::string body;
-};
-
-RawAnswer raw_request(int port, const std::string& request) {
-    RawClient client(port);
-    client.send_bytes(request);
-    client.end_request();
-    const std::string received = client.receive_all();
-    const std::size_t end_of_head = received.find("\r\n\r\n");
-    if (!received.starts_with("HTTP/1.1 ") || end_of_head == std::string::npos) return {0, received, ""};
-    return {std::stoi(received.substr(9, 3)), received.substr(0, end_of_head), received.substr(end_of_head + 4)};
-}
-
-std::string gunzip(const std::string& compressed) {
-    z_stream stream{};
-    if (inflateInit2(&stream, 15 + 16) != Z_OK) return "";
-    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-    stream.avail_in = static_cast<uInt>(compressed.size());
-    std::string out;
-    char buffer[1 << 16];
-    int status = Z_OK;
-    while (status == Z_OK) {
-        stream.next_out = reinterpret_cast<Bytef*>(buffer);
-        stream.avail_out = sizeof(buffer);
-        status = inflate(&stream, Z_NO_FLUSH);
-        out.append(buffer, sizeof(buffer) - stream.avail_out);
-    }
-    inflateEnd(&stream);
-    return status == Z_STREAM_END ? out : "";
-}
 
 class Serve : public ::testing::Test {
 protected:
@@ -309,22 +233,22 @@ TEST_F(Serve, AnswersABadOrGonePidWithTheReason) {
 
 // serve's HTTP server is its own: what it refuses, each with its status and one line of why.
 TEST_F(Serve, RefusesWhatItDoesNotServeWithTheStatusAndWhy) {
-    const RawAnswer post = raw_request(port, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
-    EXPECT_EQ(post.status, 405) << post.head;
-    EXPECT_NE(post.head.find("\r\nAllow: GET, HEAD"), std::string::npos) << post.head;
-    const RawAnswer unknown = raw_request(port, "GET /heap HTTP/1.1\r\n\r\n");
-    EXPECT_EQ(unknown.status, 404) << unknown.head;
+    const RawHttpResponse post = http_exchange(port, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    EXPECT_EQ(post.status, 405) << post.body;
+    EXPECT_EQ(post.header("Allow"), "GET, HEAD");
+    const RawHttpResponse unknown = http_exchange(port, "GET /heap HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(unknown.status, 404) << unknown.body;
     EXPECT_NE(unknown.body.find("/debug/pprof/heap"), std::string::npos) << unknown.body;
-    EXPECT_EQ(raw_request(port, "hello\r\n\r\n").status, 400);
-    EXPECT_EQ(raw_request(port, "GET /metrics HTTP/1.1\r\n").status, 400) << "a head cut short";
-    EXPECT_EQ(raw_request(port, "GET http://example.invalid/metrics HTTP/1.1\r\n\r\n").status, 400);
-    EXPECT_EQ(raw_request(port, "GET /debug/pprof/heap?pid=%zz HTTP/1.1\r\n\r\n").status, 400);
-    EXPECT_EQ(raw_request(port, "GET /processes HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").status, 413);
-    const RawAnswer huge =
-        raw_request(port, "GET /metrics HTTP/1.1\r\nX-Padding: " + std::string(20000, 'a') + "\r\n\r\n");
-    EXPECT_EQ(huge.status, 431) << huge.head;
-    for (const RawAnswer& answer : {post, unknown, huge}) {
-        EXPECT_NE(answer.head.find("\r\nConnection: close"), std::string::npos) << answer.head;
+    EXPECT_EQ(http_exchange(port, "hello\r\n\r\n").status, 400);
+    EXPECT_EQ(http_exchange(port, "GET /metrics HTTP/1.1\r\n").status, 400) << "a head cut short";
+    EXPECT_EQ(http_exchange(port, "GET http://example.invalid/metrics HTTP/1.1\r\n\r\n").status, 400);
+    EXPECT_EQ(http_exchange(port, "GET /debug/pprof/heap?pid=%zz HTTP/1.1\r\n\r\n").status, 400);
+    EXPECT_EQ(http_exchange(port, "GET /processes HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc").status, 413);
+    const RawHttpResponse huge =
+        http_exchange(port, "GET /metrics HTTP/1.1\r\nX-Padding: " + std::string(20000, 'a') + "\r\n\r\n");
+    EXPECT_EQ(huge.status, 431) << huge.body;
+    for (const RawHttpResponse& answer : {post, unknown, huge}) {
+        EXPECT_EQ(answer.header("Connection"), "close");
         EXPECT_EQ(std::count(answer.body.begin(), answer.body.end(), '\n'), 1) << answer.body;
     }
 }
@@ -334,19 +258,19 @@ TEST_F(Serve, RefusesWhatItDoesNotServeWithTheStatusAndWhy) {
 TEST_F(Serve, DecodesTheQueryAndGzipsTextForClientsThatAcceptIt) {
     std::string encoded_pid;
     for (const char digit : pid) encoded_pid += "%3" + std::string(1, digit);
-    const RawAnswer heap = raw_request(port, "GET /debug/pprof/heap?%70%69%64=" + encoded_pid + " HTTP/1.1\r\n\r\n");
-    ASSERT_EQ(heap.status, 200) << heap.head << heap.body;
+    const RawHttpResponse heap = http_exchange(port, "GET /debug/pprof/heap?%70%69%64=" + encoded_pid + " HTTP/1.1\r\n\r\n");
+    ASSERT_EQ(heap.status, 200) << heap.body;
     EXPECT_TRUE(heap.body.starts_with("\x1f\x8b")) << "not the gzipped profile";
-    EXPECT_EQ(heap.head.find("Content-Encoding"), std::string::npos) << "the profile is gzipped once";
+    EXPECT_FALSE(heap.has_header("Content-Encoding")) << "the profile is gzipped once";
 
-    const RawAnswer plain = raw_request(port, "GET /metrics HTTP/1.1\r\n\r\n");
-    const RawAnswer gzipped = raw_request(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: br, gzip;q=0.8\r\n\r\n");
-    const RawAnswer refused = raw_request(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip;q=0\r\n\r\n");
+    const RawHttpResponse plain = http_exchange(port, "GET /metrics HTTP/1.1\r\n\r\n");
+    const RawHttpResponse gzipped = http_exchange(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: br, gzip;q=0.8\r\n\r\n");
+    const RawHttpResponse refused = http_exchange(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip;q=0\r\n\r\n");
     ASSERT_EQ(plain.status, 200);
     ASSERT_EQ(gzipped.status, 200);
-    EXPECT_EQ(plain.head.find("Content-Encoding"), std::string::npos) << plain.head;
-    EXPECT_EQ(refused.head.find("Content-Encoding"), std::string::npos) << refused.head;
-    EXPECT_NE(gzipped.head.find("\r\nContent-Encoding: gzip"), std::string::npos) << gzipped.head;
+    EXPECT_FALSE(plain.has_header("Content-Encoding"));
+    EXPECT_FALSE(refused.has_header("Content-Encoding"));
+    EXPECT_EQ(gzipped.header("Content-Encoding"), "gzip");
     const std::string unpacked = gunzip(gzipped.body);
     EXPECT_LT(gzipped.body.size(), unpacked.size());
     const std::string live = "leakwrap_live_bytes{";
@@ -360,63 +284,57 @@ TEST_F(Serve, DecodesTheQueryAndGzipsTextForClientsThatAcceptIt) {
 // HEAD gets the head GET would (its status, type and length), and no body, refusals included.
 TEST_F(Serve, AnswersHeadWithTheHeadOfGetAndNoBody) {
     const std::string metrics = "/metrics HTTP/1.1\r\nAccept: text/plain\r\n\r\n";
-    const RawAnswer got = raw_request(port, "GET " + metrics);
-    const RawAnswer head = raw_request(port, "HEAD " + metrics);
-    ASSERT_EQ(got.status, 200) << got.head;
-    EXPECT_EQ(head.status, 200) << head.head;
+    const RawHttpResponse got = http_exchange(port, "GET " + metrics);
+    const RawHttpResponse head = http_exchange(port, "HEAD " + metrics);
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_EQ(head.status, 200);
     EXPECT_EQ(head.body, "") << "a HEAD answer has no body";
-    const auto header = [](const RawAnswer& answer, const std::string& name) {
-        const std::size_t at = answer.head.find("\r\n" + name + ": ");
-        if (at == std::string::npos) return std::string("(none)");
-        const std::size_t value = at + name.size() + 4;
-        return answer.head.substr(value, answer.head.find("\r\n", value) - value);
-    };
-    EXPECT_EQ(header(head, "Content-Type"), header(got, "Content-Type"));
+    EXPECT_EQ(head.header("Content-Type"), got.header("Content-Type"));
     // The metrics of a running process: the same length unless a counter moved in between, so
     // compared with the body GET sent rather than with a second GET.
-    EXPECT_EQ(header(got, "Content-Length"), std::to_string(got.body.size()));
-    EXPECT_NE(header(head, "Content-Length"), "(none)");
-    EXPECT_NE(header(head, "Content-Length"), "0");
+    EXPECT_EQ(got.header("Content-Length"), std::to_string(got.body.size()));
+    EXPECT_TRUE(head.has_header("Content-Length"));
+    EXPECT_NE(head.header("Content-Length"), "0");
 
-    const RawAnswer missing = raw_request(port, "HEAD /heap HTTP/1.1\r\n\r\n");
-    EXPECT_EQ(missing.status, 404) << missing.head;
+    const RawHttpResponse missing = http_exchange(port, "HEAD /heap HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(missing.status, 404);
     EXPECT_EQ(missing.body, "");
-    EXPECT_NE(header(missing, "Content-Length"), "0") << "the length of the reason GET would get";
+    EXPECT_NE(missing.header("Content-Length"), "0") << "the length of the reason GET would get";
 }
 
 // Three clients that connect and never finish their request, more than serve has workers: each is
 // answered 408 and dropped after serve's deadline for a request head, and a request made meanwhile
 // is answered.
 TEST_F(Serve, DropsClientsThatStallSoTheyCannotHoldItsWorkers) {
-    std::vector<std::unique_ptr<RawClient>> stalled;
+    std::vector<std::unique_ptr<RawHttpConnection>> stalled;
     for (int i = 0; i < 3; ++i) {
-        stalled.push_back(std::make_unique<RawClient>(port));
-        stalled.back()->send_bytes("GET /metrics HT");
+        stalled.push_back(std::make_unique<RawHttpConnection>("127.0.0.1", port));
+        stalled.back()->send("GET /metrics HT");
     }
     const HttpAnswer answer = http_get(port, "/processes");
     EXPECT_EQ(answer.status, 200) << answer.body;
     EXPECT_NE(answer.body.find("\"pid\": " + pid), std::string::npos) << answer.body;
-    for (const auto& client : stalled) EXPECT_TRUE(client->receive_all().starts_with("HTTP/1.1 408 "));
+    for (const auto& client : stalled) EXPECT_TRUE(client->read_to_end().starts_with("HTTP/1.1 408 "));
 }
 
 // 100 clients that send half a request head and 100 that send nothing, all holding their
 // connections: a normal request is answered while they hold them (5a0a758's serve gave 503 or
 // nothing until they were dropped), and a held client that then finishes its head is answered too.
 TEST_F(Serve, AnswersWhileTwoHundredSlowAndIdleClientsHoldConnections) {
-    std::vector<std::unique_ptr<RawClient>> held;
+    std::vector<std::unique_ptr<RawHttpConnection>> held;
     for (int i = 0; i < 200; ++i) {
-        held.push_back(std::make_unique<RawClient>(port));
-        if (i % 2 == 0) held.back()->send_bytes("GET /processes HT");
+        held.push_back(std::make_unique<RawHttpConnection>("127.0.0.1", port));
+        if (i % 2 == 0) held.back()->send("GET /processes HT");
     }
     for (int request = 0; request < 5; ++request) {
         const HttpAnswer answer = http_get(port, "/processes");
         EXPECT_EQ(answer.status, 200) << answer.body;
         EXPECT_NE(answer.body.find("\"pid\": " + pid), std::string::npos) << answer.body;
     }
-    held.front()->send_bytes("TP/1.1\r\n\r\n");
-    EXPECT_TRUE(held.front()->receive_all().starts_with("HTTP/1.1 200 "));
+    held.front()->send("TP/1.1\r\n\r\n");
+    EXPECT_TRUE(held.front()->read_to_end().starts_with("HTTP/1.1 200 "));
     for (std::size_t i = 1; i < held.size(); ++i) {
-        const std::string answer = held[i]->receive_all();
+        const std::string answer = held[i]->read_to_end();
         EXPECT_TRUE(answer.empty() || answer.starts_with("HTTP/1.1 408 ")) << i << ": " << answer;
     }
 }
@@ -424,13 +342,13 @@ TEST_F(Serve, AnswersWhileTwoHundredSlowAndIdleClientsHoldConnections) {
 // A client that trickles its head, one byte at a time, never silent long, is answered 408 once
 // the whole head has taken more than serve allows: the limit is on the head, not on each read.
 TEST_F(Serve, RefusesAHeadTrickledOverMoreThanItsDeadline) {
-    RawClient trickling(port);
+    RawHttpConnection trickling("127.0.0.1", port);
     const std::string head = "GET /processes HTTP/1.1\r\n\r\n";
     std::size_t sent = 0;
     for (; sent < head.size() && !trickling.readable_within(std::chrono::milliseconds(500)); ++sent)
-        trickling.send_bytes(head.substr(sent, 1));
+        trickling.send(head.substr(sent, 1));
     EXPECT_LT(sent, head.size()) << "the whole head went through";
-    EXPECT_TRUE(trickling.receive_all().starts_with("HTTP/1.1 408 "));
+    EXPECT_TRUE(trickling.read_to_end().starts_with("HTTP/1.1 408 "));
 }
 
 // What a client of another user gets, as that user runs it (python3 under setpriv, as nobody):
@@ -500,13 +418,13 @@ TEST_F(Serve, StopsCleanlyOnSigterm) {
 // A client in the middle of its request when the signal comes: the server shuts its connection
 // down and stops all the same.
 TEST_F(Serve, StopsOnSigtermWhileAClientStalls) {
-    RawClient stalled(port);
-    stalled.send_bytes("GET /metrics HT");
+    RawHttpConnection stalled("127.0.0.1", port);
+    stalled.send("GET /metrics HT");
     // Answered, so serve has taken the stalled connection in before the signal.
     ASSERT_EQ(http_get(port, "/processes").status, 200);
     EXPECT_EQ(server->signal_and_wait(SIGTERM), 0);
     EXPECT_NE(server->wait_for_line("serve: stopped").find("TERM"), std::string::npos);
-    EXPECT_EQ(stalled.receive_all(), "");
+    EXPECT_EQ(stalled.read_to_end(), "");
 }
 
 TEST_F(Serve, RefusesAnAddressInUseOrNotAnAddressAndBeyondLoopbackWithoutAllowRemote) {

@@ -2,6 +2,7 @@
 
 #include "socket_addresses.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -110,6 +111,11 @@ std::string RawHttpConnection::read(std::size_t count) {
 }
 
 std::string RawHttpConnection::read_to_end() { return read(std::string::npos); }
+
+bool RawHttpConnection::readable_within(std::chrono::milliseconds wait) {
+    pollfd watched{socket_, POLLIN, 0};
+    return poll(&watched, 1, static_cast<int>(wait.count())) > 0;
+}
 
 RawHttpResponse http_exchange(int port, std::string_view request, const std::string& host) {
     RawHttpConnection connection(host, port);

@@ -44,6 +44,8 @@ public:
     void finish_sending();
     // The next `count` bytes the server sends, fewer if it ends the connection first.
     std::string read(std::size_t count);
+    // Whether the server sent something, or ended the connection, within `wait`.
+    bool readable_within(std::chrono::milliseconds wait);
     // All the server sends until it ends the connection. A server that sends nothing for
     // kAnswerPatience fails the test with std::runtime_error.
     std::string read_to_end();
