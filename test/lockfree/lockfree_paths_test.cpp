@@ -505,8 +505,12 @@ TEST_F(LockFreePaths, ForksFromSeveralThreadsAtOnceEachKeepTheirOwnCopy) {
                 const uint32_t sites = std::min(h->sites_claimed, h->site_capacity);
                 const auto* records = reinterpret_cast<const layout::SiteRecord*>(copy + h->sites_offset);
                 std::this_thread::yield();  // other forks' copies come and go meanwhile
+                // A site's counts are its record's and its delta entries' (the copy holds both).
                 uint64_t allocs = 0;
                 for (uint32_t site = 0; site < sites; ++site) allocs += records[site].allocs;
+                const auto* deltas = reinterpret_cast<const layout::SiteDelta*>(copy + h->site_deltas_offset);
+                for (uint64_t entry = 0; entry < uint64_t{h->bin_shards} * h->site_delta_slots; ++entry)
+                    if (deltas[entry].site != layout::kNoDeltaSite) allocs += deltas[entry].allocs;
                 counted_in_copies.fetch_add(allocs);
                 if (std::memcmp(h->magic, layout::kMagic, sizeof h->magic) != 0) foreign_copies.fetch_add(1);
                 recording::drop_fork_copy();
