@@ -5,7 +5,8 @@
 // stacks, each stored once (native return addresses, and a reference to a Ruby backtrace whose
 // file:line frames are stored in the same table as a tree, each shared frame once); a table of
 // sites, one per (stack, size class), each its counters and a reference to its stack; per-thread
-// counts not yet added to a site (site deltas); the loaded modules; a pool of strings.
+// counts not yet added to a site (site deltas); the loaded modules; a pool of strings; what the
+// allocator below says of its own memory (AllocatorStatistics).
 //
 // Rules both sides rely on, numbered so that code can cite them:
 //  R1 Every position is an offset from the start of the segment (or, for a stack, from the start
@@ -35,6 +36,9 @@
 // R10 A reader that copies the site records and then the delta entries may miss counts that an
 //     entry moved into a record in between (never count them twice); SiteDelta::moves tells it
 //     which sites' counts may be short.
+// R11 The allocator's statistics (AllocatorStatistics) are rewritten whole, now and then, under a
+//     sequence word: odd while the writer rewrites them, bumped to even when they are whole again.
+//     A reader keeps a copy taken between two equal, even loads of it.
 //
 // Version policy: any change that moves or reinterprets a field bumps kLayoutVersion. The
 // reader parses the current version and, where the difference is a translation it can make,
@@ -48,7 +52,9 @@
 // the header's reserved word counts the writer's private memory (private_kib); 8 = every site
 // record is also one birth cell's (SiteRecord::birth_cell, the size class now one byte), and the
 // header grew to 320 bytes for the birth grid (birth_origin_boot_ns, birth_floor_ns, birth_cells),
-// and a delta entry counts its moves (SiteDelta::moves, a reserved word before).
+// and a delta entry counts its moves (SiteDelta::moves, a reserved word before); 9 = the
+// allocator's own statistics (Header::allocator_stats_offset, a reserved word before, and
+// AllocatorStatistics in the header's page).
 #pragma once
 
 #include <cstddef>
@@ -58,12 +64,13 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 8;
+inline constexpr uint32_t kLayoutVersion = 9;
+// Layout 8 differs from 9 only in Header::allocator_stats_offset (reserved, 0: "no statistics").
 // Layout 7 differs from 8 only in its header's size (256: the birth grid's fields, which lie
 // where the bins' page begins with zeros in those layouts, read as "no birth times") and in
 // SiteRecord::size_class's high byte (0 in those layouts, read as birth cell 0); layout 6 from 7
 // only in Header::private_kib (reserved, 0); layout 5 from 6 only in its stack records
-// (StackRecordV5: the writer's hash, Ruby frames inline). So all four are still read.
+// (StackRecordV5: the writer's hash, Ruby frames inline). So all five are still read.
 inline constexpr uint32_t kOldestReadableVersion = 5;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
@@ -162,7 +169,10 @@ struct alignas(64) Header {
     uint64_t birth_floor_ns;     // the width of the first kBirthLinearCells cells
     uint32_t birth_cells;        // <= kMaxBirthCells; the last one has no end
     uint32_t reserved;
-    uint64_t reserved_for_growth[5];
+    // Where the AllocatorStatistics lie (fixed at creation; layout 9 on); 0: none (a layout
+    // before 9).
+    uint64_t allocator_stats_offset;
+    uint64_t reserved_for_growth[4];
 };
 
 // One distinct stack, stored once in the stack table and named by the sites that allocate
@@ -275,6 +285,45 @@ struct SiteDelta {
 };
 
 inline constexpr uint32_t kNoDeltaSite = 0xffffffffu;
+
+// What the allocator below the writer says of its own memory, read now and then by a thread
+// that allocates (at most once a second, so an idle process's figures date from its last
+// allocation), rewritten whole under `sequence` (R11). glibc's come from malloc_info(), per
+// arena; jemalloc's from its mallctl() statistics, as a whole. A figure the allocator does not
+// give is 0.
+inline constexpr uint32_t kAllocatorNotRead = 0;  // not read yet, or an allocator neither of these
+inline constexpr uint32_t kAllocatorGlibc = 1;
+inline constexpr uint32_t kAllocatorJemalloc = 2;
+inline constexpr uint32_t kMaxArenaStatistics = 64;
+
+struct ArenaStatistics {
+    uint64_t system_bytes;      // what the arena got from the system and holds (glibc: "system current")
+    uint64_t free_bytes;        // in its free chunks, its top chunk included
+    // Of free_bytes, what lies in whole pages inside free chunks, estimated from the sizes of the
+    // chunks, and the whole pages of the top chunk: what malloc_trim(0) would hand back to the
+    // system at most (pages never touched, or handed back before, are not resident already).
+    uint64_t returnable_bytes;
+    uint64_t free_chunks;       // the top chunk included
+};
+
+struct alignas(64) AllocatorStatistics {
+    uint32_t sequence;          // atomic; odd while rewritten (R11)
+    uint32_t allocator;         // kAllocator*
+    uint64_t taken_ns;          // when, on the birth grid's clock (time since the origin)
+    uint64_t took_ns;           // how long the reading took
+    uint64_t in_use_bytes;      // handed out, leakwrap's headers and own blocks included
+    uint64_t free_bytes;        // kept free: glibc's free chunks; jemalloc's active - allocated
+    // What the allocator would hand back if asked: glibc, the whole free pages (malloc_trim(0));
+    // jemalloc, its dirty pages (an arena's purge).
+    uint64_t returnable_bytes;
+    uint64_t system_bytes;      // its heaps' memory from the system (glibc), its mapped memory (jemalloc)
+    uint64_t mmapped_bytes;     // glibc: blocks in mappings of their own
+    uint64_t resident_bytes;    // jemalloc: "stats.resident"
+    uint64_t metadata_bytes;    // jemalloc: "stats.metadata"
+    uint32_t arenas;            // entries of `arena` filled, <= kMaxArenaStatistics
+    uint32_t arenas_total;      // the allocator's arenas; the totals above count them all
+    ArenaStatistics arena[kMaxArenaStatistics];  // glibc's, in malloc_info()'s order: main first
+};
 
 // One loaded module (executable, shared library). Append-only: a module that is unloaded keeps
 // its record with unload_generation set, so stacks captured while it was mapped still resolve.
@@ -424,6 +473,7 @@ LEAKWRAP_PIN(Header, state, 252);
 LEAKWRAP_PIN(Header, birth_origin_boot_ns, 256);
 LEAKWRAP_PIN(Header, birth_floor_ns, 264);
 LEAKWRAP_PIN(Header, birth_cells, 272);
+LEAKWRAP_PIN(Header, allocator_stats_offset, 280);
 static_assert(sizeof(Header) == 320);
 // What the header of layouts 5 to 7 took (the birth grid's fields lay beyond it).
 inline constexpr uint32_t kHeaderSizeBeforeBirthGrid = 256;
@@ -466,6 +516,28 @@ LEAKWRAP_PIN(SiteDelta, frees, 16);
 LEAKWRAP_PIN(SiteDelta, alloc_bytes, 24);
 LEAKWRAP_PIN(SiteDelta, free_bytes, 32);
 static_assert(sizeof(SiteDelta) == 40);
+LEAKWRAP_PIN(ArenaStatistics, system_bytes, 0);
+LEAKWRAP_PIN(ArenaStatistics, free_bytes, 8);
+LEAKWRAP_PIN(ArenaStatistics, returnable_bytes, 16);
+LEAKWRAP_PIN(ArenaStatistics, free_chunks, 24);
+static_assert(sizeof(ArenaStatistics) == 32);
+LEAKWRAP_PIN(AllocatorStatistics, sequence, 0);
+LEAKWRAP_PIN(AllocatorStatistics, allocator, 4);
+LEAKWRAP_PIN(AllocatorStatistics, taken_ns, 8);
+LEAKWRAP_PIN(AllocatorStatistics, took_ns, 16);
+LEAKWRAP_PIN(AllocatorStatistics, in_use_bytes, 24);
+LEAKWRAP_PIN(AllocatorStatistics, free_bytes, 32);
+LEAKWRAP_PIN(AllocatorStatistics, returnable_bytes, 40);
+LEAKWRAP_PIN(AllocatorStatistics, system_bytes, 48);
+LEAKWRAP_PIN(AllocatorStatistics, mmapped_bytes, 56);
+LEAKWRAP_PIN(AllocatorStatistics, resident_bytes, 64);
+LEAKWRAP_PIN(AllocatorStatistics, metadata_bytes, 72);
+LEAKWRAP_PIN(AllocatorStatistics, arenas, 80);
+LEAKWRAP_PIN(AllocatorStatistics, arenas_total, 84);
+LEAKWRAP_PIN(AllocatorStatistics, arena, 88);
+static_assert(sizeof(AllocatorStatistics) == 2176);
+// The writer puts them in the header's page, after the header: no page more to back.
+static_assert(sizeof(Header) + sizeof(AllocatorStatistics) <= 4096);
 LEAKWRAP_PIN(ModuleRecord, state, 0);
 LEAKWRAP_PIN(ModuleRecord, load_generation, 4);
 LEAKWRAP_PIN(ModuleRecord, unload_generation, 8);

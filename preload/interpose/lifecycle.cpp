@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "allocator_statistics.h"
 #include "bins.h"
 #include "call_site_cache.h"
 #include "dead_segments.h"
@@ -62,6 +63,7 @@ void after_fork_in_parent() {
 void after_fork_in_child() {
     urcu_bp_after_fork_child();
     open_fence_in_child();
+    reset_allocator_statistics_in_child();
     reset_bin_shards_after_fork();
     reset_ruby_frame_tree_after_fork();
     // The mode's page was zeroed in the child (lifecycle.h).

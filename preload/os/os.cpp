@@ -194,6 +194,16 @@ void sleep_nanoseconds(uint64_t nanoseconds) noexcept {
     syscall(SYS_nanosleep, &pause, nullptr);
 }
 
+SignalMask block_signals() noexcept {
+    sigset_t all;
+    sigfillset(&all);
+    SignalMask previous{};
+    pthread_sigmask(SIG_BLOCK, &all, &previous.blocked);
+    return previous;
+}
+
+void restore_signals(const SignalMask& mask) noexcept { pthread_sigmask(SIG_SETMASK, &mask.blocked, nullptr); }
+
 void write_to_standard_error(const char* text, std::size_t length) noexcept {
     syscall(SYS_write, STDERR_FILENO, text, length);
 }

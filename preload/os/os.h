@@ -22,6 +22,7 @@
 // and getpid, the wall clock and sysconf, which read what the kernel hands out without a file.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -115,6 +116,17 @@ uint64_t monotonic_nanoseconds() noexcept;
 // Gives the processor to another thread that is ready to run (sched_yield).
 void yield_processor() noexcept;
 void sleep_nanoseconds(uint64_t nanoseconds) noexcept;
+
+// --- Signals ---------------------------------------------------------------------------------
+
+// The calling thread's signal mask, as block_signals() found it.
+struct SignalMask {
+    sigset_t blocked;
+};
+// Blocks every signal a program may handle until restore_signals(): one that arrives meanwhile is
+// handled after (pthread_sigmask, async-signal-safe; glibc keeps its own two signals unblocked).
+SignalMask block_signals() noexcept;
+void restore_signals(const SignalMask& mask) noexcept;
 
 // --- Diagnostics -----------------------------------------------------------------------------
 

@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "allocator_statistics.h"
+
 namespace leakwrap {
 namespace birth_clock_detail {
 
@@ -11,21 +15,20 @@ constinit uint64_t g_origin_ns = 0;
 constinit std::atomic<uint64_t> g_cell_and_end{kEndMask};
 
 __attribute__((noinline, cold)) uint32_t advance(uint64_t since_origin_ns) {
+    const uint64_t next_reading = read_allocator_statistics_when_due(since_origin_ns);
     uint64_t current = g_cell_and_end.load(std::memory_order_relaxed);
     for (;;) {
         uint32_t cell = static_cast<uint32_t>(current >> kCellShift);
-        uint64_t end = current & kEndMask;
-        // Moved on by another thread meanwhile; or the last cell, which holds every later birth
-        // (even past the 2^56 ns its end can say).
-        if (since_origin_ns < end || cell + 1 == layout::kMaxBirthCells) return cell;
-        while (since_origin_ns >= end && cell + 1 < layout::kMaxBirthCells) {
-            uint64_t start = end;
+        if (since_origin_ns < (current & kEndMask)) return cell;  // moved on by another thread meanwhile
+        // The last cell holds every later birth (even past the 2^56 ns an end can say).
+        uint64_t cell_end = kEndMask;
+        while (cell + 1 < layout::kMaxBirthCells) {
+            cell_end = layout::birth_cell_start_ns(cell + 1, layout::kBirthFloorNs);
+            if (since_origin_ns < cell_end) break;
             ++cell;
-            end = cell + 1 == layout::kMaxBirthCells
-                      ? kEndMask
-                      : layout::next_birth_cell_start_ns(start, cell, layout::kBirthFloorNs);
+            cell_end = kEndMask;
         }
-        const uint64_t moved = uint64_t{cell} << kCellShift | end;
+        const uint64_t moved = uint64_t{cell} << kCellShift | std::min(cell_end, next_reading);
         if (g_cell_and_end.compare_exchange_weak(current, moved, std::memory_order_relaxed)) return cell;
     }
 }

@@ -8,7 +8,10 @@
 //
 // The cell and the end of its time are one word, so that a thread never pairs a cell with
 // another cell's end; any thread that finds the end passed moves it on (monotonically: a thread
-// that read the clock earlier never moves it back). Lock-free, allocation-free, signal-safe.
+// that read the clock earlier never moves it back). The end is the cell's, or sooner the time of
+// the allocator's next statistics reading, which the thread that finds it passed takes
+// (segment/allocator_statistics.h): one check per allocation serves both. Lock-free and
+// allocation-free, but for that reading.
 #pragma once
 
 #include <time.h>

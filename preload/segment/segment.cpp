@@ -192,6 +192,7 @@ bool create_segment(const Config& config) {
     h->site_delta_slots = kSiteDeltaSlots;
     h->site_deltas_offset = g.site_deltas_offset;
     h->sample_interval = config.sample_interval;
+    h->allocator_stats_offset = sizeof(Header);  // in the header's page, backed with it
     start_birth_clock(h);
     set_exe_and_command_line(h);
     // The overflow sites, one per size class: empty stack, always visible.

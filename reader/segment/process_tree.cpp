@@ -94,6 +94,8 @@ Snapshot merge_process_tree(Snapshot root, std::vector<Snapshot> others) {
         // Forked workers keep their parent's birth grid; a process that exec'd has one of its own,
         // and cells of two grids are not the same times.
         if (root.births != other.births) root.births.reset();
+        // Each process's allocator counts its own memory: one process's figures are not the tree's.
+        root.allocator_statistics.reset();
         if (root.memory && other.memory) {
             root.memory->rss_anon += other.memory->rss_anon;
             root.memory->rss_file += other.memory->rss_file;

@@ -343,6 +343,7 @@ public:
                                                          ? size_
                                                          : delta_entries * sizeof(layout::SiteDelta));
             copy_late_records(header);
+            copy_allocator_statistics(header);
             // After the sites and their deltas: the writer counts a block in its bin before its
             // site (or the site's delta entry), so the exact totals read now cover every block the
             // site counters read show.
@@ -377,6 +378,27 @@ private:
         }
         mark_deltas(header, deltas_after_late_records_);
     }
+
+    // A copy taken between two equal, even loads of their sequence word (R11); after a few tries
+    // that all caught the writer rewriting them, the copy keeps an odd word, which says so.
+    void copy_allocator_statistics(const layout::Header& header) {
+        const uint64_t offset = header.allocator_stats_offset;
+        if (header.layout_version < 9 || offset == 0 || offset % alignof(layout::AllocatorStatistics) != 0 ||
+            offset > size_ || size_ - offset < sizeof(layout::AllocatorStatistics))
+            return;  // the parser says what is wrong with the offset
+        const auto* sequence = reinterpret_cast<const uint32_t*>(source() + offset);
+        uint32_t before = 1;
+        for (int attempt = 0; attempt < kStatisticsAttempts; ++attempt) {
+            before = __atomic_load_n(sequence, __ATOMIC_ACQUIRE);
+            copy_in_place(offset, sizeof(layout::AllocatorStatistics));
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (before % 2 == 0 && __atomic_load_n(sequence, __ATOMIC_RELAXED) == before) break;
+            before = 1;
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        std::memcpy(copy_.data() + offset, &before, sizeof before);
+    }
+    static constexpr int kStatisticsAttempts = 5;
 
     // Each entry's site and moves, loaded as the writer stores them (R10); a corrupt table size
     // is clamped to the file.

@@ -149,6 +149,14 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
         header.birth_floor_ns = 0;
         header.birth_cells = 0;
     }
+    if (version < 9) header.allocator_stats_offset = 0;  // a reserved word before
+    if (header.allocator_stats_offset != 0 &&
+        (header.allocator_stats_offset < header.header_size ||
+         header.allocator_stats_offset % alignof(layout::AllocatorStatistics) != 0 ||
+         header.allocator_stats_offset > bytes.size() ||
+         bytes.size() - header.allocator_stats_offset < sizeof(layout::AllocatorStatistics)))
+        fail("allocator_stats_offset " + number(header.allocator_stats_offset) +
+             " is not an aligned place after the header with room for the allocator's statistics");
     if (header.birth_cells > layout::kMaxBirthCells)
         fail("birth_cells " + number(header.birth_cells) + " exceeds the limit of " +
              number(layout::kMaxBirthCells));
@@ -750,6 +758,22 @@ void flag_impossible_sites(Snapshot& snapshot, const std::optional<std::unordere
     }
 }
 
+// None before the writer's first reading, nor when its copy caught the writer rewriting them
+// (R11: a process killed meanwhile leaves them so).
+std::optional<layout::AllocatorStatistics> parse_allocator_statistics(std::span<const std::byte> bytes,
+                                                                      const layout::Header& header) {
+    if (header.allocator_stats_offset == 0) return std::nullopt;
+    const auto statistics = load<layout::AllocatorStatistics>(bytes, header.allocator_stats_offset);
+    if (statistics.sequence % 2 != 0 || statistics.allocator == layout::kAllocatorNotRead) return std::nullopt;
+    if (statistics.allocator > layout::kAllocatorJemalloc)
+        fail("the allocator's statistics name allocator " + number(statistics.allocator) + ", there are " +
+             number(layout::kAllocatorJemalloc));
+    if (statistics.arenas > layout::kMaxArenaStatistics || statistics.arenas > statistics.arenas_total)
+        fail("the allocator's statistics list " + number(statistics.arenas) + " arenas of " +
+             number(statistics.arenas_total) + ", at most " + number(layout::kMaxArenaStatistics));
+    return statistics;
+}
+
 Counters sum_bins(const std::vector<Counters>& bins) {
     Counters totals;
     for (const auto& bin : bins) totals = checked_sum(totals, bin);
@@ -792,6 +816,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     if (header.birth_cells != 0)
         snapshot.births = BirthGrid{header.birth_origin_boot_ns, header.birth_floor_ns, header.birth_cells};
     snapshot.modules = parse_modules(bytes, header, strings);
+    snapshot.allocator_statistics = parse_allocator_statistics(bytes, header);
     add_site_deltas(bytes, header, streamed, snapshot.sites);
     // A record that became ready while the copy was taken got its counts from entries that
     // named it only since the marks were taken: any of them may be short, as in transit.

@@ -403,6 +403,8 @@ struct Snapshot {
     std::optional<uint64_t> writer_private_bytes;
     // When the sites' blocks were allocated (birth_grid.h); none from a writer of a layout before 8.
     std::optional<BirthGrid> births;
+    // What the allocator below said of its own memory at its last reading (layout 9 on).
+    std::optional<layout::AllocatorStatistics> allocator_statistics;
     // What --born-after / --born-before left of the sites (birth_window.h); none when all are here.
     std::optional<BirthSelection> birth_selection;
     std::vector<Module> modules;

@@ -66,7 +66,10 @@ std::vector<char> compact(const std::vector<char>& segment) {
     compacted.module_capacity = compacted.modules_claimed = modules;
     compacted.strings_capacity = compacted.strings_used = strings;
     compacted.bin_shards = 1;
-    compacted.sites_offset = align64(sizeof(layout::Header));
+    const bool statistics = header.allocator_stats_offset != 0 && segment.size() >= sizeof(layout::AllocatorStatistics) &&
+                            header.allocator_stats_offset <= segment.size() - sizeof(layout::AllocatorStatistics);
+    compacted.allocator_stats_offset = statistics ? align64(sizeof(layout::Header)) : 0;
+    compacted.sites_offset = align64(sizeof(layout::Header) + (statistics ? sizeof(layout::AllocatorStatistics) : 0));
     compacted.stacks_capacity = compacted.stacks_used = stacks_bytes;
     compacted.stacks_offset = align64(compacted.sites_offset + sites_bytes);
     compacted.modules_offset = align64(compacted.stacks_offset + stacks_bytes);
@@ -79,6 +82,9 @@ std::vector<char> compact(const std::vector<char>& segment) {
 
     std::vector<char> out(compacted.segment_size);
     store(out, 0, compacted);
+    if (statistics)
+        std::memcpy(out.data() + compacted.allocator_stats_offset, segment.data() + header.allocator_stats_offset,
+                    sizeof(layout::AllocatorStatistics));
     std::memcpy(out.data() + compacted.sites_offset, segment.data() + header.sites_offset, sites_bytes);
     std::memcpy(out.data() + compacted.stacks_offset, segment.data() + header.stacks_offset, stacks_bytes);
     std::memcpy(out.data() + compacted.modules_offset, segment.data() + header.modules_offset, modules_bytes);
@@ -230,6 +236,15 @@ const Variant kVariants[] = {
     {"ruby-frame-calling-itself",
      [](auto& s) {
          change_last_ruby_frame(s, [](auto& record, uint32_t reference) { record.caller = reference; });
+     }},
+    {"allocator-statistics-listing-more-arenas-than-they-hold",
+     [](auto& s) {
+         const uint64_t at = load<layout::Header>(s, 0).allocator_stats_offset;
+         if (at == 0) return;
+         auto statistics = load<layout::AllocatorStatistics>(s, at);
+         statistics.allocator = layout::kAllocatorGlibc;
+         statistics.arenas = statistics.arenas_total = layout::kMaxArenaStatistics + 1;
+         store(s, at, statistics);
      }},
     // The record counts one allocation, the delta the rest of 2^64.
     {"delta-overflowing-its-site",

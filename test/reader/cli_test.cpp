@@ -63,10 +63,11 @@ protected:
 
 TEST_F(CliTest, RejectsACorruptSegmentWithOneErrorLine) {
     auto bytes = SegmentBuilder().build();
-    testing::patch_header(bytes, [](layout::Header& h) { h.layout_version = 9; });
+    testing::patch_header(bytes, [](layout::Header& h) { h.layout_version = layout::kLayoutVersion + 1; });
     const auto result = run_report("--segment " + file_with(bytes).string());
     expect_one_line_error(result, 1);
-    EXPECT_NE(result.err.find("segment layout version 9, this reader understands 8"),
+    EXPECT_NE(result.err.find("segment layout version " + std::to_string(layout::kLayoutVersion + 1) +
+                              ", this reader understands " + std::to_string(layout::kLayoutVersion)),
               std::string::npos);
 }
 

@@ -310,9 +310,10 @@ TEST(ParseSegment, RejectsOtherLayoutVersions) {
     constexpr auto kAdvice =
         ": read it with the leakwrap-report of the libleakwrap.so that wrote it";
     auto bytes = typical_builder().build();
-    patch_header(bytes, [](layout::Header& h) { h.layout_version = 9; });
-    EXPECT_EQ(parse_error(bytes),
-              std::string("segment layout version 9, this reader understands 8") + kAdvice);
+    patch_header(bytes, [](layout::Header& h) { h.layout_version = layout::kLayoutVersion + 1; });
+    EXPECT_EQ(parse_error(bytes), "segment layout version " + std::to_string(layout::kLayoutVersion + 1) +
+                                      ", this reader understands " + std::to_string(layout::kLayoutVersion) +
+                                      kAdvice);
 }
 
 // Older writers' segments: a v1 header is 64 bytes shorter and lays the fields out differently,
@@ -326,8 +327,9 @@ TEST(ParseSegment, RejectsOlderLayoutVersionSegments) {
                     sizeof(version));
         EXPECT_PRED2(contains, parse_error(bytes),
                      "segment layout version " + std::to_string(version) +
-                         " was written by an older libleakwrap.so (this reader reads versions 5 to "
-                         "8, whose size-class bins are kept shard-major): read it with the "
+                         " was written by an older libleakwrap.so (this reader reads versions 5 to " +
+                         std::to_string(layout::kLayoutVersion) +
+                         ", whose size-class bins are kept shard-major): read it with the "
                          "leakwrap-report of the libleakwrap.so that wrote it");
     }
 }
