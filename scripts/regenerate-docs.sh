@@ -23,13 +23,17 @@ report() { "$build/bin/leakwrap-report" "$@"; }
 slow_recipes=(puma_single puma_cluster rails_soak)
 
 # Runs CMD under the preload until it is ready, then `leakwrap-report PID REPORT_ARGS...`; prints
-# the report. run_and_report [ENV=VALUE...] CMD ARGS... -- REPORT_ARGS...
+# the report. With --after-a-reading, the report waits 2 s more: the allocator's count is read at
+# most once a second by a thread that allocates, so that the count shown follows the ready line.
+# run_and_report [--after-a-reading] [ENV=VALUE...] CMD ARGS... -- REPORT_ARGS...
 run_and_report() {
-  local command=() output
+  local command=() output settle=0
+  if [[ $1 == --after-a-reading ]]; then settle=2; shift; fi
   while [[ $1 != -- ]]; do command+=("$1"); shift; done
   shift
   output=$(mktemp)
   start_profiled "$output" "${command[@]}"
+  sleep "$settle"
   report "$profiled_pid" "$@"
   stop_profiled
   rm -f "$output"
@@ -57,12 +61,12 @@ inline_frames() {
 }
 
 # docs/why-rss-grows.md: 8 threads churn strings and keep every 64th.
-fragmented_arenas() { run_and_report "$build/test/programs/fragmented_arenas" -- --top 1; }
+fragmented_arenas() { run_and_report --after-a-reading "$build/test/programs/fragmented_arenas" -- --top 1; }
 fragmented_arenas_arena_max_2() {
-  run_and_report MALLOC_ARENA_MAX=2 "$build/test/programs/fragmented_arenas" -- --top 1 | memory_lines
+  run_and_report --after-a-reading MALLOC_ARENA_MAX=2 "$build/test/programs/fragmented_arenas" -- --top 1 | memory_lines
 }
 fragmented_arenas_leak() {
-  run_and_report "$build/test/programs/fragmented_arenas" leak -- --top 1 | memory_lines
+  run_and_report --after-a-reading "$build/test/programs/fragmented_arenas" leak -- --top 1 | memory_lines
 }
 # 20 MB at start-up, then a leak from 2.6 s on: a one-shot report, and the memory born after 2 s.
 startup_then_leak_rows() {

@@ -226,6 +226,8 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
     if (!snapshot.members.empty()) report["processes"] = processes_json(snapshot);
     if (const std::optional<MemoryParts> parts = explain_memory(snapshot))
         report["totals"]["memory"]["explained"] = memory_parts_json(*parts);
+    if (const std::optional<AllocatorAccount> account = allocator_account(snapshot))
+        report["totals"]["allocator"] = allocator_account_json(*account);
     if (selection.selected) report["selection"] = selection_json(selection, input.options);
     const auto times = BirthTimes::of(snapshot);
     if (times) report["births"] = births_json(snapshot, *times);

@@ -167,6 +167,12 @@ struct MetricsExposition::Families {
                         "malloc's heaps as live blocks, their overhead and the free memory malloc "
                         "keeps; large mmap'd blocks, thread stacks, files, leakwrap, other anonymous.",
                         {}};
+    Family allocator{"leakwrap_allocator_bytes", "gauge", "bytes",
+                     "What the allocator below says of its own memory at its last reading (at most "
+                     "a second old while the process allocates): in_use, free (kept by it), "
+                     "returnable (what it would hand back: whole free pages for glibc, dirty pages "
+                     "for jemalloc), system, mmapped, resident, metadata.",
+                     {}};
     Family site_bytes{"leakwrap_site_live_bytes", "gauge", "bytes",
                       "Live bytes allocated at a call site, for the top sites.", {}};
     Family site_blocks{"leakwrap_site_live_blocks", "gauge", "",
@@ -203,6 +209,15 @@ void MetricsExposition::add(const ReportInput& process) {
             for (const auto& [part, bytes] : named_parts(*parts))
                 f.memory_parts.samples.push_back({with(labels_of_process, {{"part", part}}), bytes});
     }
+    if (const std::optional<AllocatorAccount> account = allocator_account(snapshot))
+        for (const auto& [kind, bytes] : {std::pair{"in_use", account->in_use}, std::pair{"free", account->free},
+                                          std::pair{"returnable", account->returnable},
+                                          std::pair{"system", account->system},
+                                          std::pair{"mmapped", account->mmapped},
+                                          std::pair{"resident", account->resident},
+                                          std::pair{"metadata", account->metadata}})
+            f.allocator.samples.push_back(
+                {with(labels_of_process, {{"allocator", account->allocator}, {"kind", kind}}), bytes});
     const RowSelection selection = selected_rows(snapshot, process.options, process.symbolizer);
     for_each_ranked_row(snapshot, selection, process.options, [&](const ReportRow& row) {
         const Labels labels = with(labels_of_process, row_labels(row, process.symbolizer));
@@ -216,7 +231,7 @@ void MetricsExposition::write(std::ostream& out, MetricsDialect dialect) const {
     for (const Family* family :
          {&f.live_bytes, &f.live_blocks, &f.allocations, &f.frees, &f.sample_interval, &f.bins,
           &f.process_resident, &f.proportional, &f.segment_resident, &f.private_tables,
-          &f.memory_parts, &f.site_bytes, &f.site_blocks})
+          &f.memory_parts, &f.allocator, &f.site_bytes, &f.site_blocks})
         write_family(out, *family, dialect);
     if (dialect == MetricsDialect::openmetrics) out << "# EOF\n";
 }

@@ -216,6 +216,19 @@ void write_memory_parts(std::ostream& out, const MemoryParts& parts) {
     for (const std::string& finding : parts.findings) out << "  finding: " << finding << '\n';
 }
 
+// The allocator's own count, live or post mortem (its last reading); said when RSS explained
+// could not weigh it (comparable_count in memory_parts.cpp).
+void write_allocator_account(std::ostream& out, const Snapshot& snapshot, const std::optional<MemoryParts>& parts) {
+    const std::optional<AllocatorAccount> account = allocator_account(snapshot);
+    if (!account) return;
+    constexpr std::size_t kArenasShown = 4;
+    out << "  allocator: " << allocator_account_summary(*account)
+        << (parts && !parts->allocator ? " (read before the heaps shown above: not weighed against them)" : "")
+        << '\n';
+    if (const std::string arenas = arenas_summary(*account, kArenasShown); !arenas.empty())
+        out << "  arenas holding the most free memory: " << arenas << '\n';
+}
+
 // The kernel's view next to leakwrap's, so that a reader can tell a leak (tracked live bytes
 // grow) from memory outside the tracked heap (RSS grows alone) and from leakwrap's own.
 void write_memory(std::ostream& out, const ReportInput& input) {
@@ -225,6 +238,7 @@ void write_memory(std::ostream& out, const ReportInput& input) {
             << (input.owner == OwnerState::alive ? "the segment was read from a file"
                                                  : "the process is gone (post mortem)")
             << '\n';
+        write_allocator_account(out, input.snapshot, std::nullopt);
         return;
     }
     out << "memory: RSS " << human_bytes(memory->rss()) << " (anon " << human_bytes(memory->rss_anon)
@@ -243,7 +257,9 @@ void write_memory(std::ostream& out, const ReportInput& input) {
                                            : " (what the processes hold together: their RSS "
                                              "count a page they share once in each)")
         << '\n';
-    if (const std::optional<MemoryParts> parts = explain_memory(input.snapshot)) write_memory_parts(out, *parts);
+    const std::optional<MemoryParts> parts = explain_memory(input.snapshot);
+    if (parts) write_memory_parts(out, *parts);
+    write_allocator_account(out, input.snapshot, parts);
 }
 
 // A copy of a live segment takes the sites first and the bins last: the allocations and frees made

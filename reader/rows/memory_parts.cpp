@@ -25,8 +25,20 @@ std::string heap_name(const MallocHeap& heap) {
     return heap.main ? std::string("the main heap") : "a thread arena's heap at " + hex_address(heap.start);
 }
 
+// What glibc's own count says would come back: whole free pages are what malloc_trim(0) returns;
+// free chunks smaller than a page, between live blocks, come back only when those are freed.
+std::string returnable_evidence(const AllocatorAccount& account) {
+    std::string evidence = "by glibc's own count " + human_bytes(account.free) + " is free, and up to " +
+                           human_bytes(account.returnable) + " of it lies in whole pages, which malloc_trim(0) "
+                           "would return";
+    if (account.returnable * 2 < account.free)
+        evidence += "; the rest is in free chunks smaller than a page between live blocks, which no trim "
+                    "returns (fragmentation)";
+    return evidence + ". ";
+}
+
 void add_free_finding(MemoryParts& parts) {
-    if (!large_share(parts.free_in_heaps, parts.rss)) return;
+    if (parts.heap_list.empty() || !large_share(parts.free_in_heaps, parts.rss)) return;
     uint64_t thread_heaps = 0, in_thread_heaps = 0;
     for (const MallocHeap& heap : parts.heap_list) {
         if (heap.main) continue;
@@ -37,6 +49,8 @@ void add_free_finding(MemoryParts& parts) {
                           percent_of(parts.free_in_heaps, parts.rss) + " of RSS) in " +
                           std::to_string(parts.heap_list.size()) + " heaps, beside " +
                           human_bytes(parts.live_in_heaps) + " of live blocks; ";
+    if (parts.allocator && parts.allocator->allocator == "glibc")
+        finding += returnable_evidence(*parts.allocator);
     if (thread_heaps >= 2 && in_thread_heaps * 2 >= parts.heaps) {
         finding += std::to_string(thread_heaps) + " heaps of thread arenas hold " + human_bytes(in_thread_heaps) +
                    ". glibc gives threads arenas of their own (up to 8 a core), and an arena keeps what was "
@@ -53,8 +67,24 @@ void add_free_finding(MemoryParts& parts) {
     parts.findings.push_back(std::move(finding));
 }
 
+// jemalloc's own count gives its memory as the heaps: what is allocated (live blocks, their
+// headers, and leakwrap's and the loader's own), what is free within its active pages, the dirty
+// pages its decay will return, and its metadata.
+void add_jemalloc_finding(MemoryParts& parts) {
+    const AllocatorAccount& account = *parts.allocator;
+    std::string finding = "jemalloc's own count: it keeps " + human_bytes(account.free) +
+                          " free within its active pages (pages that still hold live blocks, returned only "
+                          "once those are freed) and " + human_bytes(account.returnable) +
+                          " of dirty pages, which its decay returns to the system by itself (sooner with "
+                          "MALLOC_CONF=dirty_decay_ms:…)";
+    if (large_share(account.free + account.returnable, parts.rss)) finding += ": that is where the RSS is";
+    parts.findings.push_back(finding + ".");
+}
+
 void add_findings(MemoryParts& parts) {
-    if (!parts.allocator_library.empty())
+    if (parts.allocator && parts.allocator->allocator == "jemalloc")
+        add_jemalloc_finding(parts);
+    else if (!parts.allocator_library.empty())
         parts.findings.push_back("the allocator below leakwrap is " + parts.allocator_library +
                                  ", whose heaps leakwrap does not tell apart: its live blocks are counted "
                                  "within the anonymous memory, and the other anonymous memory is its free "
@@ -69,6 +99,19 @@ void add_findings(MemoryParts& parts) {
                                  percent_of(parts.other_anonymous, parts.rss) +
                                  " of RSS) is anonymous memory outside malloc: a runtime's own heap (Ruby's "
                                  "object pages, say) or the program's own mmap()s. No call site holds it.");
+}
+
+// The allocator's count, if it describes the memory the mappings show now: glibc's only while
+// glibc is the allocator below, and only if read lately (fresh()) and since the heaps last grew
+// (a heap cannot hold more resident memory than its arena got from the system), so that a
+// process still growing is not told its new memory is free.
+std::optional<AllocatorAccount> comparable_count(const std::optional<AllocatorAccount>& allocator,
+                                                 const MemoryParts& parts) {
+    if (!allocator || !fresh(*allocator)) return std::nullopt;
+    const bool glibc = allocator->allocator == "glibc";
+    if (glibc != parts.allocator_library.empty()) return std::nullopt;
+    if (glibc && parts.heaps > allocator->system + allocator->system / 50) return std::nullopt;
+    return allocator;
 }
 
 }  // namespace
@@ -119,7 +162,8 @@ nlohmann::json memory_parts_json(const MemoryParts& parts) {
             {"findings", parts.findings}};
 }
 
-std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const LiveBySize& live) {
+std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const LiveBySize& live,
+                                          const std::optional<AllocatorAccount>& allocator) {
     if (!memory.mappings) return std::nullopt;
     const ResidentMappings& mappings = *memory.mappings;
     MemoryParts parts;
@@ -133,6 +177,7 @@ std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Liv
     parts.thread_stack_count = mappings.thread_stack_count;
     parts.files = mappings.files;
     parts.allocator_library = mappings.allocator_library;
+    parts.allocator = comparable_count(allocator, parts);
     // leakwrap's private tables are anonymous mappings outside the heaps, and so are mmap'd blocks.
     const uint64_t leakwrap_private = std::min(memory.leakwrap_private, mappings.other_anonymous);
     const uint64_t anonymous = mappings.other_anonymous - leakwrap_private;
@@ -143,6 +188,17 @@ std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Liv
             std::min(live.small_blocks * kBlockOverheadEstimate, parts.heaps - parts.live_in_heaps);
         parts.free_in_heaps = parts.heaps - parts.live_in_heaps - parts.block_overhead;
         parts.large_blocks = std::min(live.large_bytes, anonymous);
+    } else if (parts.allocator) {
+        // jemalloc's resident memory, within the anonymous mappings; the few glibc heaps (the
+        // loader's blocks from before it) go to the other anonymous memory.
+        parts.heap_list.clear();
+        parts.heaps = std::min(parts.allocator->resident, anonymous);
+        parts.live_in_heaps = std::min(live.small_bytes + live.large_bytes, parts.heaps);
+        const uint64_t allocated_beyond_live =
+            parts.allocator->in_use > parts.live_in_heaps ? parts.allocator->in_use - parts.live_in_heaps : 0;
+        parts.block_overhead =
+            std::min(allocated_beyond_live + parts.allocator->metadata, parts.heaps - parts.live_in_heaps);
+        parts.free_in_heaps = parts.heaps - parts.live_in_heaps - parts.block_overhead;
     } else {
         // Every live block is in the other allocator's memory, among the anonymous mappings; the
         // few glibc heaps (the loader's blocks from before it) go to the other anonymous memory.

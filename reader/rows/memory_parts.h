@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "allocator_account.h"
 #include "process_memory.h"
 #include "segment_snapshot.h"
 
@@ -46,9 +47,12 @@ struct MemoryParts {
     uint64_t leakwrap = 0;         // its segment and its private tables
     uint64_t other_anonymous = 0;  // anonymous memory outside malloc (a runtime's own heap, mmaps)
     // Another allocator below leakwrap (ResidentMappings::allocator_library): its heaps are not
-    // told apart, so the tracked live blocks are counted within the anonymous memory and the
-    // rest of that is other_anonymous.
+    // told apart among the mappings. With its own count (jemalloc's), its resident memory is
+    // the heaps; without, the tracked live blocks are counted within the anonymous memory and
+    // the rest of that is other_anonymous.
     std::string allocator_library;
+    // What the allocator said of its own memory (allocator_account.h), if it did lately (fresh()).
+    std::optional<AllocatorAccount> allocator;
     // What the parts say, as evidence: where free memory sits and what would give it back.
     std::vector<std::string> findings;
 };
@@ -75,12 +79,13 @@ nlohmann::json memory_parts_json(const MemoryParts& parts);
 std::string memory_parts_summary(const MemoryParts& parts);
 
 // None without the process's mappings (post mortem, a segment read from a file, an old series).
-std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const LiveBySize& live);
+std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const LiveBySize& live,
+                                          const std::optional<AllocatorAccount>& allocator);
 // The same for a snapshot; none for a merged process tree (--children), whose RSS counts a page
 // its processes share once in each.
 inline std::optional<MemoryParts> explain_memory(const Snapshot& snapshot) {
     if (!snapshot.memory || !snapshot.members.empty()) return std::nullopt;
-    return explain_memory(*snapshot.memory, live_by_size(snapshot));
+    return explain_memory(*snapshot.memory, live_by_size(snapshot), allocator_account(snapshot));
 }
 
 }  // namespace leakwrap

@@ -33,7 +33,7 @@ std::optional<MemoryParts> explained(const Sample& sample) {
     if (!sample.memory || !sample.pids.empty()) return std::nullopt;
     LiveBySize live;
     for (const SampleBin& bin : sample.bins) live.add(bin.size_class, bin.counters.live_blocks, bin.counters.live_bytes);
-    return explain_memory(*sample.memory, live);
+    return explain_memory(*sample.memory, live, std::nullopt);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ RECIPE names the function of scripts/regenerate-docs.sh that prints it.
 
 check compares what does not vary from run to run: the lines, their order, their words, labels
 and column headers, and source lines (file.c:26). Numbers (pids, addresses, sizes, counts,
-timings), the width of columns and the list of malloc's heaps (VARYING_LISTS) are not compared.
+timings) and their units of size, the width of columns and the lists of malloc's heaps and arenas
+(VARYING_LISTS) are not compared.
 """
 import pathlib
 import re
@@ -45,7 +46,9 @@ NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:[.,]\d+)*")
 
 # Lines whose list varies from run to run in length and order: only their label is compared.
 # Which arenas glibc gives a program's threads depends on how the threads were scheduled.
-VARYING_LISTS = ("malloc's heaps by resident size:",)
+VARYING_LISTS = ("malloc's heaps by resident size:", "arenas holding the most free memory:")
+# A size's unit follows its number (1023.9 KiB one run, 1.0 MiB the next).
+SIZE = re.compile(r"N (?:B|KiB|MiB|GiB|TiB)\b")
 
 
 def normalized(line):
@@ -59,7 +62,7 @@ def normalized(line):
         return match.group(1) + "\0"
 
     line = SOURCE_LINE.sub(keep, line)
-    line = NUMBER.sub("N", line)
+    line = SIZE.sub("N bytes", NUMBER.sub("N", line))
     for number in kept:
         line = line.replace("\0", number, 1)
     # Columns line up by padding that depends on the numbers' widths.

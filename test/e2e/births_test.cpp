@@ -87,6 +87,11 @@ TEST(Births, ASegmentLeftByKillNineAnswersTheSame) {
     EXPECT_EQ(after.at("state"), "dead");
     expect_the_leak_alone_born_after(after);
     expect_the_start_up_alone_born_before(report_json(gone, {"--born-before", kBornAfter}));
+    // The allocator's last reading outlives the process too: its leak ran past one.
+    const auto& allocator = after.at("totals").at("allocator");
+    EXPECT_EQ(allocator.at("allocator"), "glibc") << allocator.dump(2);
+    EXPECT_TRUE(allocator.at("age_seconds").is_null()) << "a dead process's reading has no age now";
+    EXPECT_GE(allocator.at("in_use_bytes").get<unsigned long long>(), kStartupBlocks * kStartupBlockSize);
     std::filesystem::remove(segment_path(gone));
 }
 

@@ -2,8 +2,9 @@
 // glibc's arenas full of free memory must have that memory attributed to malloc's heaps as free
 // memory, in the heaps of its thread arenas, and the same program under MALLOC_ARENA_MAX=2 much
 // less of it; the same program leaking instead must have it attributed to live blocks at the
-// leaking site. The parts always add up to RSS. With jemalloc below leakwrap, the report says
-// whose heaps it cannot tell apart, and still counts every live block.
+// leaking site. The parts always add up to RSS. The allocator's own count, which the preload
+// reads now and then (glibc's malloc_info, jemalloc's mallctl statistics), says the same free
+// memory per arena, and how much of it the allocator would hand back.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "ground_truth.h"
 #include "harness.h"
@@ -34,7 +36,19 @@ ArenaRun run_fragmented_arenas(const std::vector<std::string>& arguments, Enviro
     ArenaRun run;
     for (const std::string& line : target.wait_ready("READY", 90s))
         std::sscanf(line.c_str(), "KEPT %lld %lld", &run.kept_blocks, &run.kept_bytes);
-    run.report = report_json(target.pid());
+    // The allocator's count is read at most once a second by a thread that allocates (the idle
+    // threads do now and then): the report is taken once a reading followed the churn.
+    const auto ready = std::chrono::steady_clock::now();
+    for (;;) {
+        run.report = report_json(target.pid());
+        const auto since_ready = std::chrono::duration<double>(std::chrono::steady_clock::now() - ready).count();
+        const nlohmann::json* allocator = run.report.at("totals").contains("allocator")
+                                              ? &run.report.at("totals").at("allocator")
+                                              : nullptr;
+        if ((allocator != nullptr && allocator->at("age_seconds").get<double>() < since_ready) || since_ready > 30)
+            break;
+        std::this_thread::sleep_for(200ms);
+    }
     const Completed text = run_report({std::to_string(target.pid()), "--top", "1"});
     EXPECT_EQ(text.exit_code, 0) << text.err;
     run.text = text.out;
@@ -60,6 +74,12 @@ void expect_parts_add_up_to_rss(const ArenaRun& run) {
     EXPECT_GE(sum + rss / 50, rss) << explained(run).dump(2);
 }
 
+const nlohmann::json& allocator(const ArenaRun& run) { return run.report.at("totals").at("allocator"); }
+
+unsigned long long figure(const nlohmann::json& object, const char* name) {
+    return object.at(name).get<unsigned long long>();
+}
+
 bool has_finding(const ArenaRun& run, std::string_view words) {
     for (const auto& finding : explained(run).at("findings"))
         if (finding.get<std::string>().find(words) != std::string::npos) return true;
@@ -81,6 +101,26 @@ TEST(MemoryParts, FreeMemoryKeptInThreadArenasIsMallocsAndShrinksWithTwoArenas) 
             ++thread_heaps_holding_much;
     EXPECT_GE(thread_heaps_holding_much, kThreads) << explained(own_arenas).dump(2);
     EXPECT_TRUE(has_finding(own_arenas, "MALLOC_ARENA_MAX=2")) << explained(own_arenas).dump(2);
+
+    // glibc's own count, read after the churn: the main arena and one per thread, each thread's
+    // holding what it freed; together the free memory the mappings show, much of it in whole
+    // pages (the freed runs between kept blocks span pages).
+    const nlohmann::json& glibc = allocator(own_arenas);
+    EXPECT_EQ(glibc.at("allocator"), "glibc");
+    EXPECT_EQ(glibc.at("arenas_total"), kThreads + 1) << glibc.dump(2);
+    EXPECT_GE(glibc.at("taken_since_start_seconds").get<double>(), 1.0) << "read before the churn ended";
+    const unsigned long long free_by_mappings = part(own_arenas, "heap_free");
+    EXPECT_GE(figure(glibc, "free_bytes"), free_by_mappings * 9 / 10) << glibc.dump(2);
+    EXPECT_LE(figure(glibc, "free_bytes"), free_by_mappings * 11 / 10) << glibc.dump(2);
+    EXPECT_GT(figure(glibc, "returnable_bytes"), figure(glibc, "free_bytes") / 4) << glibc.dump(2);
+    EXPECT_LE(figure(glibc, "returnable_bytes"), figure(glibc, "free_bytes")) << glibc.dump(2);
+    int arenas_holding_much = 0;
+    for (const auto& arena : glibc.at("arenas"))
+        if (arena.at("arena") != 0 && figure(arena, "free_bytes") >= (16u << 20)) ++arenas_holding_much;
+    EXPECT_EQ(arenas_holding_much, kThreads) << glibc.dump(2);
+    EXPECT_TRUE(has_finding(own_arenas, "malloc_trim(0) would return")) << explained(own_arenas).dump(2);
+    EXPECT_NE(own_arenas.text.find("allocator: glibc's own count (malloc_info"), std::string::npos) << own_arenas.text;
+    EXPECT_NE(own_arenas.text.find("arenas holding the most free memory: #"), std::string::npos) << own_arenas.text;
     EXPECT_NE(own_arenas.text.find("RSS explained: malloc's heaps"), std::string::npos) << own_arenas.text;
     EXPECT_NE(own_arenas.text.find("finding: malloc keeps"), std::string::npos) << own_arenas.text;
 
@@ -91,6 +131,9 @@ TEST(MemoryParts, FreeMemoryKeptInThreadArenasIsMallocsAndShrinksWithTwoArenas) 
     EXPECT_LT(part(two_arenas, "heap_free") * 2, part(own_arenas, "heap_free"))
         << explained(two_arenas).dump(2);
     EXPECT_LE(explained(two_arenas).at("malloc_heaps").size(), 3u) << explained(two_arenas).dump(2);
+    EXPECT_EQ(allocator(two_arenas).at("arenas_total"), 2) << allocator(two_arenas).dump(2);
+    EXPECT_LT(figure(allocator(two_arenas), "free_bytes") * 2, figure(glibc, "free_bytes"))
+        << allocator(two_arenas).dump(2);
 }
 
 TEST(MemoryParts, TheSameMemoryLeakedIsLiveBlocksAtTheLeakingSite) {
@@ -103,20 +146,32 @@ TEST(MemoryParts, TheSameMemoryLeakedIsLiveBlocksAtTheLeakingSite) {
     EXPECT_LT(part(leak, "heap_free") * 10, part(leak, "heap_live")) << explained(leak).dump(2);
     EXPECT_TRUE(has_finding(leak, "live blocks hold")) << explained(leak).dump(2);
     EXPECT_FALSE(has_finding(leak, "malloc keeps")) << explained(leak).dump(2);
+    EXPECT_LT(figure(allocator(leak), "free_bytes") * 10, part(leak, "heap_live")) << allocator(leak).dump(2);
+    EXPECT_GE(figure(allocator(leak), "in_use_bytes"), static_cast<unsigned long long>(leak.kept_bytes));
 }
 
 // jemalloc below leakwrap: its blocks may start a page whose page before is not mapped, which
-// 5a0a758's preload read (and crashed on) when such a block was freed.
-TEST(MemoryParts, WithJemallocBelowTheReportSaysWhoseHeapsItCannotTellApart) {
+// 5a0a758's preload read (and crashed on) when such a block was freed. Its own count makes its
+// resident memory the heaps: the churn's free memory is jemalloc's, the leak's is live blocks.
+TEST(MemoryParts, WithJemallocBelowItsOwnCountSaysWhatItKeepsFree) {
     if (!std::filesystem::exists(LEAKWRAP_JEMALLOC)) GTEST_SKIP() << "no " << LEAKWRAP_JEMALLOC;
     Environment below = Environment::profiled();
     below.set("LD_PRELOAD", paths::preload_library + " " + LEAKWRAP_JEMALLOC);
     for (const std::vector<std::string>& mode : {std::vector<std::string>{}, std::vector<std::string>{"leak"}}) {
         const ArenaRun run = run_fragmented_arenas(mode, below);
         expect_parts_add_up_to_rss(run);
-        EXPECT_TRUE(has_finding(run, "libjemalloc")) << explained(run).dump(2);
+        const nlohmann::json& jemalloc = allocator(run);
+        EXPECT_EQ(jemalloc.at("allocator"), "jemalloc") << jemalloc.dump(2);
+        EXPECT_GE(jemalloc.at("arenas_total").get<int>(), 1) << jemalloc.dump(2);
+        EXPECT_GE(figure(jemalloc, "in_use_bytes"), static_cast<unsigned long long>(run.kept_bytes));
+        EXPECT_TRUE(has_finding(run, "jemalloc's own count")) << explained(run).dump(2);
         EXPECT_EQ(sites_calling(run.report, "churn_small_blocks", 1).counters.live_bytes, run.kept_bytes);
         EXPECT_GE(part(run, "heap_live"), static_cast<unsigned long long>(run.kept_bytes));
+        const auto rss = run.report.at("totals").at("memory").at("rss_bytes").get<unsigned long long>();
+        if (mode.empty())
+            EXPECT_GE(part(run, "heap_free"), rss / 2) << explained(run).dump(2);
+        else
+            EXPECT_LT(part(run, "heap_free") * 4, part(run, "heap_live")) << explained(run).dump(2);
     }
 }
 

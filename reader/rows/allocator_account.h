@@ -1,0 +1,53 @@
+// What the allocator below leakwrap said of its own memory at its last reading (the segment's
+// AllocatorStatistics): how much it keeps free, and how much of that it would hand back to the
+// system if asked, by arena for glibc. The writer reads it at most once a second, from a thread
+// that allocates, so the figures are as old as the report says.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "segment_snapshot.h"
+
+namespace leakwrap {
+
+struct ArenaAccount {
+    uint32_t index = 0;  // malloc_info()'s: 0 is the main arena
+    uint64_t system = 0, free = 0, returnable = 0, free_chunks = 0;
+};
+
+struct AllocatorAccount {
+    std::string allocator;              // "glibc" or "jemalloc"
+    int64_t taken_since_start_ns = 0;   // when it was read, in time since the process started
+    std::optional<int64_t> age_ns;      // how long ago, for a live process
+    uint64_t in_use = 0, free = 0, returnable = 0, system = 0, mmapped = 0, resident = 0, metadata = 0;
+    uint32_t arenas_total = 0;
+    std::vector<ArenaAccount> arenas;   // in the allocator's order, the main arena first
+};
+
+// None before the writer's first reading, or from a segment of a layout before 9.
+std::optional<AllocatorAccount> allocator_account(const Snapshot& snapshot);
+
+// Read recently enough to be weighed against the process's mappings read now: a process that
+// allocates is read every second or so; an idle one's count can be minutes old.
+inline constexpr int64_t kFreshReadingNs = 5'000'000'000;
+bool fresh(const AllocatorAccount& account);
+
+// "glibc's own count (malloc_info, read 0.4 s ago): in use …, free … in 9 arenas, of which up to
+// … in whole pages (what malloc_trim(0) would return); blocks mmap'd …", or jemalloc's.
+std::string allocator_account_summary(const AllocatorAccount& account);
+// The `shown` glibc arenas holding the most free memory, in the allocator's order: "#0 (main)
+// 45.1 MiB free, 44.0 MiB in whole pages, of 50.1 MiB; …"; empty for jemalloc.
+std::string arenas_summary(const AllocatorAccount& account, std::size_t shown);
+
+// {"allocator", "taken_since_start_seconds", "age_seconds", "in_use_bytes", "free_bytes",
+// "returnable_bytes", "system_bytes", "mmapped_bytes", "resident_bytes", "metadata_bytes",
+// "arenas_total", "arenas": [{"arena", "system_bytes", "free_bytes", "returnable_bytes",
+// "free_chunks"}]}.
+nlohmann::json allocator_account_json(const AllocatorAccount& account);
+
+}  // namespace leakwrap
