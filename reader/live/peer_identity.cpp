@@ -39,6 +39,20 @@ bool on_loopback(const sockaddr_storage& address) {
     return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
 }
 
+// An IPv4-mapped IPv6 address (a dual-stack listener's IPv4 peer) as the IPv4 address it is: the
+// client's socket is an IPv4 one, listed in /proc/net/tcp under that.
+void unmap_ipv4(sockaddr_storage& address) {
+    if (address.ss_family != AF_INET6) return;
+    const auto v6 = *reinterpret_cast<const sockaddr_in6*>(&address);
+    if (!IN6_IS_ADDR_V4MAPPED(&v6.sin6_addr)) return;
+    sockaddr_in v4{};
+    v4.sin_family = AF_INET;
+    v4.sin_port = v6.sin6_port;
+    std::memcpy(&v4.sin_addr, &v6.sin6_addr.s6_addr[12], sizeof v4.sin_addr);
+    address = {};
+    std::memcpy(&address, &v4, sizeof v4);
+}
+
 }  // namespace
 
 std::optional<uid_t> loopback_peer_uid(int connection) {
@@ -47,6 +61,8 @@ std::optional<uid_t> loopback_peer_uid(int connection) {
     if (getpeername(connection, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0 ||
         getsockname(connection, reinterpret_cast<sockaddr*>(&ours), &our_length) != 0 || !on_loopback(peer))
         return std::nullopt;
+    unmap_ipv4(peer);
+    unmap_ipv4(ours);
     const std::string client = proc_net_address(peer), server = proc_net_address(ours);
     std::ifstream table(peer.ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6");
     std::string line;

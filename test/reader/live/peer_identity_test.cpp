@@ -79,6 +79,19 @@ TEST(LoopbackPeerUid, IsTheUserOfThisProcessForItsOwnClientOverIpv4AndIpv6Loopba
     }
 }
 
+// A server listening on [::] takes IPv4 clients too, as IPv4-mapped IPv6 peers; the client's
+// socket is an IPv4 one, listed with those.
+TEST(LoopbackPeerUid, IsTheUserOfAnIpv4ClientOfADualStackListener) {
+    std::optional<Listener> listener;
+    try {
+        listener.emplace("::");
+    } catch (const std::runtime_error& error) {
+        GTEST_SKIP() << error.what();
+    }
+    const RawHttpConnection client("127.0.0.1", listener->port());
+    EXPECT_EQ(loopback_peer_uid(listener->accept_connection()), std::optional<uid_t>(getuid()));
+}
+
 TEST(LoopbackPeerUid, IsTheUserOfTheClientsSocketNotTheServers) {
     if (geteuid() != 0) GTEST_SKIP() << "only root starts a client of another user";
     constexpr uid_t kNobody = 65534;
