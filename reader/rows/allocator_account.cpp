@@ -29,7 +29,9 @@ std::optional<AllocatorAccount> allocator_account(const Snapshot& snapshot) {
     const layout::AllocatorStatistics& read = *snapshot.allocator_statistics;
     AllocatorAccount account;
     account.allocator = read.allocator == layout::kAllocatorGlibc ? "glibc" : "jemalloc";
-    account.taken_since_start_ns = static_cast<int64_t>(read.taken_ns);
+    const std::optional<BirthTimes> times = BirthTimes::of(snapshot);
+    account.taken_since_start_ns =
+        times ? times->since_start_ns(read.taken_ns) : static_cast<int64_t>(read.taken_ns);
     if (snapshot.births && snapshot.memory)
         account.age_ns = boot_clock_ns() - static_cast<int64_t>(snapshot.births->origin_boot_ns) -
                          account.taken_since_start_ns;

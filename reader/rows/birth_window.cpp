@@ -35,14 +35,12 @@ std::optional<BirthTimes> BirthTimes::of(const Snapshot& snapshot) {
     return BirthTimes(*snapshot.births, start == 0 ? 0 : origin - start);
 }
 
-int64_t BirthTimes::start_ns(uint32_t cell) const {
-    return static_cast<int64_t>(grid_.cell_start_ns(cell)) + origin_since_start_ns_;
-}
+int64_t BirthTimes::start_ns(uint32_t cell) const { return since_start_ns(grid_.cell_start_ns(cell)); }
 
 std::optional<int64_t> BirthTimes::end_ns(uint32_t cell) const {
     const auto end = grid_.cell_end_ns(cell);
     if (!end) return std::nullopt;
-    return static_cast<int64_t>(*end) + origin_since_start_ns_;
+    return since_start_ns(*end);
 }
 
 uint32_t BirthTimes::cell_at(uint64_t since_start_ns) const {

@@ -29,6 +29,11 @@ public:
     static std::optional<BirthTimes> of(const Snapshot& snapshot);
 
     const BirthGrid& grid() const { return grid_; }
+    // A time on the grid (since its origin) as time since the process started (negative: before
+    // it, in a forked child, whose grid is its parent's).
+    int64_t since_start_ns(uint64_t since_origin_ns) const {
+        return static_cast<int64_t>(since_origin_ns) + origin_since_start_ns_;
+    }
     // When a cell starts and ends, in ns since the process started (negative: before it).
     int64_t start_ns(uint32_t cell) const;
     std::optional<int64_t> end_ns(uint32_t cell) const;
