@@ -245,6 +245,12 @@ std::pair<std::vector<std::string>, std::string> Target::read_until(std::string_
     }
 }
 
+void Target::send_line(std::string_view line) {
+    const std::string with_newline = std::string(line) + '\n';
+    if (write(stdin_fd_, with_newline.data(), with_newline.size()) != static_cast<ssize_t>(with_newline.size()))
+        throw_errno("write to the target's stdin");
+}
+
 int Target::release_and_wait(std::chrono::seconds timeout) {
     // A target that already died makes this write fail with EPIPE; its exit code tells why.
     (void)!write(stdin_fd_, "\n", 1);

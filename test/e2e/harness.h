@@ -72,6 +72,8 @@ public:
     std::vector<std::string> wait_ready(std::string_view marker = "READY", std::chrono::seconds timeout = 30s);
     // Waits for a line containing `marker` and returns that line (a server's address, say).
     std::string wait_for_line(std::string_view marker, std::chrono::seconds timeout = 30s);
+    // Sends one line to the target's stdin (a command of a program that reads them).
+    void send_line(std::string_view line);
     // Sends the release line and waits for the exit; returns the exit code.
     int release_and_wait(std::chrono::seconds timeout = 30s);
     // SIGKILL and reap; returns the exit code (137).

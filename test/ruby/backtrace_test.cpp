@@ -91,24 +91,34 @@ TEST(RubyBacktraces, EveryStringIsCountedUnderTheCallerThatMadeIt) {
 
 // A backtrace that is new once the tables are nearly full is stored as its innermost frame alone,
 // and the stack says so: the segment stays readable, and the leak is found under its line.
-// The table is sized from what this Ruby's boot takes, so that the script's fillers bring it to
-// nearly full (15/16) halfway through, and the rest of them and the leak fit in the reserve.
+// The table has room for half as many records again as this Ruby's boot takes. The script's
+// fillers bring it to nearly full (15/16) in steps the test sizes from the records claimed so
+// far, which vary with the machine's speed (a site takes a record per birth cell), and the leak
+// comes once it is: the reserve, a sixteenth, holds what the last step overshoots and the leak.
 TEST(RubyBacktraces, ALeakThatStartsInANearlyFullTableKeepsItsLineInAReducedStack) {
     LEAKWRAP_SKIP_WITHOUT_RUBY();
     constexpr long long kLeaked = 200;
-    constexpr long long kFillers = 600;
     const std::string script = paths::source("test/ruby/programs/late_leak.rb");
     const int leak_line = line_containing(script, "# the leak's line");
-    long long boot_sites = 0;
+    long long boot_records = 0;
     {
-        Target target({paths::ruby, script, "0", "0"}, Environment::profiled());
-        target.wait_ready("READY", 60s);
-        boot_sites = report_json(target.pid()).at("totals").at("sites").get<long long>();
+        Target target({paths::ruby, script}, Environment::profiled());
+        target.wait_ready("BOOTED", 60s);
+        boot_records = report_json(target.pid()).at("totals").at("sites").get<long long>();
         EXPECT_EQ(target.release_and_wait(), 0);
     }
-    const long long capacity = (boot_sites + kFillers / 2) * 16 / 15 + 1;
-    Target target({paths::ruby, script, std::to_string(kFillers), std::to_string(kLeaked)},
-                  Environment::profiled().set("LEAKWRAP_MAX_SITES", std::to_string(capacity)));
+    const long long capacity = boot_records * 3 / 2;
+    const long long nearly_full = capacity - capacity / 16;  // preload/record/stack_table.h
+    Target target({paths::ruby, script}, Environment::profiled().set("LEAKWRAP_MAX_SITES", std::to_string(capacity)));
+    target.wait_ready("BOOTED", 60s);
+    long long records = report_json(target.pid()).at("totals").at("sites").get<long long>();
+    for (int step = 0; records <= nearly_full; ++step) {
+        ASSERT_LT(step, 10) << "the fillers do not fill the table: " << records << " records of " << capacity;
+        target.send_line("fill " + std::to_string(nearly_full - records + 1));
+        target.wait_ready("FILLED", 60s);
+        records = report_json(target.pid()).at("totals").at("sites").get<long long>();
+    }
+    target.send_line("leak " + std::to_string(kLeaked));
     target.wait_ready("READY", 60s);
     const Completed text = run_report({std::to_string(target.pid())});
     EXPECT_EQ(text.exit_code, 0) << text.err;
