@@ -54,7 +54,9 @@
 // header grew to 320 bytes for the birth grid (birth_origin_boot_ns, birth_floor_ns, birth_cells),
 // and a delta entry counts its moves (SiteDelta::moves, a reserved word before); 9 = the
 // allocator's own statistics (Header::allocator_stats_offset, a reserved word before, and
-// AllocatorStatistics in the header's page).
+// AllocatorStatistics in the header's page); 10 = the blocks counted when the allocator was read
+// (AllocatorStatistics::counted, padding before), so that a reader can tell a count that is still
+// current from one that activity since has made stale.
 #pragma once
 
 #include <cstddef>
@@ -64,7 +66,8 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 9;
+inline constexpr uint32_t kLayoutVersion = 10;
+// Layout 9 differs from 10 only in AllocatorStatistics::counted (padding, zeros: "not known").
 // Layout 8 differs from 9 only in Header::allocator_stats_offset (reserved, 0: "no statistics").
 // Layout 7 differs from 8 only in its header's size (256: the birth grid's fields, which lie
 // where the bins' page begins with zeros in those layouts, read as "no birth times") and in
@@ -306,6 +309,14 @@ struct ArenaStatistics {
     uint64_t free_chunks;       // the top chunk included
 };
 
+// The blocks counted in the bins, summed over their shards and classes.
+struct BlockTotals {
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t alloc_bytes;
+    uint64_t free_bytes;
+};
+
 struct alignas(64) AllocatorStatistics {
     uint32_t sequence;          // atomic; odd while rewritten (R11)
     uint32_t allocator;         // kAllocator*
@@ -323,6 +334,11 @@ struct alignas(64) AllocatorStatistics {
     uint32_t arenas;            // entries of `arena` filled, <= kMaxArenaStatistics
     uint32_t arenas_total;      // the allocator's arenas; the totals above count them all
     ArenaStatistics arena[kMaxArenaStatistics];  // glibc's, in malloc_info()'s order: main first
+    // The bins' totals as the reading began: every block the reading can show was counted by
+    // then (an allocation is counted after the allocator hands it out), so a reader whose bins
+    // show the same totals knows that nothing was allocated or freed since (but a free counted
+    // while its thread had yet to hand the block back). All zero in layout 9.
+    BlockTotals counted;
 };
 
 // One loaded module (executable, shared library). Append-only: a module that is unloaded keeps
@@ -535,6 +551,12 @@ LEAKWRAP_PIN(AllocatorStatistics, metadata_bytes, 72);
 LEAKWRAP_PIN(AllocatorStatistics, arenas, 80);
 LEAKWRAP_PIN(AllocatorStatistics, arenas_total, 84);
 LEAKWRAP_PIN(AllocatorStatistics, arena, 88);
+LEAKWRAP_PIN(BlockTotals, allocs, 0);
+LEAKWRAP_PIN(BlockTotals, frees, 8);
+LEAKWRAP_PIN(BlockTotals, alloc_bytes, 16);
+LEAKWRAP_PIN(BlockTotals, free_bytes, 24);
+static_assert(sizeof(BlockTotals) == 32);
+LEAKWRAP_PIN(AllocatorStatistics, counted, 2136);
 static_assert(sizeof(AllocatorStatistics) == 2176);
 // The writer puts them in the header's page, after the header: no page more to back.
 static_assert(sizeof(Header) + sizeof(AllocatorStatistics) <= 4096);

@@ -68,4 +68,21 @@ uint32_t bin_shards_in_use() {
     return g_shards_claimed_ever.load(std::memory_order_acquire);
 }
 
+layout::BlockTotals counted_block_totals() {
+    layout::BlockTotals totals{};
+    for_each_bin_shard_in_use([&](uint32_t shard) {
+        for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class) {
+            layout::BinCounters& bin = g_segment.bins[layout::bin_index(size_class, shard)];
+            const auto load = [](uint64_t& counter) {
+                return std::atomic_ref<uint64_t>(counter).load(std::memory_order_relaxed);
+            };
+            totals.allocs += load(bin.allocs);
+            totals.frees += load(bin.frees);
+            totals.alloc_bytes += load(bin.alloc_bytes);
+            totals.free_bytes += load(bin.free_bytes);
+        }
+    });
+    return totals;
+}
+
 }  // namespace leakwrap

@@ -25,6 +25,9 @@ void reset_bin_shards_after_fork();
 // fault in the parent and one in the child, and copying all 64 shards made a small program's
 // fork many times slower than bare.
 uint32_t bin_shards_in_use();
+// Every shard's counters added up, read while other threads count (each counter is monotonic,
+// so the totals are no larger than the counts a later read finds).
+layout::BlockTotals counted_block_totals();
 template <typename Visit>
 void for_each_bin_shard_in_use(Visit visit) {
     const uint32_t in_use = bin_shards_in_use();

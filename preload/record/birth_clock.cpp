@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "allocator_statistics.h"
+#include "bins.h"
 
 namespace leakwrap {
 namespace birth_clock_detail {
@@ -15,7 +16,7 @@ constinit uint64_t g_origin_ns = 0;
 constinit std::atomic<uint64_t> g_cell_and_end{kEndMask};
 
 __attribute__((noinline, cold)) uint32_t advance(uint64_t since_origin_ns) {
-    const uint64_t next_reading = read_allocator_statistics_when_due(since_origin_ns);
+    const uint64_t next_reading = read_allocator_statistics_when_due(since_origin_ns, counted_block_totals);
     uint64_t current = g_cell_and_end.load(std::memory_order_relaxed);
     for (;;) {
         uint32_t cell = static_cast<uint32_t>(current >> kCellShift);

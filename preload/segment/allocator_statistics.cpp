@@ -187,7 +187,7 @@ layout::AllocatorStatistics* shared_statistics() {
 
 void reset_allocator_statistics_in_child() { g_reading.store(false, std::memory_order_relaxed); }
 
-uint64_t read_allocator_statistics_when_due(uint64_t since_origin_ns) {
+uint64_t read_allocator_statistics_when_due(uint64_t since_origin_ns, layout::BlockTotals (*count_blocks)()) {
     LEAKWRAP_CHECK(inside_leakwrap());  // I1
     uint64_t due = g_next_reading_ns.load(std::memory_order_relaxed);
     if (since_origin_ns < due) return due;
@@ -201,6 +201,7 @@ uint64_t read_allocator_statistics_when_due(uint64_t since_origin_ns) {
         const uint64_t start = os::monotonic_nanoseconds();
         static layout::AllocatorStatistics reading;  // one reader at a time (g_reading)
         reading = {};
+        reading.counted = count_blocks();
         // Until the real functions are known, so is not the allocator.
         const bool read = g_real_resolved && (g_real_is_glibc ? read_glibc(reading) : read_jemalloc(reading));
         took = os::monotonic_nanoseconds() - start;

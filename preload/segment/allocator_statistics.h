@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "leakwrap/segment_layout.h"
+
 namespace leakwrap {
 
 // The shortest time between two readings; a reading that took long spaces the next one further
@@ -21,8 +23,9 @@ inline constexpr uint64_t kAllocatorStatisticsIntervalNs = 1'000'000'000;
 inline constexpr uint64_t kAllocatorStatisticsShare = 100;  // at most 1/100 of one thread's time
 
 // Reads and publishes the statistics if a reading is due at `since_origin_ns` (the birth clock's
-// time) and no other thread is reading them; returns the time the next one is due.
-uint64_t read_allocator_statistics_when_due(uint64_t since_origin_ns);
+// time) and no other thread is reading them, with the blocks counted as it begins (which the
+// record layer counts: count_blocks); returns the time the next one is due.
+uint64_t read_allocator_statistics_when_due(uint64_t since_origin_ns, layout::BlockTotals (*count_blocks)());
 
 // After fork, in the child's only thread: a reading that another thread of the parent was
 // taking is not the child's (the child's segment starts with none, I5).

@@ -223,7 +223,9 @@ void write_allocator_account(std::ostream& out, const Snapshot& snapshot, const 
     if (!account) return;
     constexpr std::size_t kArenasShown = 4;
     out << "  allocator: " << allocator_account_summary(*account)
-        << (parts && !parts->allocator ? " (read before the heaps shown above: not weighed against them)" : "")
+        << (parts && !parts->allocator_not_weighed.empty()
+                ? " (not weighed against the heaps shown above: " + parts->allocator_not_weighed + ")"
+                : "")
         << '\n';
     if (const std::string arenas = arenas_summary(*account, kArenasShown); !arenas.empty())
         out << "  arenas holding the most free memory: " << arenas << '\n';

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "birth_window.h"
 #include "report_labels.h"
@@ -18,11 +19,11 @@ int64_t boot_clock_ns() {
     return int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
-std::string arena_name(const ArenaAccount& arena) {
-    return "#" + std::to_string(arena.index) + (arena.index == 0 ? " (main)" : "");
-}
+std::string arenas_text(uint32_t arenas) { return std::to_string(arenas) + (arenas == 1 ? " arena" : " arenas"); }
 
 }  // namespace
+
+std::string arena_name(uint32_t index) { return "#" + std::to_string(index) + (index == 0 ? " (main)" : ""); }
 
 std::optional<AllocatorAccount> allocator_account(const Snapshot& snapshot) {
     if (!snapshot.allocator_statistics) return std::nullopt;
@@ -46,25 +47,52 @@ std::optional<AllocatorAccount> allocator_account(const Snapshot& snapshot) {
     for (uint32_t i = 0; i < read.arenas; ++i)
         account.arenas.push_back({i, read.arena[i].system_bytes, read.arena[i].free_bytes,
                                   read.arena[i].returnable_bytes, read.arena[i].free_chunks});
+    if (const std::optional<Counters>& counted = snapshot.counted_at_allocator_reading) {
+        // The bins are copied after the statistics, so they count no less; a corrupt segment may.
+        const auto since = [](uint64_t now, uint64_t then) { return now > then ? now - then : 0; };
+        account.since_reading = Counters{since(snapshot.totals.allocs, counted->allocs),
+                                         since(snapshot.totals.frees, counted->frees),
+                                         since(snapshot.totals.alloc_bytes, counted->alloc_bytes),
+                                         since(snapshot.totals.free_bytes, counted->free_bytes)};
+    }
     return account;
 }
 
-bool fresh(const AllocatorAccount& account) { return account.age_ns && *account.age_ns <= kFreshReadingNs; }
+std::optional<uint64_t> bytes_moved_since(const AllocatorAccount& account) {
+    if (!account.since_reading) return std::nullopt;
+    const Counters& since = *account.since_reading;
+    return since.alloc_bytes + since.free_bytes + (since.allocs + since.frees) * kMostChunkBytesBeyondRequest;
+}
+
+bool current(const AllocatorAccount& account, uint64_t tolerance) {
+    if (account.age_ns && *account.age_ns <= kFreshReadingNs) return true;
+    const std::optional<uint64_t> moved = bytes_moved_since(account);
+    return moved && *moved <= tolerance;
+}
+
+// What was allocated and freed after the reading, when that matters: for a count older than a
+// fresh one, or post mortem.
+std::string activity_since(const AllocatorAccount& account) {
+    if (!account.since_reading || (account.age_ns && *account.age_ns <= kFreshReadingNs)) return "";
+    const Counters& since = *account.since_reading;
+    if (since.allocs == 0 && since.frees == 0) return ", nothing allocated or freed since";
+    return ", " + std::to_string(since.allocs) + " blocks allocated and " + std::to_string(since.frees) +
+           " freed since (" + human_bytes(since.alloc_bytes) + " and " + human_bytes(since.free_bytes) + ")";
+}
 
 std::string allocator_account_summary(const AllocatorAccount& account) {
-    const std::string when = account.age_ns ? "read " + birth_time_text(std::max<int64_t>(*account.age_ns, 0)) + " ago"
-                                            : "read at " + birth_time_text(account.taken_since_start_ns) +
-                                                  " since the start";
+    const std::string when = (account.age_ns ? "read " + birth_time_text(std::max<int64_t>(*account.age_ns, 0)) + " ago"
+                                             : "read at " + birth_time_text(account.taken_since_start_ns) +
+                                                   " since the start") +
+                             activity_since(account);
     if (account.allocator == "glibc")
         return "glibc's own count (malloc_info, " + when + "): in use " + human_bytes(account.in_use) + ", free " +
-               human_bytes(account.free) + " in " + std::to_string(account.arenas_total) +
-               " arenas, of which up to " + human_bytes(account.returnable) +
-               " in whole pages (what malloc_trim(0) would return); blocks mmap'd " + human_bytes(account.mmapped);
+               human_bytes(account.free) + " in " + arenas_text(account.arenas_total) + ", of which up to " +
+               human_bytes(account.returnable) + " in whole pages (what malloc_trim(0) would return); blocks mmap'd " + human_bytes(account.mmapped);
     return "jemalloc's own count (mallctl stats, " + when + "): allocated " + human_bytes(account.in_use) +
            ", free in its active pages " + human_bytes(account.free) + ", dirty pages " +
            human_bytes(account.returnable) + " (its decay returns them), metadata " + human_bytes(account.metadata) +
-           ", resident " + human_bytes(account.resident) + ", in " + std::to_string(account.arenas_total) +
-           " arenas";
+           ", resident " + human_bytes(account.resident) + ", in " + arenas_text(account.arenas_total);
 }
 
 std::string arenas_summary(const AllocatorAccount& account, std::size_t shown) {
@@ -77,7 +105,7 @@ std::string arenas_summary(const AllocatorAccount& account, std::size_t shown) {
               [](const ArenaAccount& a, const ArenaAccount& b) { return a.index < b.index; });
     std::string text;
     for (const ArenaAccount& arena : most_free)
-        text += (text.empty() ? "" : "; ") + arena_name(arena) + " " + human_bytes(arena.free) + " free, " +
+        text += (text.empty() ? "" : "; ") + arena_name(arena.index) + " " + human_bytes(arena.free) + " free, " +
                 human_bytes(arena.returnable) + " in whole pages, of " + human_bytes(arena.system);
     const std::size_t more = account.arenas_total - most_free.size();
     if (!text.empty() && more > 0) text += "; and " + std::to_string(more) + " more";
@@ -103,7 +131,38 @@ nlohmann::json allocator_account_json(const AllocatorAccount& account) {
             {"resident_bytes", account.resident},
             {"metadata_bytes", account.metadata},
             {"arenas_total", account.arenas_total},
-            {"arenas", arenas}};
+            {"arenas", arenas},
+            {"since_reading", account.since_reading ? nlohmann::json{{"allocs", account.since_reading->allocs},
+                                                                     {"frees", account.since_reading->frees},
+                                                                     {"alloc_bytes", account.since_reading->alloc_bytes},
+                                                                     {"free_bytes", account.since_reading->free_bytes}}
+                                                    : nlohmann::json()}};
+}
+
+AllocatorAccount allocator_account_from_json(const nlohmann::json& json) {
+    AllocatorAccount account;
+    account.allocator = json.at("allocator").get<std::string>();
+    account.taken_since_start_ns = std::llround(json.at("taken_since_start_seconds").get<double>() * 1e9);
+    if (const nlohmann::json& age = json.at("age_seconds"); !age.is_null())
+        account.age_ns = std::llround(age.get<double>() * 1e9);
+    account.in_use = json.at("in_use_bytes").get<uint64_t>();
+    account.free = json.at("free_bytes").get<uint64_t>();
+    account.returnable = json.at("returnable_bytes").get<uint64_t>();
+    account.system = json.at("system_bytes").get<uint64_t>();
+    account.mmapped = json.at("mmapped_bytes").get<uint64_t>();
+    account.resident = json.at("resident_bytes").get<uint64_t>();
+    account.metadata = json.at("metadata_bytes").get<uint64_t>();
+    account.arenas_total = json.at("arenas_total").get<uint32_t>();
+    for (const nlohmann::json& arena : json.at("arenas"))
+        account.arenas.push_back({arena.at("arena").get<uint32_t>(), arena.at("system_bytes").get<uint64_t>(),
+                                  arena.at("free_bytes").get<uint64_t>(), arena.at("returnable_bytes").get<uint64_t>(),
+                                  arena.at("free_chunks").get<uint64_t>()});
+    // A series written before the blocks since were known has no such member.
+    if (const auto since = json.find("since_reading"); since != json.end() && !since->is_null())
+        account.since_reading = Counters{since->at("allocs").get<uint64_t>(), since->at("frees").get<uint64_t>(),
+                                         since->at("alloc_bytes").get<uint64_t>(),
+                                         since->at("free_bytes").get<uint64_t>()};
+    return account;
 }
 
 }  // namespace leakwrap

@@ -34,7 +34,7 @@ std::string returnable_evidence(const AllocatorAccount& account) {
     if (account.returnable * 2 < account.free)
         evidence += "; the rest is in free chunks smaller than a page between live blocks, which no trim "
                     "returns (fragmentation)";
-    return evidence + ". ";
+    return evidence + "; ";
 }
 
 void add_free_finding(MemoryParts& parts) {
@@ -102,16 +102,27 @@ void add_findings(MemoryParts& parts) {
 }
 
 // The allocator's count, if it describes the memory the mappings show now: glibc's only while
-// glibc is the allocator below, and only if read lately (fresh()) and since the heaps last grew
-// (a heap cannot hold more resident memory than its arena got from the system), so that a
-// process still growing is not told its new memory is free.
+// glibc is the allocator below; read lately, or with little allocated and freed since (current(),
+// within the 2% that the parts may miss RSS by); and, for glibc, since the heaps last grew (a
+// heap cannot hold more resident memory than its arena got from the system), so that a process
+// still growing is not told its new memory is free. Else none, and `why_not` says why.
 std::optional<AllocatorAccount> comparable_count(const std::optional<AllocatorAccount>& allocator,
-                                                 const MemoryParts& parts) {
-    if (!allocator || !fresh(*allocator)) return std::nullopt;
+                                                 const MemoryParts& parts, std::string& why_not) {
+    if (!allocator) return std::nullopt;
     const bool glibc = allocator->allocator == "glibc";
-    if (glibc != parts.allocator_library.empty()) return std::nullopt;
-    if (glibc && parts.heaps > allocator->system + allocator->system / 50) return std::nullopt;
-    return allocator;
+    if (glibc != parts.allocator_library.empty()) {
+        why_not = "it is another allocator's than theirs";
+    } else if (!current(*allocator, parts.rss / 50)) {
+        const std::optional<uint64_t> moved = bytes_moved_since(*allocator);
+        why_not = moved ? "what was allocated and freed since, " + human_bytes(*moved) +
+                              " with the blocks' overhead, may have moved its figures by more than 2% of RSS"
+                        : "it is older than they are, and what came since is not known";
+    } else if (glibc && parts.heaps > allocator->system + allocator->system / 50) {
+        why_not = "it was read before they last grew";
+    } else {
+        return allocator;
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -177,7 +188,7 @@ std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Liv
     parts.thread_stack_count = mappings.thread_stack_count;
     parts.files = mappings.files;
     parts.allocator_library = mappings.allocator_library;
-    parts.allocator = comparable_count(allocator, parts);
+    parts.allocator = comparable_count(allocator, parts, parts.allocator_not_weighed);
     // leakwrap's private tables are anonymous mappings outside the heaps, and so are mmap'd blocks.
     const uint64_t leakwrap_private = std::min(memory.leakwrap_private, mappings.other_anonymous);
     const uint64_t anonymous = mappings.other_anonymous - leakwrap_private;

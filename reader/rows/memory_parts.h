@@ -51,8 +51,10 @@ struct MemoryParts {
     // the heaps; without, the tracked live blocks are counted within the anonymous memory and
     // the rest of that is other_anonymous.
     std::string allocator_library;
-    // What the allocator said of its own memory (allocator_account.h), if it did lately (fresh()).
+    // What the allocator said of its own memory (allocator_account.h), if that describes the
+    // memory now (current()); else why it was not weighed, empty when there is no count.
     std::optional<AllocatorAccount> allocator;
+    std::string allocator_not_weighed;
     // What the parts say, as evidence: where free memory sits and what would give it back.
     std::vector<std::string> findings;
 };

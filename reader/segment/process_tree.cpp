@@ -96,6 +96,7 @@ Snapshot merge_process_tree(Snapshot root, std::vector<Snapshot> others) {
         if (root.births != other.births) root.births.reset();
         // Each process's allocator counts its own memory: one process's figures are not the tree's.
         root.allocator_statistics.reset();
+        root.counted_at_allocator_reading.reset();
         if (root.memory && other.memory) {
             root.memory->rss_anon += other.memory->rss_anon;
             root.memory->rss_file += other.memory->rss_file;

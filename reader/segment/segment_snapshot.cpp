@@ -817,6 +817,10 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
         snapshot.births = BirthGrid{header.birth_origin_boot_ns, header.birth_floor_ns, header.birth_cells};
     snapshot.modules = parse_modules(bytes, header, strings);
     snapshot.allocator_statistics = parse_allocator_statistics(bytes, header);
+    if (snapshot.allocator_statistics && header.layout_version >= 10) {
+        const layout::BlockTotals& counted = snapshot.allocator_statistics->counted;
+        snapshot.counted_at_allocator_reading = Counters{counted.allocs, counted.frees, counted.alloc_bytes, counted.free_bytes};
+    }
     add_site_deltas(bytes, header, streamed, snapshot.sites);
     // A record that became ready while the copy was taken got its counts from entries that
     // named it only since the marks were taken: any of them may be short, as in transit.

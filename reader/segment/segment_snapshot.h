@@ -405,6 +405,9 @@ struct Snapshot {
     std::optional<BirthGrid> births;
     // What the allocator below said of its own memory at its last reading (layout 9 on).
     std::optional<layout::AllocatorStatistics> allocator_statistics;
+    // The blocks the bins had counted as that reading began (layout 10 on): what the totals
+    // count beyond them was allocated or freed since.
+    std::optional<Counters> counted_at_allocator_reading;
     // What --born-after / --born-before left of the sites (birth_window.h); none when all are here.
     std::optional<BirthSelection> birth_selection;
     std::vector<Module> modules;

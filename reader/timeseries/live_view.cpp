@@ -240,6 +240,8 @@ std::vector<std::string> LiveView::header() {
     // Which part of RSS grows, live blocks or what malloc keeps free, as the report's line says.
     if (const std::optional<MemoryParts> parts = explain_memory(snapshot_))
         lines.push_back("RSS explained: " + memory_parts_summary(*parts));
+    if (const std::optional<AllocatorAccount> account = allocator_account(snapshot_))
+        lines.push_back("allocator: " + allocator_account_summary(*account));
     if (!snapshot_.members.empty()) {
         std::string processes = "processes: " + std::to_string(snapshot_.members.size()) + " merged:";
         for (const TreeMember& member : snapshot_.members)

@@ -29,14 +29,51 @@ std::vector<ChurningClass> churning_classes(const Sample& first, const Sample& l
     return classes;
 }
 
-std::optional<MemoryParts> explained(const Sample& sample) {
-    if (!sample.memory || !sample.pids.empty()) return std::nullopt;
-    LiveBySize live;
-    for (const SampleBin& bin : sample.bins) live.add(bin.size_class, bin.counters.live_blocks, bin.counters.live_bytes);
-    return explain_memory(*sample.memory, live, std::nullopt);
+
+// From the series' first reading (a process read no more before its first allocations has none)
+// to the last sample's.
+std::optional<AllocatorGrowth> allocator_growth(const std::vector<Sample>& series) {
+    const auto first = std::find_if(series.begin(), series.end(),
+                                    [](const Sample& sample) { return sample.allocator.has_value(); });
+    const Sample& last = series.back();
+    if (first == series.end() || !last.allocator || first->allocator->allocator != last.allocator->allocator ||
+        first->allocator->taken_since_start_ns == last.allocator->taken_since_start_ns)
+        return std::nullopt;
+    const AllocatorAccount& before = *first->allocator;
+    const AllocatorAccount& after = *last.allocator;
+    AllocatorGrowth growth{.allocator = after.allocator,
+                           .first_taken_since_start_ns = before.taken_since_start_ns,
+                           .last_taken_since_start_ns = after.taken_since_start_ns,
+                           .in_use = change(before.in_use, after.in_use),
+                           .free = change(before.free, after.free),
+                           .returnable = change(before.returnable, after.returnable),
+                           .arenas = {},
+                           .more_arenas_grew = 0};
+    std::map<uint32_t, const ArenaAccount*> arenas_before;
+    for (const ArenaAccount& arena : before.arenas) arenas_before[arena.index] = &arena;
+    for (const ArenaAccount& arena : after.arenas) {
+        const ArenaAccount* was = arenas_before[arena.index];
+        const ArenaGrowth entry{arena.index, change(was ? was->free : 0, arena.free),
+                                change(was ? was->returnable : 0, arena.returnable)};
+        if (entry.free > 0) growth.arenas.push_back(entry);
+    }
+    std::stable_sort(growth.arenas.begin(), growth.arenas.end(),
+                     [](const ArenaGrowth& a, const ArenaGrowth& b) { return a.free > b.free; });
+    if (growth.arenas.size() > kGrowingArenasShown) {
+        growth.more_arenas_grew = growth.arenas.size() - kGrowingArenasShown;
+        growth.arenas.resize(kGrowingArenasShown);
+    }
+    return growth;
 }
 
 }  // namespace
+
+std::optional<MemoryParts> explain_sample_memory(const Sample& sample) {
+    if (!sample.memory || !sample.pids.empty()) return std::nullopt;
+    LiveBySize live;
+    for (const SampleBin& bin : sample.bins) live.add(bin.size_class, bin.counters.live_blocks, bin.counters.live_bytes);
+    return explain_memory(*sample.memory, live, sample.allocator);
+}
 
 std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
     const Sample& first = series.front();
@@ -56,7 +93,7 @@ std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
     const double untracked = grown - std::max(growth.tracked_live, 0.0);
     growth.untracked = untracked >= kMinUntrackedGrowth && untracked >= kMinUntrackedShare * grown;
     if (growth.untracked) growth.churning = churning_classes(first, last);
-    const std::optional<MemoryParts> before = explained(first), after = explained(last);
+    const std::optional<MemoryParts> before = explain_sample_memory(first), after = explain_sample_memory(last);
     if (before && after) {
         const auto parts_before = named_parts(*before);
         const auto parts_after = named_parts(*after);
@@ -64,6 +101,7 @@ std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
             growth.part_growth.emplace_back(parts_after[i].first, change(parts_before[i].second, parts_after[i].second));
         growth.last_findings = after->findings;
     }
+    growth.allocator = allocator_growth(series);
     return growth;
 }
 

@@ -3,6 +3,7 @@
 // reports next to the sites, with the size classes that churned most as the likely fragmenters.
 #pragma once
 
+#include "memory_parts.h"
 #include "series.h"
 
 #include <cstdint>
@@ -23,6 +24,24 @@ struct ChurningClass {
     uint32_t size_class = 0;
     uint64_t allocs = 0;  // during the series
     uint64_t frees = 0;
+};
+
+// The allocator's own count from the series' first reading to its last sample's
+// (allocator_account.h).
+struct ArenaGrowth {
+    uint32_t index = 0;  // malloc_info()'s: 0 is the main arena
+    double free = 0;
+    double returnable = 0;
+};
+inline constexpr std::size_t kGrowingArenasShown = 3;
+struct AllocatorGrowth {
+    std::string allocator;  // "glibc" or "jemalloc"
+    int64_t first_taken_since_start_ns = 0, last_taken_since_start_ns = 0;
+    double in_use = 0, free = 0, returnable = 0;
+    // The arenas whose free memory grew most (glibc; an arena new since counts from nothing), at
+    // most kGrowingArenasShown, and how many more grew.
+    std::vector<ArenaGrowth> arenas;
+    std::size_t more_arenas_grew = 0;
 };
 
 struct MemoryGrowth {
@@ -46,7 +65,13 @@ struct MemoryGrowth {
     // (a series of an older watch, or of a process tree).
     std::vector<std::pair<std::string, double>> part_growth;
     std::vector<std::string> last_findings;
+    // None unless the series has two readings of the same allocator, the last sample's one.
+    std::optional<AllocatorGrowth> allocator;
 };
+
+// RSS explained for one sample (memory_parts.h); none for a process tree's, or one without the
+// process's mappings (a series of an older watch).
+std::optional<MemoryParts> explain_sample_memory(const Sample& sample);
 
 // None when the first or last sample has no RSS (a series of an older watch).
 std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series);

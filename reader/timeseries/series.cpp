@@ -46,6 +46,13 @@ std::runtime_error not_a_series(const std::filesystem::path& path) {
                               "watch PID --out FILE` writes");
 }
 
+// A report's totals.allocator or a series line's "allocator"; none where it has none.
+std::optional<AllocatorAccount> allocator_from_json(const json& object) {
+    const auto allocator = object.find("allocator");
+    if (allocator == object.end() || allocator->is_null()) return std::nullopt;
+    return allocator_account_from_json(*allocator);
+}
+
 }  // namespace
 
 Sample sample_head_from_report(const json& head, double t) {
@@ -55,6 +62,7 @@ Sample sample_head_from_report(const json& head, double t) {
         .pids = {},
         .totals = counters_from_json(head.at("totals")),
         .memory = process_memory_from_json(head.at("totals").value("memory", json())),
+        .allocator = allocator_from_json(head.at("totals")),
         .bins = bins_from_json(head),
         .sites = {},
         .stacks = true,
@@ -116,6 +124,7 @@ SampleLineWriter::SampleLineWriter(std::ostream& out, const Sample& head)
     if (!head.pids.empty()) out_ << ",\"pids\":" << line_text(head.pids);
     out_ << ",\"totals\":" << line_text(with_counters(ordered::object(), head.totals));
     if (head.memory) out_ << ",\"memory\":" << line_text(process_memory_json(head.memory));
+    if (head.allocator) out_ << ",\"allocator\":" << line_text(allocator_account_json(*head.allocator));
     out_ << ",\"bins\":" << line_text(bins) << ",\"sites\":[";
 }
 
@@ -150,6 +159,7 @@ Sample sample_from_json(const json& object) {
         .pids = object.value("pids", std::vector<int64_t>{}),
         .totals = counters_from_json(object.at("totals")),
         .memory = process_memory_from_json(object.value("memory", json())),
+        .allocator = allocator_from_json(object),
         .bins = bins_from_json(object),
         .sites = {},
     };

@@ -3,6 +3,7 @@
 // label). `suspects` and `plot` read series; `diff` reads full reports into the same shape.
 #pragma once
 
+#include "allocator_account.h"
 #include "process_memory.h"
 
 #include <nlohmann/json.hpp>
@@ -45,6 +46,9 @@ struct Sample {
     std::vector<int64_t> pids;
     SampleCounters totals;
     std::optional<ProcessMemory> memory;  // the kernel's view; none in series before it was kept
+    // The allocator's own count (totals.allocator of a report); none before its first reading,
+    // for a process tree, and in series before it was kept.
+    std::optional<AllocatorAccount> allocator;
     std::vector<SampleBin> bins;    // the classes that ever had an allocation, ascending
     std::vector<SampleSite> sites;  // a series line keeps only sites at or above --min-bytes
     // Whether the sites' stack keys name their stacks: true for a report and for series lines
@@ -62,9 +66,9 @@ void add_report_site(Sample& sample, const nlohmann::json& site, uint64_t min_li
 std::optional<SampleSite> sample_site_from_report(const nlohmann::json& site,
                                                   uint64_t min_live_bytes);
 
-// The series line: {"t", "pid", "pids" (with --children), "totals", "memory" (as in a report's totals), "bins": [{"class", "limit", "live_bytes",
-// "live_blocks", "allocs", "frees"}], "sites": [{"id", "live_bytes", "live_blocks",
-// "allocs", "frees", "label", "stack"}]}, keys in that order for people reading it. Lines written by
+// The series line: {"t", "pid", "pids" (with --children), "totals", "memory" and "allocator" (as
+// in a report's totals), "bins": [{"class", "limit", "live_bytes", "live_blocks", "allocs",
+// "frees"}], "sites": [{"id", "live_bytes", "live_blocks", "allocs", "frees", "label", "stack"}]}, keys in that order for people reading it. Lines written by
 // earlier versions also end in "labels": {id: label}, the sites' labels again.
 // It is written as it comes: the head (every member of `head` but its sites, which it
 // should not have), then each site, then the end; nothing of a site is kept once written. A line

@@ -1,5 +1,6 @@
 #include "suspects_output.h"
 
+#include "birth_window.h"
 #include "change_units.h"
 #include "memory_growth.h"
 #include "report_labels.h"
@@ -39,6 +40,23 @@ nlohmann::json part_growth_json(const MemoryGrowth& growth) {
     return parts;
 }
 
+nlohmann::json allocator_growth_json(const std::optional<AllocatorGrowth>& growth) {
+    if (!growth) return nullptr;
+    nlohmann::json arenas = nlohmann::json::array();
+    for (const ArenaGrowth& arena : growth->arenas)
+        arenas.push_back({{"arena", arena.index},
+                          {"free_growth_bytes", arena.free},
+                          {"returnable_growth_bytes", arena.returnable}});
+    return {{"allocator", growth->allocator},
+            {"first_taken_since_start_seconds", double(growth->first_taken_since_start_ns) / 1e9},
+            {"last_taken_since_start_seconds", double(growth->last_taken_since_start_ns) / 1e9},
+            {"in_use_growth_bytes", growth->in_use},
+            {"free_growth_bytes", growth->free},
+            {"returnable_growth_bytes", growth->returnable},
+            {"arenas_free_grew_most", std::move(arenas)},
+            {"more_arenas_free_grew", growth->more_arenas_grew}};
+}
+
 nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
     if (!growth) return nullptr;
     nlohmann::json churning = nlohmann::json::array();
@@ -59,6 +77,7 @@ nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
             {"untracked", growth->untracked},
             {"churning_classes", std::move(churning)},
             {"parts_growth_bytes", part_growth_json(*growth)},
+            {"allocator_growth", allocator_growth_json(growth->allocator)},
             {"findings", growth->last_findings}};
 }
 
@@ -107,6 +126,26 @@ std::string part_growth_note(const MemoryGrowth& growth) {
     return note;
 }
 
+// What the allocator's own count says grew, and in which arenas.
+std::string allocator_growth_note(const std::optional<AllocatorGrowth>& growth) {
+    if (!growth) return "";
+    std::string note = " " + std::string(growth->allocator == "glibc" ? "glibc" : "jemalloc") +
+                       "'s own count, read at " + birth_time_text(growth->first_taken_since_start_ns) +
+                       " and at " + birth_time_text(growth->last_taken_since_start_ns) + " since the start: in use " +
+                       signed_human_bytes(growth->in_use) + ", free " + signed_human_bytes(growth->free) + " (" +
+                       (growth->allocator == "glibc" ? "in whole pages " : "dirty pages ") +
+                       signed_human_bytes(growth->returnable) + ")";
+    if (growth->arenas.empty()) return note + ".";
+    note += "; the arenas whose free memory grew most:";
+    const char* separator = " ";
+    for (const ArenaGrowth& arena : growth->arenas) {
+        note += separator + arena_name(arena.index) + " " + signed_human_bytes(arena.free);
+        separator = ", ";
+    }
+    if (growth->more_arenas_grew > 0) note += " and " + std::to_string(growth->more_arenas_grew) + " more";
+    return note + ".";
+}
+
 std::string memory_note(const std::vector<Sample>& series) {
     const std::optional<MemoryGrowth> growth = memory_growth(series);
     if (!growth) return "";
@@ -119,6 +158,7 @@ std::string memory_note(const std::vector<Sample>& series) {
                 " (the processes' RSS count a page they share in each; their PSS adds up), ";
     note += "tracked live bytes " + signed_human_bytes(growth->tracked_live) + ".";
     note += part_growth_note(*growth);
+    note += allocator_growth_note(growth->allocator);
     if (!growth->untracked) return note;
     note += std::string(" ") + (growth->by_pss ? "PSS" : "RSS") +
             " grew while the tracked live bytes did not: that growth is not a leak at any "

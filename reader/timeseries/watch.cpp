@@ -1,6 +1,7 @@
 #include "watch.h"
 
 #include "change_units.h"
+#include "memory_growth.h"
 #include "process_identity.h"
 #include "report_json.h"
 #include "report_labels.h"
@@ -210,6 +211,8 @@ public:
                  << human_bytes(sample.memory->leakwrap_private) << ")"
                  // Summed over a tree, RSS counts a shared page in each process.
                  << (sample.pids.empty() ? "" : "; PSS " + human_bytes(sample.memory->pss)) << "; ";
+        if (const std::optional<MemoryParts> parts = explain_sample_memory(sample))
+            out_ << "malloc keeps " << human_bytes(parts->free_in_heaps) << " free; ";
         out_ << "top grower: ";
         if (top_label_)
             out_ << short_site_label(*top_label_) << ' ' << signed_human_bytes(top_growth_);

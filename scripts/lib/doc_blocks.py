@@ -12,8 +12,9 @@ RECIPE names the function of scripts/regenerate-docs.sh that prints it.
 
 check compares what does not vary from run to run: the lines, their order, their words, labels
 and column headers, and source lines (file.c:26). Numbers (pids, addresses, sizes, counts,
-timings) and their units of size, the width of columns and the lists of malloc's heaps and arenas
-(VARYING_LISTS) are not compared.
+timings) and their units of size, the width of columns, the lists of malloc's heaps and arenas
+(VARYING_LISTS) and what depends on when the allocator was last read (TIMED_CLAUSES) are not
+compared.
 """
 import pathlib
 import re
@@ -47,6 +48,14 @@ NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:[.,]\d+)*")
 # Lines whose list varies from run to run in length and order: only their label is compared.
 # Which arenas glibc gives a program's threads depends on how the threads were scheduled.
 VARYING_LISTS = ("malloc's heaps by resident size:", "arenas holding the most free memory:")
+# Whether the allocator's own count is weighed against the heaps, and so cited in a finding,
+# depends on how long before the report it was read, and on what was allocated since.
+TIMED_CLAUSES = re.compile(
+    r" \(not weighed against the heaps shown above: [^()]*\)"
+    r"|, (?:nothing allocated or freed since|\d+ blocks allocated and \d+ freed since \([^()]*\))"
+    r"|by glibc's own count .*? which malloc_trim\(0\) would return"
+    r"(?:; the rest is in free chunks smaller than a page between live blocks, which no trim returns "
+    r"\(fragmentation\))?; ")
 # A size's unit follows its number (1023.9 KiB one run, 1.0 MiB the next).
 SIZE = re.compile(r"N (?:B|KiB|MiB|GiB|TiB)\b")
 
@@ -55,6 +64,7 @@ def normalized(line):
     for label in VARYING_LISTS:
         if line.strip().startswith(label):
             return label
+    line = TIMED_CLAUSES.sub("", line)
     kept = []
 
     def keep(match):

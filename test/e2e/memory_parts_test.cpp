@@ -150,6 +150,39 @@ TEST(MemoryParts, TheSameMemoryLeakedIsLiveBlocksAtTheLeakingSite) {
     EXPECT_GE(figure(allocator(leak), "in_use_bytes"), static_cast<unsigned long long>(leak.kept_bytes));
 }
 
+// A process left alone is read no more, but what it last said still describes its heaps when
+// nothing was allocated or freed since: the quiet program allocates a block at a time until one
+// of them brings a reading, then nothing; past the age up to which any count is weighed (5 s),
+// its count is weighed still, and says that nothing happened since.
+TEST(MemoryParts, AQuietProcesssCountIsWeighedWhileNothingIsAllocatedOrFreed) {
+    Target target({paths::program("fragmented_arenas"), "quiet"}, Environment::profiled());
+    target.wait_ready("READY", 90s);
+    const auto nothing_since_reading = [&] {
+        const nlohmann::json totals = report_json(target.pid()).at("totals");
+        return totals.contains("allocator") && totals.at("allocator").at("since_reading").at("allocs") == 0;
+    };
+    for (int tick = 0; !nothing_since_reading(); ++tick) {
+        ASSERT_LT(tick, 300) << "no block brought a reading";
+        std::this_thread::sleep_for(100ms);
+        target.send_line("tick");
+        target.wait_ready("TICKED");
+    }
+    std::this_thread::sleep_for(6s);
+    const nlohmann::json report = report_json(target.pid());
+    const Completed text = run_report({std::to_string(target.pid()), "--top", "1"});
+    EXPECT_EQ(target.release_and_wait(), 0);
+    const nlohmann::json& glibc = report.at("totals").at("allocator");
+    EXPECT_GT(glibc.at("age_seconds").get<double>(), 5.0) << glibc.dump(2);
+    EXPECT_EQ(glibc.at("since_reading").at("allocs"), 0) << glibc.dump(2);
+    EXPECT_EQ(glibc.at("since_reading").at("frees"), 0) << glibc.dump(2);
+    bool weighed = false;
+    for (const auto& finding : report.at("totals").at("memory").at("explained").at("findings"))
+        weighed = weighed || finding.get<std::string>().find("malloc_trim(0) would return") != std::string::npos;
+    EXPECT_TRUE(weighed) << report.at("totals").at("memory").dump(2);
+    EXPECT_NE(text.out.find("nothing allocated or freed since"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("not weighed"), std::string::npos) << text.out;
+}
+
 // jemalloc below leakwrap: its blocks may start a page whose page before is not mapped, which
 // 5a0a758's preload read (and crashed on) when such a block was freed. Its own count makes its
 // resident memory the heaps: the churn's free memory is jemalloc's, the leak's is live blocks.
@@ -187,8 +220,21 @@ TEST(MemoryParts, SuspectsSayWhichPartOfRssGrew) {
     watch.wait_ready("sample 2:");
     std::ofstream(go).put('\n');
     program.wait_ready("READY", 90s);
-    watch.wait_ready("sample", 30s);
-    watch.wait_ready("sample", 30s);
+    // The idle threads' allocations bring a reading of glibc's count after the churn, a second or
+    // more later (longer when a reading took long): the series ends once a sample has it, which
+    // only the idle threads' few allocations follow.
+    const auto read_after_churn = [&] {
+        std::ifstream in(series);
+        std::string line, last;
+        while (std::getline(in, line)) last = line;
+        const nlohmann::json sample = nlohmann::json::parse(last, nullptr, false);
+        return sample.is_object() && sample.contains("allocator") &&
+               sample.at("allocator").at("since_reading").at("allocs").get<long long>() < 1000;
+    };
+    for (int sample = 0; !read_after_churn(); ++sample) {
+        ASSERT_LT(sample, 150) << "no reading of glibc's count after the churn";
+        watch.wait_ready("sample", 30s);
+    }
     kill(watch.pid(), SIGTERM);
     EXPECT_EQ(watch.release_and_wait(), 0);
     EXPECT_EQ(program.release_and_wait(), 0);
@@ -208,9 +254,24 @@ TEST(MemoryParts, SuspectsSayWhichPartOfRssGrew) {
     for (const auto& finding : memory.at("findings"))
         arena_finding = arena_finding || finding.get<std::string>().find("MALLOC_ARENA_MAX=2") != std::string::npos;
     EXPECT_TRUE(arena_finding) << memory.dump(2);
+    // glibc's own count says the same from its readings: free memory grew, in the threads' arenas.
+    const nlohmann::json& glibc = memory.at("allocator_growth");
+    EXPECT_EQ(glibc.at("allocator"), "glibc") << memory.dump(2);
+    EXPECT_GE(glibc.at("free_growth_bytes").get<double>(), 0.8 * parts.at("heap_free").get<double>()) << glibc.dump(2);
+    const nlohmann::json& arenas = glibc.at("arenas_free_grew_most");
+    EXPECT_EQ(arenas.size(), 3u) << glibc.dump(2);
+    for (const auto& arena : arenas) {
+        EXPECT_NE(arena.at("arena"), 0) << "the main arena: " << glibc.dump(2);
+        EXPECT_GE(arena.at("free_growth_bytes").get<double>(), 16 << 20) << glibc.dump(2);
+    }
+    // The first reading comes with the churn's first allocations or, a second apart, after the
+    // first thread's churn: every other thread's arena grew since.
+    EXPECT_GE(arenas.size() + glibc.at("more_arenas_free_grew").get<std::size_t>(), std::size_t{kThreads - 1})
+        << glibc.dump(2);
 
     const Completed text = run_report({"suspects", series.string()});
     EXPECT_NE(text.out.find("By part of RSS: heap_free +"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("the arenas whose free memory grew most: #"), std::string::npos) << text.out;
 }
 
 }  // namespace

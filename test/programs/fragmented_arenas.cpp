@@ -4,9 +4,13 @@
 // and idle, so that its arena stays its own. Under glibc each thread gets an arena of its own
 // (up to 8 per core), which keeps that thread's freed memory; with MALLOC_ARENA_MAX=2 the later
 // threads reuse the two arenas' free memory instead. With `leak`, the threads free nothing: the
-// same memory is then held by live blocks at churn_small_blocks.
+// same memory is then held by live blocks at churn_small_blocks. With `quiet`, the threads free
+// as with `free`, then idle without allocating at all, as a process left alone does; after
+// READY, each line `tick` on stdin makes the main thread allocate one more block (kept, so that
+// it frees nothing), answered by TICKED, which the allocator's statistics are read with when due;
+// an empty line releases it.
 //
-//   fragmented_arenas [free|leak] [GO_FILE]
+//   fragmented_arenas [free|leak|quiet] [GO_FILE]
 //
 // With GO_FILE, it says WAITING and churns only once that file exists (so that a watch can take
 // a sample first). Prints "KEPT <blocks> <bytes>" (the blocks alive at churn_small_blocks), then
@@ -29,6 +33,9 @@ namespace {
 std::vector<void*> g_kept[kThreads];
 std::size_t g_kept_bytes[kThreads];
 std::atomic<bool> g_released{false};
+constexpr std::size_t kMostTicks = 4096;
+void* g_ticks[kMostTicks];
+std::size_t g_tick_count = 0;
 }  // namespace
 
 extern "C" __attribute__((noinline)) void* churn_small_blocks(std::size_t size) {
@@ -40,7 +47,10 @@ extern "C" __attribute__((noinline)) void* churn_small_blocks(std::size_t size) 
 
 namespace {
 
-void churn(int thread, bool leak, std::atomic<int>& done) {
+enum class Mode { free, leak, quiet };
+
+void churn(int thread, Mode mode, std::atomic<int>& done) {
+    const bool leak = mode == Mode::leak;
     std::vector<void*> blocks(kBlocksPerThread);
     for (std::size_t i = 0; i < kBlocksPerThread; ++i) blocks[i] = churn_small_blocks(block_size(i));
     for (std::size_t i = 0; i < kBlocksPerThread; ++i) {
@@ -56,16 +66,42 @@ void churn(int thread, bool leak, std::atomic<int>& done) {
     // so that their readings go on after the churn.
     for (int tick = 0; !g_released.load(); ++tick) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        if (tick % 20 == 0) std::free(churn_small_blocks(block_size(0)));
+        if (tick % 20 == 0 && mode != Mode::quiet) std::free(churn_small_blocks(block_size(0)));
+    }
+}
+
+// Reads lines with read(2) (stdio would allocate stdin's buffer): `tick` allocates a block.
+void tick_on_command() {
+    std::fputs("READY\n", stdout);
+    std::fflush(stdout);
+    char line[16];
+    std::size_t length = 0;
+    char byte;
+    while (read(STDIN_FILENO, &byte, 1) == 1) {
+        if (byte != '\n') {
+            if (length < sizeof line) line[length++] = byte;
+            continue;
+        }
+        if (length == 0) return;
+        if (length != 4 || std::memcmp(line, "tick", 4) != 0) fail("a command other than tick");
+        if (g_tick_count == kMostTicks) fail("too many ticks");
+        g_ticks[g_tick_count++] = churn_small_blocks(block_size(0));
+        std::fputs("TICKED\n", stdout);
+        std::fflush(stdout);
+        length = 0;
     }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool leak = argc >= 2 && std::strcmp(argv[1], "leak") == 0;
-    if (argc > 3 || (argc >= 2 && !leak && std::strcmp(argv[1], "free") != 0)) {
-        std::fprintf(stderr, "usage: %s [free|leak] [GO_FILE]\n", argv[0]);
+    Mode mode = Mode::free;
+    if (argc >= 2 && std::strcmp(argv[1], "leak") == 0)
+        mode = Mode::leak;
+    else if (argc >= 2 && std::strcmp(argv[1], "quiet") == 0)
+        mode = Mode::quiet;
+    if (argc > 3 || (argc >= 2 && mode == Mode::free && std::strcmp(argv[1], "free") != 0)) {
+        std::fprintf(stderr, "usage: %s [free|leak|quiet] [GO_FILE]\n", argv[0]);
         return 2;
     }
     if (argc == 3) {
@@ -77,7 +113,7 @@ int main(int argc, char** argv) {
     std::atomic<int> done{0};
     std::vector<std::thread> threads;
     for (int thread = 0; thread < kThreads; ++thread) {
-        threads.emplace_back(churn, thread, leak, std::ref(done));
+        threads.emplace_back(churn, thread, mode, std::ref(done));
         while (done.load() != thread + 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     std::size_t blocks = 0, bytes = 0;
@@ -86,10 +122,14 @@ int main(int argc, char** argv) {
         bytes += g_kept_bytes[thread];
     }
     std::printf("KEPT %zu %zu\n", blocks, bytes);
-    announce_ready_and_wait_for_release();
+    if (mode == Mode::quiet)
+        tick_on_command();
+    else
+        announce_ready_and_wait_for_release();
     g_released.store(true);
     for (std::thread& thread : threads) thread.join();
     for (const auto& kept : g_kept)
         for (void* block : kept) std::free(block);
+    for (std::size_t tick = 0; tick < g_tick_count; ++tick) std::free(g_ticks[tick]);
     return 0;
 }

@@ -210,7 +210,11 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.bin_shards = bin_shards;
     header.site_delta_slots = site_delta_slots;
     header.sample_interval = sample_interval;
-    header.sites_offset = sizeof(layout::Header);
+    const bool statistics = allocator_statistics && layout_version >= 9;
+    header.allocator_stats_offset = statistics ? round_up_to_cache_line(sizeof(layout::Header)) : 0;
+    header.sites_offset = statistics ? round_up_to_cache_line(header.allocator_stats_offset +
+                                                              sizeof(layout::AllocatorStatistics))
+                                     : sizeof(layout::Header);
     header.stacks_offset = round_up_to_cache_line(header.sites_offset + uint64_t{site_capacity} * site_record_size);
     header.modules_offset = round_up_to_cache_line(header.stacks_offset + header.stacks_capacity);
     header.bins_offset = round_up_to_cache_line(
@@ -229,6 +233,9 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.state = layout::kReady;
 
     std::vector<std::byte> segment(header.segment_size);
+    if (statistics)
+        std::memcpy(segment.data() + header.allocator_stats_offset, &*allocator_statistics,
+                    sizeof(layout::AllocatorStatistics));
     // An empty table's data() may be null, which memcpy must not be given even for no bytes.
     if (stacks_used > 0)
         std::memcpy(segment.data() + header.stacks_offset, stacks.bytes().data(), stacks_used);

@@ -115,6 +115,9 @@ struct SegmentBuilder {
     // shard slot % bin_shards, deltas in their own), as an exact-mode writer would have counted
     // them.
     std::optional<std::vector<BuiltBin>> bins;
+    // The allocator's statistics (layout 9 on), after the header as the writer puts them; none:
+    // no place for them (allocator_stats_offset 0).
+    std::optional<layout::AllocatorStatistics> allocator_statistics;
 
     std::vector<std::byte> build() const;
 };
