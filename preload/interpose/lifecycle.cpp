@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "allocation_site.h"
 #include "allocator_statistics.h"
 #include "bins.h"
 #include "call_site_cache.h"
@@ -22,7 +23,6 @@
 #include "ruby_frame_tree.h"
 #include "sampler.h"
 #include "segment.h"
-#include "site_table.h"
 #include "stack_capture.h"
 #include "thread_stacks.h"
 
@@ -79,7 +79,7 @@ bool start_tracking() {
     // Before creating its own: the room freed may be what the new segment needs.
     trim_dead_segments(g_config);
     if (!create_segment(g_config)) return false;
-    if (!init_site_table()) {
+    if (!init_allocation_sites()) {
         unlink_segment();
         return false;
     }

@@ -5,6 +5,8 @@
 //
 // The hot path keeps the invariants I1-I8 of preload/README.md, cited by number where code
 // relies on one; LEAKWRAP_CHECK checks those that a check can (-DLEAKWRAP_DEBUG=ON, as CI's).
+#include "malloc_api.h"
+
 #include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,12 +15,10 @@
 #include <cstring>
 
 #include "aligned_blocks.h"
+#include "allocation_site.h"
 #include "bins.h"
-#include "malloc_api.h"
-
 #include "block_header.h"
 #include "caller.h"
-#include "malloc_api.h"
 #include "debug_check.h"
 #include "guard.h"
 #include "lifecycle.h"
@@ -26,7 +26,6 @@
 #include "real_allocator.h"
 #include "sampler.h"
 #include "site_counters.h"
-#include "site_table.h"
 #include "stack_capture.h"
 
 namespace leakwrap {

@@ -14,7 +14,7 @@
 #include "ruby_backtrace.h"
 #include "segment.h"
 #include "site_counters.h"
-#include "site_table.h"
+#include "allocation_site.h"
 #include "stack_capture.h"
 #include "thread_stacks.h"
 #include "thread_state.h"
@@ -33,7 +33,7 @@ bool start(const Options& options) {
     config.max_sites = options.max_sites;
     g_config = config;
     if (!create_segment(config)) return false;
-    if (!init_site_table()) {
+    if (!init_allocation_sites()) {
         unlink_segment();
         return false;
     }
