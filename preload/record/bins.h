@@ -22,8 +22,8 @@ void reset_bin_shards_after_fork();
 
 // The shards that may hold counts (bins or site deltas): 0 to bin_shards_in_use() - 1 and the
 // shared one. The others are zero for good, so a fork need not copy them: each page copied is a
-// fault in the parent and one in the child, and copying all 64 shards made a small program's
-// fork many times slower than bare.
+// fault in the parent and one in the child, which for all 64 shards would dwarf a small
+// program's own fork.
 uint32_t bin_shards_in_use();
 // Every shard's counters added up, read while other threads count (each counter is monotonic,
 // so the totals are no larger than the counts a later read finds).

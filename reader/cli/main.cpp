@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
     // Every block of 128 KiB or more its own mapping, given back when freed. glibc otherwise
     // raises this threshold to the largest block freed so far, so that the parse's large
     // temporary tables put the ranking's and the rows' in the heap, whose freed middle stays
-    // resident: the text report of a Rails boot took 1 MiB more.
+    // resident.
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     std::ios::sync_with_stdio(false);
     CommandLine command;

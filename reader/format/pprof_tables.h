@@ -23,8 +23,7 @@
 namespace leakwrap {
 
 // Bytes appended in chunks that never move, so that a view of what was appended stays valid and
-// growing copies nothing: grown by doubling, the string table of a Rails profile took twice its
-// size at each copy.
+// growing copies nothing: a table grown by doubling holds twice its size at each copy.
 class ChunkedBytes {
 public:
     // Where `bytes` now lie, in one piece.

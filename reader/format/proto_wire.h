@@ -1,5 +1,5 @@
 // The protocol buffers wire format, the part a pprof profile needs, written by hand: linked for
-// this one format, libprotobuf took 1.8 MiB of the reader's resident memory in every command.
+// this one format, libprotobuf would weigh on the reader's resident memory in every command.
 // The bytes are those protobuf's generated code writes for the same message (proto3), as long as
 // fields are appended in the order of their numbers: a scalar that is 0 (or false) is left out,
 // repeated numbers are packed, a message or repeated string is written even when empty.

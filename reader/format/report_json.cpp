@@ -246,7 +246,7 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
 }
 
 // Streamed: every member but the sites, then one site a line, each rendered and written on its
-// own. A document of every row of a Rails process took gigabytes before it was written.
+// own: a document of every row of a large process would be many times the segment's size.
 void write_json_report(std::ostream& out, const ReportInput& input) {
     // Replace, not throw, on invalid UTF-8: paths and command lines are arbitrary bytes.
     const auto text = [](const json& value) {

@@ -108,7 +108,8 @@ private:
 
     // A Ruby line is a function and a location of its own, named "ruby:file:line", with no address
     // and no module. Found by the file's number and the line, its name is written once and kept
-    // nowhere: texts of the Rails example's Ruby lines kept to find them again took 2.3 MiB.
+    // nowhere: the texts of a large app's Ruby lines, kept to find them again, would be a table of
+    // their own.
     uint64_t ruby_location_id(const RowFrame& frame) {
         const RubyLocation& ruby = *frame.ruby;
         const PairIds::Pair key{ruby.file.number(), ruby.line};
@@ -228,8 +229,8 @@ int64_t as_value(uint64_t count) {
 void write_pprof_report(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
     // Written as they come, each sample (and each entry of the tables) serialized and compressed
-    // on its own: the profile of a Rails process built whole, serialized and compressed took 45
-    // MiB more than its rows.
+    // on its own: a profile built whole, then serialized and compressed, holds three copies of
+    // itself at once.
     GzipWriter gzip(out, GzipWriter::kSmallest);
     const ProfileSink write = [&](std::string_view part) { gzip.write(part); };
     ProfileBuilder builder(snapshot, write);

@@ -1,6 +1,6 @@
 // The HTTP side of `serve`: a small HTTP/1.1 server for GET requests, written for it so that
-// leakwrap-report links no HTTP library (Debian's cpp-httplib brought OpenSSL and brotli into
-// every command: 4 MiB resident before any work, `--version` took 9.3 MiB and now 5.3).
+// leakwrap-report links no HTTP library (Debian's cpp-httplib brings OpenSSL and brotli into
+// every command, resident before any work).
 //
 // What it does, and all it does:
 //  - one request per connection: every answer says `Connection: close`;

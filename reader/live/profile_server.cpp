@@ -412,7 +412,7 @@ void add_profile_routes(HttpServer& server, const ServeOptions& options) {
 
 int serve_profiles(const ServeOptions& options) {
     // One heap for the workers: each thread's own arena kept what its last answer freed, so that
-    // the second worker's first profile stood on the first's (1.5 MiB more on the Rails example).
+    // the second worker's first profile stood on the first's.
     // The workers symbolize one at a time anyway.
     mallopt(M_ARENA_MAX, 1);
     HttpServer server;

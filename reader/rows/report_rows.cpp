@@ -48,8 +48,8 @@ RowKey row_key(const Site& site, Grouping grouping) {
 }
 
 // Which row a record joins, by its key: rows numbered as first seen, found by key in FlatSlots,
-// each row's key being that of its first record. As a std::unordered_map of keys, the 44,000 rows
-// of a Rails process took 3.4 MiB of small blocks that stayed resident through the report.
+// each row's key being that of its first record: a std::unordered_map of keys would be a small
+// block a row, left resident through the report.
 class RowNumbers {
 public:
     RowNumbers(const std::vector<Site>& sites, Grouping grouping) : sites_(sites), grouping_(grouping) {}
@@ -149,16 +149,15 @@ RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
     return assignment;
 }
 
-// Allocated once, at their size: grown as they came, the rows of a Rails process took 9.5 MiB
-// for 7.
+// Allocated once, at their size: grown as they came, the rows would take up to twice theirs.
 std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping,
                                  const RowAssignment& assignment, const std::vector<bool>* wanted) {
     constexpr uint32_t kNoRow = RowAssignment::kNoRow;
     // The rows made, by number: all, or those `wanted` marks. A row's place in `rows` is its rank
     // among them, rows being made in the order of their numbers, which is the order of their first
     // records; each row's records come after those of the rows made before it. Only the rows made
-    // have tables here: sized by all rows, two of them took 400 KiB of the Rails example's reports
-    // of every row, which make their rows a batch at a time.
+    // have tables here, not sized by all rows: reports of every row make their rows a batch at a
+    // time.
     std::vector<uint32_t> made;  // empty: every row, its place its number
     if (wanted != nullptr)
         for (uint32_t row = 0; row < assignment.row_count(); ++row)

@@ -58,9 +58,9 @@ struct ReportRow {
     Grouping by = Grouping::native;
     Counters counters;       // summed over the records
     // The merged records, ascending by id, and what keeps their list; never empty. Their ids and
-    // the size classes are worked out from them when asked for: kept for every row of a Rails
-    // process (51,000 rows) in vectors of their own, they took 6 MiB of a report that prints 20.
-    // The stack too is the first record's, read when asked for: 72 bytes a row, not 112.
+    // the size classes are worked out from them when asked for, not kept in vectors of every
+    // row's own for a report that prints a few. The stack too is the first record's, read when
+    // asked for: 72 bytes a row, not 112.
     std::span<const Site* const> record_sites;
     std::shared_ptr<const RowRecords> record_table;
 
@@ -92,7 +92,7 @@ static_assert(sizeof(ReportRow) == 72);
 // a record in none: an unused overflow site, an empty record, one `kept` leaves out), rows being
 // numbered in the order of their first records; and how many records each row has. The records
 // are in slot order, ids ascending, so rows are numbered in the order of their ids too: a ranking
-// breaks ties by row number, where a table of every row's id took 200 KiB of a Rails report.
+// breaks ties by row number, with no table of every row's id.
 struct RowAssignment {
     static constexpr uint32_t kNoRow = UINT32_MAX;
     std::vector<uint32_t> row_of_site;

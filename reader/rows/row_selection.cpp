@@ -69,9 +69,8 @@ std::vector<bool> records_of_kept_native_rows(const Snapshot& snapshot, RowMatch
 namespace {
 
 // Each row's sums as the ranking reads them: live bytes and blocks (LiveSum), and the sort key's
-// counter (RowRanking's) unless that is live bytes. 16 bytes a row under the default sort where
-// the row's Counters took 32: ranking the 51,000 rows of a Rails process was the text report's
-// peak.
+// counter (RowRanking's) unless that is live bytes: 16 bytes a row under the default sort, half
+// the row's Counters, as ranking every row of a large process is the text report's peak.
 class RowSums {
 public:
     RowSums(std::size_t rows, const RowRanking& ranking, SortKey sort)
@@ -144,8 +143,7 @@ std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& se
         return ranked.size();
     }
     // A batch's rows come out of make_rows by row number; they are visited in rank order. Each
-    // batch reads every site once more, a few milliseconds on a Rails process, and its rows are
-    // what it holds: 4096 of them took 330 KiB.
+    // batch reads every site once more, and its rows are what it holds.
     constexpr std::size_t kBatch = 1024;
     std::vector<bool> wanted(selection.assignment.row_count());
     for (std::size_t first = 0; first < selection.ranked.size(); first += kBatch) {

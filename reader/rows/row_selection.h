@@ -85,8 +85,8 @@ struct RowSelection {
 
 // report_rows, then --site (throws std::runtime_error when no row has that id) or --focus and
 // --ignore. Those symbolize every row's frames; without them nothing is resolved here, and rows
-// are only counted and ranked, those of size_class_table alone made: every row of a Rails
-// process, made at once, took 4 MiB (72 bytes a row, 50,000 rows, and a pointer a record).
+// are only counted and ranked, those of size_class_table alone made, since every row of a large
+// process made at once costs 72 bytes a row and a pointer a record.
 // Either way for_each_ranked_row and size_class_table of the result give what they give of
 // every row kept.
 RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,

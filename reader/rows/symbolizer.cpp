@@ -105,7 +105,7 @@ char g_system_debug_directory[] = "/usr/lib/debug";
 char* g_debuginfo_path = g_system_debug_directory;
 
 // To ask debuginfod, elfutils loads its client library whether or not a server is named: with
-// libcurl and the TLS, SSH and Kerberos libraries below it, 4 MiB of the reader's resident
+// libcurl and the TLS, SSH and Kerberos libraries below it, megabytes of the reader's resident
 // memory as soon as one module has no debug info installed. Without a server the system's debug
 // directory is searched without elfutils' last step.
 bool debuginfod_configured() {
@@ -245,7 +245,7 @@ std::vector<InlinedCall> inlined_calls(Dwfl_Module* module, uint64_t address) {
 }  // namespace
 
 // A module's function symbols sorted by address. elfutils' dwfl_module_addrinfo scans the whole
-// symbol table on every call: on cc1plus (about 100,000 symbols) that was 2 s for 1000 rows.
+// symbol table on every call, which for a large program's symbol table is slow at every row.
 class FunctionIndex {
 public:
     explicit FunctionIndex(Dwfl_Module* module) : module_(module) {
@@ -285,8 +285,8 @@ public:
 
 private:
     // 20 bytes: libc's symbol table alone has 30,000 functions. (Named by their index in the
-    // symbol table instead, 16 bytes, each name looked up took a page of the table back into the
-    // reader's memory, 64 KiB with the pages the kernel maps around it.)
+    // symbol table instead, 16 bytes, each name looked up would bring a page of the table back
+    // into the reader's memory, and the pages the kernel maps around it.)
     struct __attribute__((packed, aligned(4))) Function {
         uint32_t start;    // from the module's lowest address: no module spans 4 GiB
         uint32_t size;     // no function is 4 GiB long
@@ -465,13 +465,11 @@ AddressFrames Symbolizer::symbolize(uint64_t address, std::size_t module_index) 
 // Once a module's first address is resolved, its symbol table is indexed and libdw has looked
 // for its DWARF (which it keeps, found or not): of the files it mapped for that (the module, its
 // debug file), later addresses read a function's name, a page each, or the DWARF of a module
-// that has it. Left resident through the report, the pages read for the first address of each
-// module took 2.5 MiB of a Rails report, 64 KiB at a time (the kernel maps the pages around a
-// fault with it). Those read for later addresses came back as fast: dropped only after each
-// module's first address, 1.3 MiB of them were resident at the end of the Rails example's JSON
-// report of every row. So the pages of every module opened are dropped after each module's first
-// address and after every kResolutionsPerDrop addresses: 64 keeps that to 0.3 MiB, for a
-// reading of /proc/self/maps and of the modules' page map each time (3,800 addresses, 60 times).
+// that has it. Left resident through the report, those pages add up, the kernel mapping the pages
+// around each fault with it, and those read for later addresses come back as fast as the first
+// address's are dropped. So the pages of every module opened are dropped after each module's
+// first address and after every kResolutionsPerDrop addresses, for a reading of /proc/self/maps
+// and of the modules' page map each time.
 void Symbolizer::drop_file_pages(std::size_t opened_module) {
     DebugInfo* opened = debug_info_[opened_module].get();
     const bool first_address = opened != nullptr && opened->module != nullptr && !opened->files_listed;

@@ -21,8 +21,8 @@
 namespace leakwrap {
 
 // Kept for every address a report resolves: the texts that many frames share (functions, files,
-// modules, notes) are SharedText, 4 bytes each; as strings, a frame took 190 bytes and a copy of
-// its module's path, and the function names of the Rails example's 3,800 addresses 0.3 MiB.
+// modules, notes) are SharedText, 4 bytes each, where strings would copy them (a module's path)
+// into every frame.
 struct ResolvedFrame {
     uint64_t address = 0;                 // as recorded: a return address
     std::optional<SharedText> function;   // demangled
@@ -47,7 +47,7 @@ struct SymbolizerOptions {
     // Read the DWARF of glibc's C library and dynamic loader too: a module whose file name is
     // libc.so.6 or begins with ld-linux (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1), as the
     // loader names them. Their debug info, where installed (libc6-dbg), is compressed, and libdw
-    // inflates every section of it whole on the first line looked up: 16 MiB of the reader's
+    // inflates every section of it whole on the first line looked up: megabytes of the reader's
     // memory, paid by nearly every report since nearly every stack ends in __libc_start_main.
     // Without it their frames keep the names of the full symbol table (the debug file's .symtab
     // where installed), which is read without touching the DWARF.

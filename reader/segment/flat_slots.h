@@ -1,8 +1,7 @@
 // Open addressing over a vector of entry numbers, for tables that keep their entries elsewhere
 // (in a vector of their own, or derived from their data) and need only to find one by key: 4
-// bytes a slot, at most half full, in one block that is unmapped when freed. As std::unordered_map
-// nodes, the reader's indexes of a Rails segment (stacks, rows, pprof's strings and ids) took
-// megabytes of small blocks that stayed in the heap after they were freed.
+// bytes a slot, at most half full, in one block that is unmapped when freed, where
+// std::unordered_map nodes would be small blocks that stay in the heap after they are freed.
 #pragma once
 
 #include <cstddef>

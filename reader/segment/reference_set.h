@@ -1,9 +1,9 @@
 // A set of 32-bit references (offsets into a segment's stack table, in units of
 // layout::kStackAlignment) as one bit each, and once complete, each member's rank: its index
 // among the members in reference order. The parser marks the stacks the sites name and the Ruby
-// frame records it has checked here, and numbers the stacks of its store by rank. A Rails boot's
-// 2.4 MiB stack table takes 38 KiB a set; the hash tables of (reference, value) pairs they
-// replace took 2.5 MiB while the whole copy of the segment was resident.
+// frame records it has checked here, and numbers the stacks of its store by rank: a bit per
+// stack-table unit, a small fraction of the table, where a hash table of (reference, value)
+// pairs would rival the copy of the segment it indexes.
 #pragma once
 
 #include <bit>

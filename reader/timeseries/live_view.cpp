@@ -208,8 +208,7 @@ std::vector<LiveView::ShownRow> LiveView::ranked(std::size_t count) {
         return std::make_tuple(key(a), current_.rows[b.row].id) >
                std::make_tuple(key(b), current_.rows[a.row].id);
     };
-    // The rows that fit, not every row sorted: 16 bytes a row, 0.8 MiB of a Rails process's
-    // sample at each redraw.
+    // The rows that fit, not every row sorted at each redraw.
     BestOf<ShownRow, decltype(before)> best(count, before);
     for (uint32_t row = 0; row < current_.rows.size(); ++row)
         if (kept(row)) best.offer({row, growth_of(row)});

@@ -66,8 +66,8 @@ public:
 private:
     // A row of the current sample as the ranking needs it: its live bytes and its first record,
     // whose stack (or Ruby line) is the row's. Only the rows on the screen are made whole, when
-    // drawn: made for every row, at 72 bytes a row and 8 a record, they took 4.7 MiB of a Rails
-    // process's sample; with the row's Counters, a tally took 40 bytes, here 16.
+    // drawn, since a large process has tens of thousands of rows; and a tally keeps the live bytes
+    // alone, not the row's Counters.
     struct RowTally {
         LiveSum live_bytes;
         uint32_t first_site = 0;  // position in snapshot_.sites
@@ -94,9 +94,8 @@ private:
         std::size_t operator()(const RowKey& key) const { return static_cast<std::size_t>(key.first); }
     };
     // What is kept of the rows of one grouping, each grouping's by its own keys. The live bytes
-    // at the first sample of every row that held some, sorted by key: 24 bytes a row, where a
-    // hash map's nodes took about 80 (some 4 MiB for the rows of a Rails process, native and by
-    // Ruby line).
+    // at the first sample of every row that held some, sorted by key: 24 bytes a row, a third of
+    // what a hash map's nodes take.
     struct RowMemory {
         std::vector<std::pair<RowKey, uint64_t>> first_live;
         std::unordered_map<RowKey, std::string, RowKeyHash> labels;

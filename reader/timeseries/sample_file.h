@@ -1,8 +1,8 @@
 // Reads a snapshot file for `diff` — a `--format json` report or one series line — without ever
 // holding its document: the object is split into its members as it is read, and "sites" into
-// one element at a time. A series line of a Rails process (124,000 sites, 50 MB on one line) took
-// 200 MB as a document and 1 s to parse with nlohmann's lexer (about 60 MB/s); a series line's
-// sites are flat objects of numbers and strings, which the scanner here reads itself.
+// one element at a time. A series line of a Rails process is tens of megabytes on one line, which
+// as a document takes several times that and parses slowly; a series line's sites are flat
+// objects of numbers and strings, which the scanner here reads itself.
 #pragma once
 
 #include "series.h"

@@ -109,8 +109,8 @@ ordered with_counters(ordered object, const SampleCounters& counters) {
 
 }  // namespace
 
-// Streamed, member by member and site by site: the document of a line with every site of a Rails
-// process (124,000 sites, 50 MB) took hundreds of megabytes before it was written.
+// Streamed, member by member and site by site: the document of a line with every site of a large
+// process would be several times the line before it was written.
 SampleLineWriter::SampleLineWriter(std::ostream& out, const Sample& head)
     : out_(out), stacks_(head.stacks) {
     ordered bins = ordered::array();

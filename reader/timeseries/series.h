@@ -71,9 +71,8 @@ std::optional<SampleSite> sample_site_from_report(const nlohmann::json& site,
 // "frees"}], "sites": [{"id", "live_bytes", "live_blocks", "allocs", "frees", "label", "stack"}]}, keys in that order for people reading it. Lines written by
 // earlier versions also end in "labels": {id: label}, the sites' labels again.
 // It is written as it comes: the head (every member of `head` but its sites, which it
-// should not have), then each site, then the end; nothing of a site is kept once written. A line
-// of every site of a Rails process kept as a Sample took 55 MiB, and its "labels" object, which
-// repeated every site's label after the sites, 4.8 MiB kept until the end.
+// should not have), then each site, then the end; nothing of a site is kept once written, since
+// a line of every site of a large process, kept whole, is many times its segment.
 class SampleLineWriter {
 public:
     SampleLineWriter(std::ostream& out, const Sample& head);

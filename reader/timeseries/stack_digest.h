@@ -7,9 +7,9 @@
 
 namespace leakwrap {
 
-// A key of a Rails process's site is ~600 bytes (eight Ruby file paths), and two snapshots of
-// 124,000 sites kept in full took 150 MB. Two different keys share a digest with a probability
-// of about n^2 / 2^129 for n keys.
+// A key of a Rails process's site runs to hundreds of bytes (eight Ruby file paths), and `diff`
+// keeps two snapshots' keys. Two different keys share a digest with a probability of about
+// n^2 / 2^129 for n keys.
 struct StackDigest {
     uint64_t first = 0;
     uint64_t second = 0;

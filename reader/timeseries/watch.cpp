@@ -98,8 +98,8 @@ public:
           symbolizer_options_(symbolizer_options) {}
 
     // Writes the snapshot's series line to `series` site by site, each site also handed to
-    // `on_site`, and returns the sample without its sites: a Sample of every site of a Rails
-    // process (--min-bytes 0) held 55 MiB of labels and stack keys until its line was written.
+    // `on_site`, and returns the sample without its sites: a Sample of every site of a large
+    // process (--min-bytes 0) would hold their labels and stack keys until its line was written.
     Sample take(const Snapshot& snapshot, std::ostream& series,
                 const std::function<void(const SampleSite&)>& on_site) {
         if (!symbolizer_ || !same_modules(modules_, snapshot.modules)) {
@@ -109,11 +109,11 @@ public:
         ReportOptions report_options;
         report_options.top = 0;
         report_options.format = ReportFormat::json;
-        // Only the rows the series keeps are rendered: a Ruby process has ~70,000 sites, and
-        // rendering and parsing back all of them took ~19 s a sample.
+        // Only the rows the series keeps are rendered: a Ruby process has tens of thousands of
+        // sites, and rendering and parsing back all of them would take seconds a sample.
         report_options.min_live_bytes = min_bytes_;
         report_options.focus = focus_;
-        // Taken in row by row: a document of every row of a Rails process took gigabytes.
+        // Taken in row by row: a document of every row would be many times the segment.
         Sample head;
         std::optional<SampleLineWriter> line;
         visit_json_report(
@@ -245,8 +245,7 @@ private:
     // Live bytes by row id at the first sample, of the rows that held any, sorted by id once it is
     // complete: 8 bytes a row (a Rails process has 32,000 such rows), and the rare row whose id
     // or bytes do not fit in 32 bits in `wide_start_`. A deque, as the number of rows is not known
-    // beforehand: a vector grown by doubling took up to twice their size and a copy (1.5 MiB for
-    // 32,768 sites).
+    // beforehand: a vector grown by doubling takes up to twice their size and a copy.
     std::deque<Start> start_;
     std::vector<std::pair<uint64_t, uint64_t>> wide_start_;
     std::optional<std::string> top_label_;
