@@ -417,9 +417,9 @@ void expect_planted_segment_name_left_alone(Planted planted) {
     const Completed bare = run({program}, Environment::bare());
 
     PlantedPaths planted_paths;
-    const std::string fifo = ::testing::TempDir() + "leakwrap-planted-fifo-" + std::to_string(getpid());
+    const TemporaryDirectory fifo_directory;
+    const std::string fifo = (fifo_directory.path() / "planted-fifo").string();
     if (planted == Planted::link_to_fifo) {
-        fs::remove(fifo);
         ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << fifo << ": " << std::strerror(errno);
         planted_paths.paths.push_back(fifo);
     }
@@ -580,7 +580,8 @@ TEST(Faults, SiteWithMoreFreesThanAllocationsIsReportedWithOneWarningLine) {
         break;
     }
     ASSERT_NE(corrupted, 0u) << "alloc_kinds left no ready site";
-    const fs::path copy = fs::temp_directory_path() / ("leakwrap-corrupt-" + std::to_string(getpid()));
+    const TemporaryDirectory scratch;
+    const fs::path copy = scratch.path() / "corrupt";
     const ForgedSegment written(copy, segment, header.pid, header.start_time_ticks);
 
     for (const char* format : {"text", "json"}) {
@@ -601,7 +602,8 @@ TEST(Faults, SiteWithMoreFreesThanAllocationsIsReportedWithOneWarningLine) {
 TEST(Faults, CopiedSegmentOfARecycledPidIsStaleNeverAlive) {
     const std::vector<char> segment = ForgedSegment::real_segment();
     ASSERT_GE(segment.size(), sizeof(layout::Header));
-    const fs::path copy = fs::temp_directory_path() / ("leakwrap-forged-" + std::to_string(getpid()));
+    const TemporaryDirectory scratch;
+    const fs::path copy = scratch.path() / "forged";
     const ForgedSegment forged(copy, segment, getpid(), process_start_time_ticks(getpid()).value() + 1);
     const Completed report = run_report({"--segment", copy.string(), "--format", "json"});
     ASSERT_EQ(report.exit_code, 0) << report.err;
