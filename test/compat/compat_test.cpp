@@ -1,7 +1,7 @@
 // Real programs behave exactly the same under the preload: same stdout, same stderr, same exit
 // code as without it. Each workload runs twice, bare and profiled, each time in a fresh working
 // directory that it may fill with files first. (Python, Perl, git and the build's C++ compiler
-// are in test/e2e/smoke_test.cpp; this suite adds the rest of a typical machine.)
+// are in test/e2e/same_output_test.cpp; this suite adds the rest of a typical machine.)
 #include <gtest/gtest.h>
 
 #include <filesystem>

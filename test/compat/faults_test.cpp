@@ -1,67 +1,26 @@
 // Faults and limits of the preload never break the program it runs in: garbage settings, a full
 // site table, a /dev/shm where no segment can be made, names in /dev/shm planted by someone else.
-// Each costs exactly one warning line on stderr and nothing else. And a segment whose pid now
-// belongs to another process is reported stale, never alive.
+// Each costs exactly one warning line on stderr and nothing else.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <csignal>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <set>
 #include <leakwrap/segment_layout.h>
-#include <optional>
-#include <sstream>
-#include <stdexcept>
-#include <system_error>
-#include <thread>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "dead_segments.h"
 #include "ground_truth.h"
 #include "harness.h"
+#include "one_warning.h"
 #include "temporary_directory.h"
-#include "process_identity.h"
 
 namespace leakwrap::e2e {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream stream(text);
-    for (std::string line; std::getline(stream, line);) lines.push_back(line);
-    return lines;
-}
-
-// The profiled run must print what the bare one prints, plus exactly one warning line on
-// stderr, which is returned.
-std::string expect_same_output_and_one_warning(const Completed& bare, const Completed& with) {
-    EXPECT_EQ(bare.exit_code, 0) << bare.err;
-    EXPECT_EQ(with.exit_code, bare.exit_code) << with.err;
-    EXPECT_EQ(with.out, bare.out);
-    std::vector<std::string> warnings, other;
-    for (std::string& line : lines_of(with.err))
-        (line.starts_with("leakwrap[") ? warnings : other).push_back(std::move(line));
-    EXPECT_EQ(other, lines_of(bare.err));
-    EXPECT_EQ(warnings.size(), 1u) << with.err;
-    return warnings.empty() ? std::string() : warnings.front();
-}
-
-// Runs argv bare and with `profiled`, as above.
-std::string expect_same_output_and_one_warning(const std::vector<std::string>& argv,
-                                               const Environment& profiled) {
-    return expect_same_output_and_one_warning(run(argv, Environment::bare()), run(argv, profiled));
-}
 
 void expect_one_warning_naming(const std::string& variable, const std::string& value) {
     const std::string warning = expect_same_output_and_one_warning(
@@ -358,254 +317,6 @@ TEST(Faults, ForeignDataOfOurOwnUnderTheSegmentNameIsLeftAlone) {
         "size=8m", kPlantEveryName + "cp -p /dev/shm/planted/* /dev/shm/; chmod 600 /dev/shm/leakwrap.*; " +
                        kRunThenShowThePlantedFiles);
     EXPECT_NE(warning.find("not a leakwrap segment"), std::string::npos) << warning;
-}
-
-// Any local user can plant an object under /dev/shm/leakwrap.<pid> for pids to come. These
-// tests need no namespace: the child of a fork plants it under its own pid, then execs the
-// program profiled, which keeps the pid.
-enum class Planted { fifo, link_to_fifo, directory };
-
-// What must not change about a planted object, readably for a failure message.
-std::string planted_state(const std::string& path) {
-    struct stat status {};
-    if (lstat(path.c_str(), &status) != 0) return path + " is gone: " + std::strerror(errno);
-    std::error_code not_a_link;
-    std::ostringstream state;
-    state << path << ": mode 0" << std::oct << status.st_mode << std::dec << ", inode "
-          << status.st_dev << ':' << status.st_ino << ", owner " << status.st_uid << ", links "
-          << status.st_nlink << ", modified " << status.st_mtim.tv_sec << '.'
-          << status.st_mtim.tv_nsec << ", link to '" << fs::read_symlink(path, not_a_link).string()
-          << "'";
-    return state.str();
-}
-
-// A descriptor closed however the test ends.
-struct OwnedFd {
-    int fd;
-    ~OwnedFd() {
-        if (fd >= 0) close(fd);
-    }
-};
-
-std::string contents_of(const OwnedFd& file) {
-    std::string text;
-    char buffer[4096];
-    for (off_t offset = 0;;) {
-        const ssize_t got = pread(file.fd, buffer, sizeof buffer, offset);
-        if (got <= 0) return text;
-        text.append(buffer, static_cast<std::size_t>(got));
-        offset += got;
-    }
-}
-
-// Removes what a test planted, however it ends.
-struct PlantedPaths {
-    std::vector<std::string> paths;
-    ~PlantedPaths() {
-        for (const std::string& path : paths) {
-            std::error_code ignored;
-            fs::remove(path, ignored);
-        }
-    }
-};
-
-// Runs semantics bare, then profiled over a planted segment name; it must print the same plus
-// the one warning, and every planted object must be as it was. A preload that waits on what was
-// planted is killed after 30 s, which fails the test.
-void expect_planted_segment_name_left_alone(Planted planted) {
-    const std::string program = paths::program("semantics");
-    const Completed bare = run({program}, Environment::bare());
-
-    PlantedPaths planted_paths;
-    const std::string fifo = ::testing::TempDir() + "leakwrap-planted-fifo-" + std::to_string(getpid());
-    if (planted == Planted::link_to_fifo) {
-        fs::remove(fifo);
-        ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << fifo << ": " << std::strerror(errno);
-        planted_paths.paths.push_back(fifo);
-    }
-    // Everything the child needs is made before the fork: between fork and exec it calls only
-    // async-signal-safe functions.
-    const std::vector<std::string> environment = Environment::profiled().entries();
-    std::vector<char*> environment_pointers;
-    for (const std::string& entry : environment) environment_pointers.push_back(const_cast<char*>(entry.c_str()));
-    environment_pointers.push_back(nullptr);
-    char* const argv[] = {const_cast<char*>(program.c_str()), nullptr};
-    const OwnedFd out{memfd_create("stdout", MFD_CLOEXEC)};
-    const OwnedFd err{memfd_create("stderr", MFD_CLOEXEC)};
-    const OwnedFd null{open("/dev/null", O_RDONLY | O_CLOEXEC)};
-    ASSERT_TRUE(out.fd >= 0 && err.fd >= 0 && null.fd >= 0) << std::strerror(errno);
-    constexpr int kCannotPlant = 125;
-    constexpr int kCannotExec = 126;
-
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0) << std::strerror(errno);
-    if (pid == 0) {
-        char path[64];
-        std::snprintf(path, sizeof path, "/dev/shm/leakwrap.%d", static_cast<int>(getpid()));
-        unlink(path);  // a segment left by an earlier process with this pid
-        const int made = planted == Planted::fifo           ? mkfifo(path, 0600)
-                         : planted == Planted::link_to_fifo ? symlink(fifo.c_str(), path)
-                                                            : mkdir(path, 0700);
-        if (made != 0) _exit(kCannotPlant);
-        raise(SIGSTOP);  // until the parent has noted what was planted
-        if (dup2(null.fd, STDIN_FILENO) < 0 || dup2(out.fd, STDOUT_FILENO) < 0 ||
-            dup2(err.fd, STDERR_FILENO) < 0)
-            _exit(kCannotExec);
-        execve(argv[0], argv, environment_pointers.data());
-        _exit(kCannotExec);
-    }
-    const std::string segment_name = segment_path(pid);
-    planted_paths.paths.push_back(segment_name);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
-    ASSERT_TRUE(WIFSTOPPED(status)) << "cannot plant " << segment_name << " (exit " << exit_code_of(status) << ")";
-    std::vector<std::string> states_before;
-    for (const std::string& path : planted_paths.paths) states_before.push_back(planted_state(path));
-    kill(pid, SIGCONT);
-
-    constexpr auto kPatience = 30s;
-    bool finished = false;
-    for (const auto deadline = std::chrono::steady_clock::now() + kPatience;
-         !finished && std::chrono::steady_clock::now() < deadline;) {
-        finished = waitpid(pid, &status, WNOHANG) == pid;
-        if (!finished) std::this_thread::sleep_for(10ms);
-    }
-    if (!finished) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
-    const Completed with{exit_code_of(status), contents_of(out), contents_of(err)};
-    ASSERT_TRUE(finished) << "semantics was still running " << kPatience.count() << " s after it started over "
-                          << segment_name << "; killed. Its stderr: " << with.err;
-    ASSERT_NE(with.exit_code, kCannotExec) << "cannot run " << program;
-
-    const std::string warning = expect_same_output_and_one_warning(bare, with);
-    EXPECT_NE(warning.find("not a leakwrap segment"), std::string::npos) << warning;
-    for (std::size_t i = 0; i < planted_paths.paths.size(); ++i)
-        EXPECT_EQ(planted_state(planted_paths.paths[i]), states_before[i]);
-}
-
-TEST(Faults, FifoPlantedUnderTheSegmentNameNeitherBlocksTheProgramNorIsTouched) {
-    expect_planted_segment_name_left_alone(Planted::fifo);
-}
-
-TEST(Faults, LinkToAFifoPlantedUnderTheSegmentNameNeitherBlocksTheProgramNorIsTouched) {
-    expect_planted_segment_name_left_alone(Planted::link_to_fifo);
-}
-
-TEST(Faults, DirectoryPlantedUnderTheSegmentNameIsLeftAlone) {
-    expect_planted_segment_name_left_alone(Planted::directory);
-}
-
-// pid reuse: a real segment, re-labelled as belonging to a live process that did not write it.
-class ForgedSegment {
-public:
-    // The segment of a finished alloc_kinds run, kept with LEAKWRAP_KEEP=1.
-    static std::vector<char> real_segment() {
-        Target target({paths::program("alloc_kinds")},
-                      Environment::profiled()
-                          .set("LEAKWRAP_KEEP", "1")
-                          .set("LEAKWRAP_MAX_SITES", std::to_string(layout::kMinSiteCapacity + 64)));
-        target.wait_ready();
-        const pid_t pid = target.pid();
-        EXPECT_EQ(target.release_and_wait(), 0);
-        std::ifstream file(segment_path(pid), std::ios::binary);
-        std::vector<char> bytes{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-        fs::remove(segment_path(pid));
-        return bytes;
-    }
-
-    // Writes `segment` as `path`, claiming `pid`, still running, started at `start_time_ticks`.
-    ForgedSegment(fs::path path, std::vector<char> segment, pid_t pid, uint64_t start_time_ticks)
-        : path_(std::move(path)) {
-        layout::Header header;
-        std::memcpy(&header, segment.data(), sizeof header);
-        header.pid = pid;
-        header.start_time_ticks = start_time_ticks;
-        header.process_state = layout::kProcessRunning;
-        std::memcpy(segment.data(), &header, sizeof header);
-        const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0) throw std::runtime_error("cannot create " + path_.string());
-        const bool written = write(fd, segment.data(), segment.size()) == static_cast<ssize_t>(segment.size());
-        close(fd);
-        if (!written) throw std::runtime_error("cannot write " + path_.string());
-    }
-    ~ForgedSegment() { fs::remove(path_); }
-    ForgedSegment(const ForgedSegment&) = delete;
-    ForgedSegment& operator=(const ForgedSegment&) = delete;
-
-private:
-    fs::path path_;
-};
-
-TEST(Faults, SegmentOfARecycledPidIsStaleNeverAlive) {
-    const std::vector<char> segment = ForgedSegment::real_segment();
-    ASSERT_GE(segment.size(), sizeof(layout::Header));
-    Target unrelated({"/bin/sleep", "60"}, Environment::bare());
-    const std::optional<uint64_t> start = process_start_time_ticks(unrelated.pid());
-    ASSERT_TRUE(start.has_value());
-    const uint64_t real_start = *start;
-    {
-        const ForgedSegment forged(segment_path(unrelated.pid()), segment, unrelated.pid(), real_start + 1);
-        EXPECT_EQ(report_json(unrelated.pid()).at("state"), "stale");
-        const Completed list = run_report({"--list"});
-        bool listed_stale = false;
-        for (const std::string& line : lines_of(list.out))
-            listed_stale = listed_stale || (line.starts_with(std::to_string(unrelated.pid()) + " ") &&
-                                            line.find("stale") != std::string::npos);
-        EXPECT_TRUE(listed_stale) << list.out;
-    }
-    // The same bytes with the true start time: the check above is about the start time alone.
-    const ForgedSegment genuine(segment_path(unrelated.pid()), segment, unrelated.pid(), real_start);
-    EXPECT_EQ(report_json(unrelated.pid()).at("state"), "alive");
-}
-
-// A site counting more frees than allocations is corrupt, or a live copy caught it mid-update:
-// the report is made, with one warning line naming the site, and the site's live counts are 0,
-// never a wrapped-around 2^64.
-TEST(Faults, SiteWithMoreFreesThanAllocationsIsReportedWithOneWarningLine) {
-    std::vector<char> segment = ForgedSegment::real_segment();
-    ASSERT_GE(segment.size(), sizeof(layout::Header));
-    layout::Header header;
-    std::memcpy(&header, segment.data(), sizeof header);
-    uint32_t corrupted = 0;
-    layout::SiteRecord record{};
-    for (uint32_t slot = layout::kOverflowSites; slot < std::min(header.sites_claimed, header.site_capacity); ++slot) {
-        char* at = segment.data() + header.sites_offset + uint64_t{slot} * header.site_record_size;
-        std::memcpy(&record, at, sizeof record);
-        if (record.state != layout::kReady) continue;
-        record.frees = record.allocs + 1000000;  // more than its delta entries can add to allocs
-        std::memcpy(at, &record, sizeof record);
-        corrupted = slot;
-        break;
-    }
-    ASSERT_NE(corrupted, 0u) << "alloc_kinds left no ready site";
-    const fs::path copy = fs::temp_directory_path() / ("leakwrap-corrupt-" + std::to_string(getpid()));
-    const ForgedSegment written(copy, segment, header.pid, header.start_time_ticks);
-
-    for (const char* format : {"text", "json"}) {
-        const Completed report = run_report({"--segment", copy.string(), "--format", format, "--top", "0"});
-        EXPECT_EQ(report.exit_code, 0) << report.err;
-        const std::vector<std::string> lines = lines_of(report.err);
-        ASSERT_EQ(lines.size(), 1u) << report.err;
-        EXPECT_TRUE(lines[0].starts_with("leakwrap-report: warning: site " + std::to_string(corrupted) +
-                                         " counts more frees than allocations"))
-            << lines[0];
-        if (std::string(format) == "json") {
-            for (const auto& site : nlohmann::json::parse(report.out).at("sites"))
-                EXPECT_LT(site.at("live_blocks").get<uint64_t>(), uint64_t{1} << 32) << site;
-        }
-    }
-}
-
-TEST(Faults, CopiedSegmentOfARecycledPidIsStaleNeverAlive) {
-    const std::vector<char> segment = ForgedSegment::real_segment();
-    ASSERT_GE(segment.size(), sizeof(layout::Header));
-    const fs::path copy = fs::temp_directory_path() / ("leakwrap-forged-" + std::to_string(getpid()));
-    const ForgedSegment forged(copy, segment, getpid(), process_start_time_ticks(getpid()).value() + 1);
-    const Completed report = run_report({"--segment", copy.string(), "--format", "json"});
-    ASSERT_EQ(report.exit_code, 0) << report.err;
-    EXPECT_EQ(nlohmann::json::parse(report.out).at("state"), "stale");
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ TEST(ReaderErrors, ProcessRunningWithoutThePreloadIsARuntimeError) {
 }
 
 TEST(ReaderErrors, SegmentFileThatIsNotASegmentIsARuntimeError) {
-    const std::string not_a_segment = ::testing::TempDir() + "not_a_segment." + std::to_string(getpid());
+    const TemporaryDirectory directory;
+    const std::string not_a_segment = (directory.path() / "not_a_segment").string();
     {
         std::FILE* file = std::fopen(not_a_segment.c_str(), "w");
         ASSERT_NE(file, nullptr);
@@ -42,7 +43,6 @@ TEST(ReaderErrors, SegmentFileThatIsNotASegmentIsARuntimeError) {
         std::fclose(file);
     }
     expect_one_line_error(run_report({"--segment", not_a_segment}), 1);
-    std::remove(not_a_segment.c_str());
 }
 
 // Another user's segment (mode 0600) cannot be opened: the error names its owner and says to

@@ -4,13 +4,12 @@
 // a shared machine are not; timings belong to test/bench/reader_bench.sh.
 #include "ground_truth.h"
 #include "harness.h"
+#include "temporary_directory.h"
 #include "top_pane.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -49,17 +48,11 @@ protected:
         segment_kib_ = static_cast<long>(
             report.at("totals").at("memory").at("leakwrap_segment_resident_bytes").get<uint64_t>() / 1024);
         bound_kib_ = reader_memory_bound_kib(segment_kib_);
-        directory_ = std::filesystem::temp_directory_path() /
-                     ("leakwrap-reader-memory-" + std::to_string(::getpid()));
-        std::filesystem::create_directories(directory_);
     }
-    void TearDown() override {
-        std::filesystem::remove_all(directory_);
-        target_.release_and_wait();
-    }
+    void TearDown() override { target_.release_and_wait(); }
 
     std::string pid() const { return std::to_string(target_.pid()); }
-    std::string file(const char* name) const { return (directory_ / name).string(); }
+    std::string file(const char* name) const { return (directory_.path() / name).string(); }
 
     // The bound, with what was measured, for the failure message.
     void expect_within_bound(const char* command, long peak_kib) const {
@@ -75,7 +68,7 @@ protected:
     std::size_t sites_ = 0;
     long segment_kib_ = 0;
     long bound_kib_ = 0;
-    std::filesystem::path directory_;
+    TemporaryDirectory directory_;
 };
 
 TEST_F(ReaderMemory, IsBoundedByTwiceTheSegmentInEveryCommand) {

@@ -3,13 +3,11 @@
 // output (the report, --list, an error), never raw; JSON keeps them, escaped its own way.
 #include <gtest/gtest.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <sstream>
-#include <stdexcept>
 
 #include "harness.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -25,24 +23,15 @@ bool has_raw_control(const std::string& text) {
     return false;
 }
 
+// A directory named `name`, inside a temporary one.
 class Directory {
 public:
-    explicit Directory(const std::string& suffix) {
-        std::string pattern = ::testing::TempDir() + "leakwrap-escapes-XXXXXX";
-        if (mkdtemp(pattern.data()) == nullptr)
-            throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
-        root_ = pattern;
-        path_ = root_ / suffix;
-        fs::create_directory(path_);
-    }
-    ~Directory() {
-        std::error_code ignored;
-        fs::remove_all(root_, ignored);
-    }
+    explicit Directory(const std::string& name) : path_(root_.path() / name) { fs::create_directory(path_); }
     const fs::path& path() const { return path_; }
 
 private:
-    fs::path root_, path_;
+    TemporaryDirectory root_;
+    fs::path path_;
 };
 
 TEST(TerminalEscapes, CommandLineAndExecutablePathArePrintedEscaped) {

@@ -2,10 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -22,11 +19,8 @@ namespace {
 constexpr auto kScreenTimeout = 20s;
 }  // namespace
 
-TmuxPane::TmuxPane(const std::vector<std::string>& top_arguments) {
-    char directory[] = "/tmp/leakwrap-top-test.XXXXXX";
-    if (mkdtemp(directory) == nullptr) throw std::runtime_error("mkdtemp");
-    directory_ = directory;
-    socket_ = directory_ + "/tmux.socket";
+TmuxPane::TmuxPane(const std::vector<std::string>& top_arguments)
+    : socket_((directory_.path() / "tmux.socket").string()) {
     std::string command = paths::report_tool + " top";
     for (const std::string& argument : top_arguments) command += " " + argument;
     // After top: its exit status, then whether the line discipline is back to canonical mode
@@ -38,7 +32,6 @@ TmuxPane::TmuxPane(const std::vector<std::string>& top_arguments) {
 
 TmuxPane::~TmuxPane() {
     run({paths::tmux, "-S", socket_, "kill-server"}, Environment::bare());
-    std::filesystem::remove_all(directory_);
 }
 
 std::string TmuxPane::screen() { return tmux({"capture-pane", "-p", "-t", "top"}); }

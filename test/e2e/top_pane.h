@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e {
 
@@ -45,7 +46,7 @@ public:
 private:
     std::string tmux(std::vector<std::string> arguments);
 
-    std::string directory_;
+    TemporaryDirectory directory_;
     std::string socket_;
 };
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "ruby_support.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e::ruby {
 namespace {
@@ -165,8 +166,8 @@ TEST_F(PumaCluster, ChildrenMergeTheClusterIntoOneReportWithOneLeakPerRequest) {
 }
 
 TEST_F(PumaCluster, AWorkerThatPumaRestartsJoinsTheWatchedTreeAsANewPid) {
-    const std::filesystem::path series = std::filesystem::temp_directory_path() /
-                                         ("leakwrap-tree-" + std::to_string(getpid()) + ".jsonl");
+    const TemporaryDirectory directory;
+    const std::filesystem::path series = directory.path() / "tree.jsonl";
     Target watch({e2e::paths::report_tool, "watch", std::to_string(puma().pid()), "--children",
                   "--interval", "300ms", "--out", series.string()},
                  Environment::bare());
@@ -202,7 +203,6 @@ TEST_F(PumaCluster, AWorkerThatPumaRestartsJoinsTheWatchedTreeAsANewPid) {
     std::vector<nlohmann::json> lines;
     std::ifstream in(series);
     for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-    std::filesystem::remove(series);
     ASSERT_GE(lines.size(), 2u);
     EXPECT_EQ(pids_of(lines.front().at("pids")), (std::set<int64_t>{puma().pid(), workers[0], workers[1]}));
     EXPECT_EQ(pids_of(lines.back().at("pids")), (std::set<int64_t>{puma().pid(), workers[1], replacement}));

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "ruby_support.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e::ruby {
 namespace {
@@ -97,10 +98,10 @@ TEST(RubyRails, EveryRequestLeaksOneTableOfContentsStateAtTheControllerLine) {
 
     // Boot memory outweighs the leak for thousands of requests, but the growth between two
     // snapshots names it first: what a soak test looks at.
-    // Named after puma's pid: other checkouts' suites may run this test at the same time.
     const std::string pid = std::to_string(puma.pid());
-    const std::string before = ::testing::TempDir() + "rails_before." + pid + ".json";
-    const std::string after = ::testing::TempDir() + "rails_after." + pid + ".json";
+    const TemporaryDirectory snapshots;
+    const std::string before = (snapshots.path() / "before.json").string();
+    const std::string after = (snapshots.path() / "after.json").string();
     ASSERT_EQ(run_report({pid, "--by", "ruby", "--format", "json", "--top", "0", "-o", before}).exit_code, 0);
     send_requests(puma.url(), kMoreRequests);
     ASSERT_EQ(run_report({pid, "--by", "ruby", "--format", "json", "--top", "0", "-o", after}).exit_code, 0);
@@ -108,8 +109,6 @@ TEST(RubyRails, EveryRequestLeaksOneTableOfContentsStateAtTheControllerLine) {
     EXPECT_EQ(diff.exit_code, 0) << diff.err;
     const std::string first_row = controller + ":" + std::to_string(leak_line);
     EXPECT_NE(diff.out.find(first_row), std::string::npos) << diff.out;
-    std::filesystem::remove(before);
-    std::filesystem::remove(after);
 
     // One snapshot, without a series: the memory born after the boot has the leak first, all
     // of its states and nothing of the boot.

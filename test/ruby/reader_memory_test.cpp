@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ruby_support.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e::ruby {
 namespace {
@@ -55,7 +56,8 @@ ReaderPeaks measure_reader(pid_t target, const std::filesystem::path& directory)
 TEST(RubyReaderMemory, GrowsByAtMostTwiceTheSegmentOnARailsApp) {
     LEAKWRAP_SKIP_WITHOUT_RUBY();
     ASSERT_FALSE(paths::puma.empty()) << "puma is not installed (scripts/setup.sh installs it)";
-    const std::filesystem::path directory = ::testing::TempDir();
+    const TemporaryDirectory scratch;
+    const std::filesystem::path& directory = scratch.path();
 
     Target idle({paths::ruby, "-e", "STDOUT.puts 'READY'; STDOUT.flush; STDIN.gets"}, Environment::profiled());
     idle.wait_ready();

@@ -5,7 +5,6 @@
 // not take the renderer structs that the GC frees in bursts for one.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "ruby_support.h"
+#include "temporary_directory.h"
 
 namespace leakwrap::e2e::ruby {
 namespace {
@@ -34,13 +34,11 @@ std::set<uint64_t> row_ids(const std::vector<json>& rows) {
     return ids;
 }
 
-// Watches puma into a series file of its own while `traffic` runs, then stops the watch as a
-// service manager does, with SIGTERM (a shell leaves SIGINT ignored in what it starts in the
-// background, and so may CTest's caller).
-fs::path watch_during(const Puma& puma, const std::string& name,
+// Watches puma into `series` while `traffic` runs, then stops the watch as a service manager
+// does, with SIGTERM (a shell leaves SIGINT ignored in what it starts in the background, and so
+// may CTest's caller).
+fs::path watch_during(const Puma& puma, const fs::path& series,
                       const std::function<void(const fs::path&)>& traffic) {
-    const fs::path series = fs::temp_directory_path() /
-                            ("leakwrap-soak-" + std::to_string(getpid()) + "-" + name + ".jsonl");
     Target watch({e2e::paths::report_tool, "watch", std::to_string(puma.pid()), "--interval",
                   kInterval, "--out", series.string()},
                  Environment::bare());
@@ -72,7 +70,6 @@ void wait_for_samples(const fs::path& series, std::size_t more) {
 
 json suspects_of(const fs::path& series) {
     const Completed ranked = run_report({"suspects", series.string(), "--format", "json", "--top", "0"});
-    fs::remove(series);
     if (ranked.exit_code != 0) throw std::runtime_error("suspects failed: " + ranked.err);
     return json::parse(ranked.out);
 }
@@ -117,7 +114,8 @@ TEST(RubySoak, BurstsThenIdleAndTrafficCutShortBothPutTheLeakFirst) {
     // freed 3 of its 115 blocks in the series outranked the options block.
     send_requests(puma.url(), kBurst);
 
-    const fs::path bursts = watch_during(puma, "bursts", [&](const fs::path& series) {
+    const TemporaryDirectory directory;
+    const fs::path bursts = watch_during(puma, directory.path() / "bursts.jsonl", [&](const fs::path& series) {
         for (int burst = 0; burst < kBursts; ++burst) {
             if (burst > 0) std::this_thread::sleep_for(kIdle);
             send_requests(puma.url(), kBurst);
@@ -128,7 +126,7 @@ TEST(RubySoak, BurstsThenIdleAndTrafficCutShortBothPutTheLeakFirst) {
     // A second series that the watch stops while requests are still coming, on whatever rise
     // the GC left.
     std::thread client;
-    const fs::path cut_short = watch_during(puma, "cut-short", [&](const fs::path&) {
+    const fs::path cut_short = watch_during(puma, directory.path() / "cut-short.jsonl", [&](const fs::path&) {
         send_requests(puma.url(), kBurst);
         std::this_thread::sleep_for(kIdle);
         client = std::thread([&] { send_requests(puma.url(), kBurst); });

@@ -1,6 +1,7 @@
 // drop_whole_file_mappings on real mappings of a real file, its pages' presence read from
 // /proc/self/pagemap.
 #include "mapped_file_pages.h"
+#include "temporary_directory.h"
 
 #include <gtest/gtest.h>
 
@@ -37,7 +38,7 @@ std::size_t present_pages(const void* address, std::size_t bytes) {
 class MappedFilePages : public ::testing::Test {
 protected:
     void SetUp() override {
-        path_ = (std::filesystem::path(::testing::TempDir()) / ("mapped-" + std::to_string(::getpid()))).string();
+        path_ = (directory_.path() / "mapped").string();
         std::ofstream file(path_, std::ios::binary);
         const std::string page(kPage, 'x');
         for (std::size_t i = 0; i < kPages; ++i) file << page;
@@ -45,10 +46,7 @@ protected:
         fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
         ASSERT_GE(fd_, 0);
     }
-    void TearDown() override {
-        ::close(fd_);
-        std::filesystem::remove(path_);
-    }
+    void TearDown() override { ::close(fd_); }
 
     // Maps `pages` of the file from its start, privately and writable as libelf does, and
     // reads every page of it.
@@ -64,6 +62,7 @@ protected:
     }
 
     static constexpr std::size_t kPages = 8;
+    TemporaryDirectory directory_;
     std::string path_;
     int fd_ = -1;
 };

@@ -22,6 +22,7 @@
 #include "caller.h"
 #include "guard.h"
 #include "stack_capture.h"
+#include "temporary_directory.h"
 #include "thread_stacks.h"
 #include "unwind_tables.h"
 
@@ -193,21 +194,17 @@ TEST_F(FrameSizes, FramesOfLibcAreLearnedFromItsUnwindTable) {
 class PluginCopies {
 public:
     PluginCopies() {
-        char pattern[] = "/tmp/leakwrap-unwind-XXXXXX";
-        directory_ = mkdtemp(pattern);
         std::ifstream plugin(UNWIND_TABLE_PLUGIN, std::ios::binary);
         image_.assign(std::istreambuf_iterator<char>(plugin), std::istreambuf_iterator<char>());
     }
     ~PluginCopies() {
         for (void* handle : handles_) dlclose(handle);
-        for (const std::string& name : names_) std::remove((directory_ + "/" + name).c_str());
-        rmdir(directory_.c_str());
     }
 
     using CallThrough = void (*)(void (*)(void*), void*);
     CallThrough load(const std::string& name) {
         write(name, image_);
-        void* handle = dlopen((directory_ + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+        void* handle = dlopen(path_of(name).c_str(), RTLD_NOW | RTLD_LOCAL);
         if (handle == nullptr) return nullptr;
         handles_.push_back(handle);
         return reinterpret_cast<CallThrough>(dlsym(handle, "call_through"));
@@ -222,21 +219,21 @@ public:
         std::string other = image_;
         other[at + 16] = static_cast<char>(other[at + 16] ^ 0xff);
         write(name + ".new", other);
-        return std::rename((directory_ + "/" + name + ".new").c_str(), (directory_ + "/" + name).c_str()) == 0;
+        return std::rename(path_of(name + ".new").c_str(), path_of(name).c_str()) == 0;
     }
 
     // Deletes the file of the copy loaded as `name`, as an uninstall does.
-    bool remove_file(const std::string& name) { return std::remove((directory_ + "/" + name).c_str()) == 0; }
+    bool remove_file(const std::string& name) { return std::remove(path_of(name).c_str()) == 0; }
 
 private:
+    std::string path_of(const std::string& name) const { return (directory_.path() / name).string(); }
+
     void write(const std::string& name, const std::string& bytes) {
-        std::ofstream(directory_ + "/" + name, std::ios::binary) << bytes;
-        names_.push_back(name);
+        std::ofstream(path_of(name), std::ios::binary) << bytes;
     }
 
-    std::string directory_;
+    TemporaryDirectory directory_;
     std::string image_;
-    std::vector<std::string> names_;
     std::vector<void*> handles_;
 };
 
