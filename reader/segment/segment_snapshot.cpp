@@ -1,7 +1,7 @@
 #include "segment_snapshot.h"
 
-#include "flat_slots.h"
-#include "reference_set.h"
+#include "segment_bytes.h"
+#include "stack_table_reader.h"
 
 #include <leakwrap/segment_layout.h>
 
@@ -20,6 +20,7 @@ namespace leakwrap {
 namespace {
 
 namespace layout = leakwrap::layout;
+using namespace segment_parsing;
 
 // Bounds the work of summing the shards; the writer keeps far fewer (one per thread, up to 64).
 constexpr uint32_t kMaxBinShards = 256;
@@ -30,21 +31,6 @@ constexpr uint32_t kMaxSiteDeltaSlots = 4096;
 // Site records are read a chunk of whole records at a time (SiteRecordSource): a record size
 // taken from a corrupt header must not make a chunk of gigabytes. The writer's are 40 bytes.
 constexpr uint32_t kMaxSiteRecordSize = 4096;
-// RubyNode keeps its caller's distance in 32 bits: nodes of layout 6 are no more than the frame
-// records a stack table holds (layout 5's inline frames name only the next node).
-static_assert(layout::kMaxStackTableBytes / sizeof(layout::RubyFrameRecord) <= INT32_MAX);
-
-[[noreturn]] void fail(const std::string& message) { throw SegmentError(message); }
-
-std::string number(uint64_t value) { return std::to_string(value); }
-
-// Callers bounds-check first; memcpy because the copy carries no alignment guarantee.
-template <class T>
-T load(std::span<const std::byte> bytes, uint64_t offset) {
-    T value;
-    std::memcpy(&value, bytes.data() + offset, sizeof(T));
-    return value;
-}
 
 // A byte range [offset, offset + size) of the segment that a part of it claims for itself.
 struct Region {
@@ -80,36 +66,6 @@ const char* add_checked(Counters& sum, const Counters& more) {
         return "freed bytes";
     return nullptr;
 }
-
-class StringPool {
-public:
-    StringPool(std::span<const std::byte> pool) : pool_(pool) {}
-
-    std::string get(layout::StringRef ref, const std::string& owner) const {
-        // Checked against the capacity, not strings_used: a record copied after the header may
-        // point at strings handed out after strings_used was read.
-        if (ref.offset > pool_.size() || ref.length > pool_.size() - ref.offset)
-            fail(owner + " string [" + number(ref.offset) + ", +" + number(ref.length) +
-                 ") lies outside the " + number(pool_.size()) + "-byte string pool");
-        const auto* begin = reinterpret_cast<const char*>(pool_.data()) + ref.offset;
-        return std::string(begin, ref.length);
-    }
-
-    // A string named by its offset alone: it must end with a NUL inside the pool. owner() names
-    // its owner for the message, made only if there is one to give.
-    template <class Owner>
-    std::string get_terminated(uint32_t offset, const Owner& owner) const {
-        const std::string_view pool(reinterpret_cast<const char*>(pool_.data()), pool_.size());
-        const auto end = offset < pool.size() ? pool.find('\0', offset) : std::string_view::npos;
-        if (end == std::string_view::npos)
-            fail(owner() + " string at offset " + number(offset) + " has no NUL inside the " +
-                 number(pool_.size()) + "-byte string pool");
-        return std::string(pool.substr(offset, end - offset));
-    }
-
-private:
-    std::span<const std::byte> pool_;
-};
 
 layout::Header parse_header(std::span<const std::byte> bytes) {
     constexpr auto kVersionEnd = offsetof(layout::Header, layout_version) + sizeof(uint32_t);
@@ -249,275 +205,6 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
     }
     return modules;
 }
-
-// Numbers each distinct return address as first seen, appending it to `addresses`.
-class DistinctAddresses {
-public:
-    explicit DistinctAddresses(std::vector<uint64_t>& addresses) : addresses_(addresses) {}
-
-    uint32_t index_of(uint64_t address) {
-        uint32_t* slot = slots_.find(*this, address, mixed_key(address));
-        if (*slot == 0) {
-            addresses_.push_back(address);
-            slots_.occupy(slot, addresses_.size() - 1);
-        }
-        return *slot - 1;
-    }
-
-    bool key_equals(std::size_t entry, uint64_t address) const { return addresses_[entry] == address; }
-    uint64_t hash_of(std::size_t entry) const { return mixed_key(addresses_[entry]); }
-
-private:
-    std::vector<uint64_t>& addresses_;
-    FlatSlots<DistinctAddresses> slots_;
-};
-
-// The stacks that sites name: marked as the sites name them (name()), then each checked once
-// however many sites share it, in reference order (check_named()), and copied into a StackStore
-// sized to hold them all (store()), where a stack's index is its rank among the ready ones
-// (index()). Layout 6 keeps each Ruby frame once, as a record naming its caller, for every stack
-// whose backtrace goes through it; layout 5 kept a stack's Ruby frames inline after its native
-// frames.
-class StackTable {
-public:
-    StackTable(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings)
-        : bytes_(bytes), header_(header), strings_(strings),
-          // Checked against the capacity, like strings: a stack copied after the header may lie
-          // past the stacks_used read first.
-          size_(header.stacks_capacity), ruby_inline_(header.layout_version == 5) {}
-
-    static constexpr uint32_t kNotReady = UINT32_MAX;
-
-    // A site names the stack at `reference`, which must lie inside the table; owner() names the
-    // site.
-    template <class Owner>
-    void name(uint32_t reference, const Owner& owner) {
-        const uint64_t at = in_table(reference);
-        if (at > size_ || record_size() > size_ - at)
-            fail(owner() + "'s stack at " + number(at) + " lies outside the " + number(size_) +
-                 "-byte stack table");
-        named_.insert(reference);
-    }
-
-    // Every stack has been named: each is checked, and one not ready yet (a live writer's benign
-    // race) is left out, with the sites naming it. first_owner(reference) names the first site
-    // that names the stack, for messages.
-    template <class FirstOwner>
-    void check_named(const FirstOwner& first_owner) {
-        std::vector<uint32_t> not_ready;
-        named_.for_each([&](uint32_t reference) {
-            if (!check(reference, [&] { return first_owner(reference); })) not_ready.push_back(reference);
-        });
-        for (const uint32_t reference : not_ready) named_.erase(reference);
-        named_.number_members();
-        checked_frames_.number_members();
-    }
-
-    // The index in the store of the stack at `reference`, kNotReady if it was not ready.
-    uint32_t index(uint32_t reference) const {
-        return named_.contains(reference) ? named_.rank(reference) : kNotReady;
-    }
-
-    // Every ready stack, copied out of the segment in reference order, with its Ruby backtrace:
-    // layout 6's frame records become nodes (in reference order too) that share their callers as
-    // the records do; layout 5's inline frames become a chain of nodes for each stack. Records
-    // are read in table order, stacks and frames alike, and the copy's table is handed to
-    // `done_with` a megabyte at a time behind them: made after the table was read whole, the
-    // store of a Rails boot stood next to all of it, 2.4 MiB, at the parse's peak.
-    std::shared_ptr<const StackStore> store(const DoneWithBytes& done_with) const {
-        auto store = std::make_shared<StackStore>();
-        store->frames.reserve(native_frames_);
-        store->stacks.reserve(named_.size());
-        // Sized once: the nodes point at each other.
-        store->ruby.resize(ruby_inline_ ? inline_ruby_frames_ : checked_frames_.size());
-        const auto location = [&](const layout::RubyFrame& frame) {
-            return RubyLocation{ruby_files_.at(frame.file), frame.line};
-        };
-        std::size_t next_node = 0;
-        const auto add_frame = [&](uint32_t reference) {
-            const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(reference));
-            store->ruby[next_node++].set(location(record.frame),
-                                         record.caller == layout::kNoRubyFrame
-                                             ? nullptr
-                                             : &store->ruby[checked_frames_.rank(record.caller)]);
-        };
-        DistinctAddresses addresses(store->addresses);
-        const auto add_stack = [&](uint32_t reference) {
-            const Record record = record_at(reference);
-            const uint64_t native = native_frames_offset(reference);
-            const auto first_frame = static_cast<uint32_t>(store->frames.size());
-            for (uint32_t i = 0; i < record.native_depth; ++i) {
-                const auto address = load<uint64_t>(bytes_, native + i * sizeof(uint64_t));
-                store->frames.push_back(addresses.index_of(address));
-            }
-            uint32_t innermost = SiteStack::kNoRuby;
-            if (record.ruby_depth > 0 && !ruby_inline_) {
-                innermost = checked_frames_.rank(record.ruby);
-            } else if (record.ruby_depth > 0) {
-                RubyNode* nodes = &store->ruby[next_node];
-                innermost = static_cast<uint32_t>(next_node);
-                next_node += record.ruby_depth;
-                const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
-                for (uint32_t i = 0; i < record.ruby_depth; ++i)
-                    nodes[i].set(location(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame))),
-                                 i + 1 < record.ruby_depth ? &nodes[i + 1] : nullptr);
-            }
-            store->stacks.push_back({store.get(), first_frame, innermost, record.module_generation,
-                                     static_cast<uint8_t>(record.native_depth),
-                                     static_cast<uint8_t>(record.ruby_depth), record.reduced});
-        };
-        // Nothing below the record read next is read again.
-        uint64_t given_back = 0;
-        const auto give_back_below = [&](uint32_t reference) {
-            constexpr uint64_t kAtOnce = uint64_t{1} << 20;
-            if (!done_with || in_table(reference) - given_back < kAtOnce) return;
-            done_with(bytes_.subspan(in_segment(0) + given_back, in_table(reference) - given_back));
-            given_back = in_table(reference);
-        };
-        ReferenceSet::Cursor frames(checked_frames_), stacks(named_);
-        uint32_t frame = 0, stack = 0;
-        bool frames_left = frames.next(frame), stacks_left = stacks.next(stack);
-        while (frames_left || stacks_left) {
-            if (frames_left && (!stacks_left || frame < stack)) {
-                give_back_below(frame);
-                add_frame(frame);
-                frames_left = frames.next(frame);
-            } else {
-                give_back_below(stack);
-                add_stack(stack);
-                stacks_left = stacks.next(stack);
-            }
-        }
-        return store;
-    }
-
-private:
-    // A stack record of either layout, its depths not yet checked.
-    struct Record {
-        uint32_t state;
-        uint32_t module_generation;
-        uint32_t native_depth;
-        uint32_t ruby_depth;
-        uint32_t ruby;  // layout 6's reference of the innermost Ruby frame record
-        bool reduced;
-    };
-
-    // The offset in the table of a record named by a reference (stack or Ruby frame).
-    static uint64_t in_table(uint32_t reference) {
-        return uint64_t{reference} * layout::kStackAlignment;
-    }
-    uint64_t in_segment(uint32_t reference) const { return header_.stacks_offset + in_table(reference); }
-    uint64_t record_size() const {
-        return ruby_inline_ ? sizeof(layout::StackRecordV5) : sizeof(layout::StackRecord);
-    }
-    uint64_t native_frames_offset(uint32_t reference) const { return in_segment(reference) + record_size(); }
-    uint64_t inline_ruby_offset(uint32_t reference, uint32_t native_depth) const {
-        return native_frames_offset(reference) + native_depth * sizeof(uint64_t);
-    }
-
-    Record record_at(uint32_t reference) const {
-        if (ruby_inline_) {
-            const auto record = load<layout::StackRecordV5>(bytes_, in_segment(reference));
-            return {record.state, record.module_generation, record.native_depth, record.ruby_depth,
-                    layout::kNoRubyFrame, (record.flags & layout::kStackReduced) != 0};
-        }
-        const auto record = load<layout::StackRecord>(bytes_, in_segment(reference));
-        return {record.state, record.module_generation, record.native_depth, record.ruby_depth,
-                record.ruby, (record.flags & layout::kStackReduced) != 0};
-    }
-
-    // Whether the stack at `reference` (inside the table: name() saw to it) is ready; checked if
-    // so.
-    template <class Owner>
-    bool check(uint32_t reference, const Owner& owner) {
-        const uint64_t at = in_table(reference);
-        const auto name = [&] { return owner() + "'s stack at " + number(at); };
-        const Record record = record_at(reference);
-        if (record.state != layout::kReady) return false;
-        if (record.native_depth > header_.max_depth)
-            fail(name() + " has " + number(record.native_depth) + " native frames, more than max_depth " +
-                 number(header_.max_depth));
-        if (record.ruby_depth > header_.max_ruby_depth)
-            fail(name() + " has " + number(record.ruby_depth) +
-                 " Ruby frames, more than max_ruby_depth " + number(header_.max_ruby_depth));
-        // Both depths are at most 64, so this cannot overflow.
-        const uint64_t record_size =
-            ruby_inline_ ? layout::stack_record_size_v5(record.native_depth, record.ruby_depth)
-                         : layout::stack_record_size(record.native_depth);
-        if (record_size > size_ - at)
-            fail(name() + " runs past the end of the " + number(size_) + "-byte stack table");
-        if (ruby_inline_) {
-            const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
-            for (uint32_t i = 0; i < record.ruby_depth; ++i) {
-                const auto frame = load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame));
-                check_ruby_file(frame.file, [&] { return name() + " Ruby file"; });
-            }
-        } else {
-            check_ruby_frames(record, name);
-        }
-        native_frames_ += record.native_depth;
-        if (ruby_inline_) inline_ruby_frames_ += record.ruby_depth;
-        return true;
-    }
-
-    // A layout 6 stack's Ruby backtrace, from its innermost frame record outward: as many records
-    // as the stack has Ruby frames, each inside the table with a depth one less than the frame it
-    // calls, down to the outermost (depth 1), which names no caller. Depths that fall by exactly
-    // one also end every cycle. Stacks share their outer frames, so a record is checked once, with
-    // the first stack that reaches it; a later one needs only its depth to agree, the record's
-    // callers having been checked then: the work stays linear in the table.
-    template <class Name>
-    void check_ruby_frames(const Record& stack, const Name& name) {
-        if (stack.ruby_depth == 0 && stack.ruby != layout::kNoRubyFrame)
-            fail(name() + " has no Ruby frames but names a Ruby frame record at " +
-                 number(in_table(stack.ruby)));
-        if (stack.ruby_depth > 0 && stack.ruby == layout::kNoRubyFrame)
-            fail(name() + " has " + number(stack.ruby_depth) +
-                 " Ruby frames but names no Ruby frame record");
-        uint32_t reference = stack.ruby;
-        for (uint32_t depth = stack.ruby_depth; depth > 0; --depth) {
-            const uint64_t at = in_table(reference);
-            const auto frame_name = [&] { return "Ruby frame record at " + number(at) + " of " + name(); };
-            if (at >= size_)
-                fail(frame_name() + " lies outside the " + number(size_) + "-byte stack table");
-            if (sizeof(layout::RubyFrameRecord) > size_ - at)
-                fail(frame_name() + " runs past the end of the " + number(size_) + "-byte stack table");
-            const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(reference));
-            if (record.depth != depth)
-                fail(frame_name() + " has depth " + number(record.depth) + ", but " +
-                     (depth == stack.ruby_depth
-                          ? "the stack has " + number(depth) + " Ruby frames"
-                          : "the frame it calls has depth " + number(depth + 1)));
-            if (!checked_frames_.insert(reference)) return;
-            check_ruby_file(record.frame.file, [&] { return frame_name() + ": Ruby file"; });
-            if (depth == 1 && record.caller != layout::kNoRubyFrame)
-                fail(frame_name() + " has depth 1 but names a caller at " +
-                     number(in_table(record.caller)));
-            if (depth > 1 && record.caller == layout::kNoRubyFrame)
-                fail(frame_name() + " has depth " + number(depth) + " but names no caller");
-            reference = record.caller;
-        }
-    }
-
-    // Each file once, by its place in the string pool (the writer stores each name once).
-    template <class Owner>
-    void check_ruby_file(uint32_t offset, const Owner& owner) {
-        const auto [entry, is_new] = ruby_files_.try_emplace(offset);
-        if (is_new) entry->second = strings_.get_terminated(offset, owner);
-    }
-
-    std::span<const std::byte> bytes_;
-    const layout::Header& header_;
-    const StringPool& strings_;
-    uint64_t size_;
-    bool ruby_inline_;
-    ReferenceSet named_;           // stacks named by sites; after check_named(), the ready ones
-    ReferenceSet checked_frames_;  // Ruby frame records checked (layout 6)
-    std::size_t native_frames_ = 0;
-    std::size_t inline_ruby_frames_ = 0;  // layout 5
-    std::unordered_map<uint32_t, SharedText> ruby_files_;
-};
-
 // The site records in slot order, a chunk of whole records at a time, from the bytes parsed or
 // from `streamed` (see SiteRecordSource).
 class SiteRecordChunks {
@@ -594,7 +281,7 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         return !overflow;
     };
 
-    StackTable stacks(bytes, header, strings);
+    StackTableReader stacks(bytes, header, strings);
     std::vector<bool> ready_when_named(records.count());
     std::size_t ready = 0;
     records.for_each([&](uint32_t slot, const layout::SiteRecord& record) {
@@ -625,8 +312,8 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
     const auto make_site = [&](uint32_t slot, const layout::SiteRecord& record) {
         if (record.state != layout::kReady) return;
         const bool overflow = !check_record(slot, record);
-        const uint32_t stack = overflow ? StackTable::kNotReady : stacks.index(record.stack);
-        if (!overflow && stack == StackTable::kNotReady) return;  // its stack was not ready
+        const uint32_t stack = overflow ? StackTableReader::kNotReady : stacks.index(record.stack);
+        if (!overflow && stack == StackTableReader::kNotReady) return;  // its stack was not ready
         if (slot >= ready_when_named.size() || !ready_when_named[slot]) ready_only_later.push_back(slot);
         Site& site = sites.emplace_back();
         site.id = slot;
