@@ -5,6 +5,7 @@
 
 #include "reference_set.h"
 #include "segment_bytes.h"
+#include "segment_parser.h"
 #include "segment_snapshot.h"
 
 #include <leakwrap/segment_layout.h>

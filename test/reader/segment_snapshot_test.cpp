@@ -1,6 +1,7 @@
 #include "segment_snapshot.h"
 #include "report_rows.h"
 #include "segment_builder.h"
+#include "segment_parser.h"
 
 #include <gtest/gtest.h>
 
