@@ -1,5 +1,6 @@
 #include "segment_parser.h"
 
+#include "old_layouts.h"
 #include "segment_bytes.h"
 #include "stack_table_reader.h"
 
@@ -94,17 +95,11 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     if (header.state != layout::kReady)
         fail("segment header is not ready (state " + number(header.state) +
              "): the writer has not finished creating it");
-    const uint32_t expected_header_size =
-        version >= 8 ? uint32_t{sizeof(layout::Header)} : layout::kHeaderSizeBeforeBirthGrid;
+    const uint32_t expected_header_size = header_size_of_layout(version);
     if (header.header_size != expected_header_size)
         fail("header_size " + number(header.header_size) + " does not match layout version " +
              number(version) + " (" + number(expected_header_size) + " bytes)");
-    if (version < 8) {  // what lies beyond the older header is not its own
-        header.birth_origin_boot_ns = 0;
-        header.birth_floor_ns = 0;
-        header.birth_cells = 0;
-    }
-    if (version < 9) header.allocator_stats_offset = 0;  // a reserved word before
+    translate_old_header(header);
     if (header.allocator_stats_offset != 0 &&
         (header.allocator_stats_offset < header.header_size ||
          header.allocator_stats_offset % alignof(layout::AllocatorStatistics) != 0 ||
@@ -498,15 +493,17 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     snapshot.reduced_stacks = header.reduced_stacks;
     snapshot.process_state = header.process_state;
     snapshot.sample_interval = header.sample_interval;
-    if (header.layout_version >= 7) snapshot.writer_private_bytes = uint64_t{header.private_kib} * 1024;
+    snapshot.writer_private_bytes = uint64_t{header.private_kib} * 1024;
     if (header.birth_cells != 0)
         snapshot.births = BirthGrid{header.birth_origin_boot_ns, header.birth_floor_ns, header.birth_cells};
     snapshot.modules = parse_modules(bytes, header, strings);
     snapshot.allocator_statistics = parse_allocator_statistics(bytes, header);
-    if (snapshot.allocator_statistics && header.layout_version >= 10) {
+    if (snapshot.allocator_statistics) {
         const layout::BlockTotals& counted = snapshot.allocator_statistics->counted;
-        snapshot.counted_at_allocator_reading = Counters{counted.allocs, counted.frees, counted.alloc_bytes, counted.free_bytes};
+        snapshot.counted_at_allocator_reading =
+            Counters{counted.allocs, counted.frees, counted.alloc_bytes, counted.free_bytes};
     }
+    leave_out_what_old_layouts_lack(header.layout_version, snapshot);
     add_site_deltas(bytes, header, streamed, snapshot.sites);
     // A record that became ready while the copy was taken got its counts from entries that
     // named it only since the marks were taken: any of them may be short, as in transit.

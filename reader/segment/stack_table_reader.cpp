@@ -1,6 +1,7 @@
 #include "stack_table_reader.h"
 
 #include "flat_slots.h"
+#include "old_layouts.h"
 
 #include <vector>
 
@@ -35,12 +36,16 @@ private:
 
 }  // namespace
 
-StackTableReader::Record StackTableReader::record_at(uint32_t reference) const {
-    if (ruby_inline_) {
-        const auto record = load<layout::StackRecordV5>(bytes_, in_segment(reference));
-        return {record.state, record.module_generation, record.native_depth, record.ruby_depth,
-                layout::kNoRubyFrame, (record.flags & layout::kStackReduced) != 0};
-    }
+StackTableReader::StackTableReader(std::span<const std::byte> bytes, const layout::Header& header,
+                                   const StringPool& strings)
+    : bytes_(bytes), header_(header), strings_(strings),
+      // Checked against the capacity, like strings: a stack copied after the header may lie past
+      // the stacks_used read first.
+      size_(header.stacks_capacity), ruby_inline_(layout5::has_its_stack_records(header.layout_version)),
+      record_size_(ruby_inline_ ? layout5::kStackRecordSize : sizeof(layout::StackRecord)) {}
+
+StackRecordFields StackTableReader::record_at(uint32_t reference) const {
+    if (ruby_inline_) return layout5::load_stack_record(bytes_, in_segment(reference));
     const auto record = load<layout::StackRecord>(bytes_, in_segment(reference));
     return {record.state, record.module_generation, record.native_depth, record.ruby_depth,
             record.ruby, (record.flags & layout::kStackReduced) != 0};
@@ -60,7 +65,7 @@ void StackTableReader::check_ruby_file(uint32_t offset, const Owner& owner) {
 // the first stack that reaches it; a later one needs only its depth to agree, the record's
 // callers having been checked then: the work stays linear in the table.
 template <class Name>
-void StackTableReader::check_ruby_frames(const Record& stack, const Name& name) {
+void StackTableReader::check_ruby_frames(const StackRecordFields& stack, const Name& name) {
     if (stack.ruby_depth == 0 && stack.ruby != layout::kNoRubyFrame)
         fail(name() + " has no Ruby frames but names a Ruby frame record at " +
              number(in_table(stack.ruby)));
@@ -96,7 +101,7 @@ template <class Owner>
 bool StackTableReader::check(uint32_t reference, const Owner& owner) {
     const uint64_t at = in_table(reference);
     const auto name = [&] { return owner() + "'s stack at " + number(at); };
-    const Record record = record_at(reference);
+    const StackRecordFields record = record_at(reference);
     if (record.state != layout::kReady) return false;
     if (record.native_depth > header_.max_depth)
         fail(name() + " has " + number(record.native_depth) + " native frames, more than max_depth " +
@@ -105,22 +110,20 @@ bool StackTableReader::check(uint32_t reference, const Owner& owner) {
         fail(name() + " has " + number(record.ruby_depth) +
              " Ruby frames, more than max_ruby_depth " + number(header_.max_ruby_depth));
     // Both depths are at most 64, so this cannot overflow.
-    const uint64_t record_size =
-        ruby_inline_ ? layout::stack_record_size_v5(record.native_depth, record.ruby_depth)
-                     : layout::stack_record_size(record.native_depth);
+    const uint64_t record_size = ruby_inline_ ? layout5::whole_stack_record_size(record)
+                                              : layout::stack_record_size(record.native_depth);
     if (record_size > size_ - at)
         fail(name() + " runs past the end of the " + number(size_) + "-byte stack table");
     if (ruby_inline_) {
-        const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
-        for (uint32_t i = 0; i < record.ruby_depth; ++i) {
-            const auto frame = load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame));
+        const auto check_file = [&](const layout::RubyFrame& frame, uint32_t) {
             check_ruby_file(frame.file, [&] { return name() + " Ruby file"; });
-        }
+        };
+        layout5::for_each_ruby_frame(bytes_, in_segment(reference), record, check_file);
+        inline_ruby_frames_ += record.ruby_depth;
     } else {
         check_ruby_frames(record, name);
     }
     native_frames_ += record.native_depth;
-    if (ruby_inline_) inline_ruby_frames_ += record.ruby_depth;
     return true;
 }
 
@@ -153,7 +156,7 @@ std::shared_ptr<const StackStore> StackTableReader::store(const DoneWithBytes& d
     };
     DistinctAddresses addresses(store->addresses);
     const auto add_stack = [&](uint32_t reference) {
-        const Record record = record_at(reference);
+        const StackRecordFields record = record_at(reference);
         const uint64_t native = native_frames_offset(reference);
         const auto first_frame = static_cast<uint32_t>(store->frames.size());
         for (uint32_t i = 0; i < record.native_depth; ++i) {
@@ -167,10 +170,10 @@ std::shared_ptr<const StackStore> StackTableReader::store(const DoneWithBytes& d
             RubyNode* nodes = &store->ruby[next_node];
             innermost = static_cast<uint32_t>(next_node);
             next_node += record.ruby_depth;
-            const uint64_t frames = inline_ruby_offset(reference, record.native_depth);
-            for (uint32_t i = 0; i < record.ruby_depth; ++i)
-                nodes[i].set(location(load<layout::RubyFrame>(bytes_, frames + i * sizeof(layout::RubyFrame))),
-                             i + 1 < record.ruby_depth ? &nodes[i + 1] : nullptr);
+            const auto add_node = [&](const layout::RubyFrame& frame, uint32_t i) {
+                nodes[i].set(location(frame), i + 1 < record.ruby_depth ? &nodes[i + 1] : nullptr);
+            };
+            layout5::for_each_ruby_frame(bytes_, in_segment(reference), record, add_node);
         }
         store->stacks.push_back({store.get(), first_frame, innermost, record.module_generation,
                                  static_cast<uint8_t>(record.native_depth),

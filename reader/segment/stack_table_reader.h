@@ -20,6 +20,16 @@
 
 namespace leakwrap::segment_parsing {
 
+// A stack record of any layout, as read, its depths not yet checked.
+struct StackRecordFields {
+    uint32_t state;
+    uint32_t module_generation;
+    uint32_t native_depth;
+    uint32_t ruby_depth;
+    uint32_t ruby;  // the reference of the innermost Ruby frame record (layout 6 on)
+    bool reduced;
+};
+
 // The stacks that sites name: marked as the sites name them (name()), then each checked once
 // however many sites share it, in reference order (check_named()), and copied into a StackStore
 // sized to hold them all (store()), where a stack's index is its rank among the ready ones
@@ -28,11 +38,7 @@ namespace leakwrap::segment_parsing {
 // frames.
 class StackTableReader {
 public:
-    StackTableReader(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings)
-        : bytes_(bytes), header_(header), strings_(strings),
-          // Checked against the capacity, like strings: a stack copied after the header may lie
-          // past the stacks_used read first.
-          size_(header.stacks_capacity), ruby_inline_(header.layout_version == 5) {}
+    StackTableReader(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings);
 
     static constexpr uint32_t kNotReady = UINT32_MAX;
 
@@ -41,7 +47,7 @@ public:
     template <class Owner>
     void name(uint32_t reference, const Owner& owner) {
         const uint64_t at = in_table(reference);
-        if (at > size_ || record_size() > size_ - at)
+        if (at > size_ || record_size_ > size_ - at)
             fail(owner() + "'s stack at " + number(at) + " lies outside the " + number(size_) +
                  "-byte stack table");
         named_.insert(reference);
@@ -66,36 +72,20 @@ public:
     std::shared_ptr<const StackStore> store(const DoneWithBytes& done_with) const;
 
 private:
-    // A stack record of either layout, its depths not yet checked.
-    struct Record {
-        uint32_t state;
-        uint32_t module_generation;
-        uint32_t native_depth;
-        uint32_t ruby_depth;
-        uint32_t ruby;  // layout 6's reference of the innermost Ruby frame record
-        bool reduced;
-    };
-
     // The offset in the table of a record named by a reference (stack or Ruby frame).
     static uint64_t in_table(uint32_t reference) {
         return uint64_t{reference} * layout::kStackAlignment;
     }
     uint64_t in_segment(uint32_t reference) const { return header_.stacks_offset + in_table(reference); }
-    uint64_t record_size() const {
-        return ruby_inline_ ? sizeof(layout::StackRecordV5) : sizeof(layout::StackRecord);
-    }
-    uint64_t native_frames_offset(uint32_t reference) const { return in_segment(reference) + record_size(); }
-    uint64_t inline_ruby_offset(uint32_t reference, uint32_t native_depth) const {
-        return native_frames_offset(reference) + native_depth * sizeof(uint64_t);
-    }
+    uint64_t native_frames_offset(uint32_t reference) const { return in_segment(reference) + record_size_; }
 
-    Record record_at(uint32_t reference) const;
+    StackRecordFields record_at(uint32_t reference) const;
     // Whether the stack at `reference` (inside the table: name() saw to it) is ready; checked if
     // so.
     template <class Owner>
     bool check(uint32_t reference, const Owner& owner);
     template <class Name>
-    void check_ruby_frames(const Record& stack, const Name& name);
+    void check_ruby_frames(const StackRecordFields& stack, const Name& name);
     template <class Owner>
     void check_ruby_file(uint32_t offset, const Owner& owner);
 
@@ -103,7 +93,8 @@ private:
     const layout::Header& header_;
     const StringPool& strings_;
     uint64_t size_;
-    bool ruby_inline_;
+    bool ruby_inline_;             // layout 5's records (old_layouts.h)
+    uint64_t record_size_;         // before its frames
     ReferenceSet named_;           // stacks named by sites; after check_named(), the ready ones
     ReferenceSet checked_frames_;  // Ruby frame records checked (layout 6)
     std::size_t native_frames_ = 0;
