@@ -1,5 +1,7 @@
 #include "segment_file.h"
 
+#include "segment_parser.h"
+
 #include <leakwrap/segment_layout.h>
 
 #include <fcntl.h>

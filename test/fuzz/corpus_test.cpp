@@ -9,7 +9,7 @@
 #include <iterator>
 #include <vector>
 
-#include "segment_snapshot.h"
+#include "segment_parser.h"
 
 namespace leakwrap {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "segment_snapshot.h"
+#include "segment_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {

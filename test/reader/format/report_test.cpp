@@ -1,6 +1,7 @@
 #include "report.h"
 #include "report_labels.h"
 #include "segment_builder.h"
+#include "segment_parser.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -3,6 +3,7 @@
 // (layout 10), whether the count then still describes the heaps, and its JSON both ways.
 #include "allocator_account.h"
 #include "segment_builder.h"
+#include "segment_parser.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

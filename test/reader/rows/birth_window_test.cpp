@@ -5,6 +5,7 @@
 #include "birth_window.h"
 #include "report.h"
 #include "segment_builder.h"
+#include "segment_parser.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,6 @@
 #include "report_bins.h"
 #include "segment_builder.h"
+#include "segment_parser.h"
 
 #include <gtest/gtest.h>
 

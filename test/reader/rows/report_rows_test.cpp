@@ -1,6 +1,7 @@
 #include "report_rows.h"
 #include "sampling_estimate.h"
 #include "segment_builder.h"
+#include "segment_parser.h"
 
 #include <gtest/gtest.h>
 

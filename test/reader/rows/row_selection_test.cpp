@@ -2,6 +2,7 @@
 #include "report_rows.h"
 #include "row_selection.h"
 #include "segment_builder.h"
+#include "segment_parser.h"
 
 #include <gtest/gtest.h>
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "segment_builder.h"
+#include "segment_parser.h"
 #include "segment_snapshot.h"
 
 #include <cstddef>
