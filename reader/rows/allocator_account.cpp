@@ -19,6 +19,8 @@ int64_t boot_clock_ns() {
     return int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
+bool read_lately(const AllocatorAccount& account) { return account.age_ns && *account.age_ns <= kFreshReadingNs; }
+
 std::string arenas_text(uint32_t arenas) { return std::to_string(arenas) + (arenas == 1 ? " arena" : " arenas"); }
 
 }  // namespace
@@ -65,7 +67,7 @@ std::optional<uint64_t> bytes_moved_since(const AllocatorAccount& account) {
 }
 
 bool current(const AllocatorAccount& account, uint64_t tolerance) {
-    if (account.age_ns && *account.age_ns <= kFreshReadingNs) return true;
+    if (read_lately(account)) return true;
     const std::optional<uint64_t> moved = bytes_moved_since(account);
     return moved && *moved <= tolerance;
 }
@@ -73,7 +75,7 @@ bool current(const AllocatorAccount& account, uint64_t tolerance) {
 // What was allocated and freed after the reading, when that matters: for a count older than a
 // fresh one, or post mortem.
 std::string activity_since(const AllocatorAccount& account) {
-    if (!account.since_reading || (account.age_ns && *account.age_ns <= kFreshReadingNs)) return "";
+    if (!account.since_reading || read_lately(account)) return "";
     const Counters& since = *account.since_reading;
     if (since.allocs == 0 && since.frees == 0) return ", nothing allocated or freed since";
     return ", " + std::to_string(since.allocs) + " blocks allocated and " + std::to_string(since.frees) +
@@ -88,7 +90,8 @@ std::string allocator_account_summary(const AllocatorAccount& account) {
     if (account.allocator == "glibc")
         return "glibc's own count (malloc_info, " + when + "): in use " + human_bytes(account.in_use) + ", free " +
                human_bytes(account.free) + " in " + arenas_text(account.arenas_total) + ", of which up to " +
-               human_bytes(account.returnable) + " in whole pages (what malloc_trim(0) would return); blocks mmap'd " + human_bytes(account.mmapped);
+               human_bytes(account.returnable) + " in whole pages (what malloc_trim(0) would return); blocks mmap'd " +
+               human_bytes(account.mmapped);
     return "jemalloc's own count (mallctl stats, " + when + "): allocated " + human_bytes(account.in_use) +
            ", free in its active pages " + human_bytes(account.free) + ", dirty pages " +
            human_bytes(account.returnable) + " (its decay returns them), metadata " + human_bytes(account.metadata) +
@@ -120,6 +123,12 @@ nlohmann::json allocator_account_json(const AllocatorAccount& account) {
                           {"free_bytes", arena.free},
                           {"returnable_bytes", arena.returnable},
                           {"free_chunks", arena.free_chunks}});
+    nlohmann::json since_reading;  // null when not known
+    if (const std::optional<Counters>& since = account.since_reading)
+        since_reading = {{"allocs", since->allocs},
+                         {"frees", since->frees},
+                         {"alloc_bytes", since->alloc_bytes},
+                         {"free_bytes", since->free_bytes}};
     return {{"allocator", account.allocator},
             {"taken_since_start_seconds", double(account.taken_since_start_ns) / 1e9},
             {"age_seconds", account.age_ns ? nlohmann::json(double(*account.age_ns) / 1e9) : nlohmann::json()},
@@ -132,11 +141,7 @@ nlohmann::json allocator_account_json(const AllocatorAccount& account) {
             {"metadata_bytes", account.metadata},
             {"arenas_total", account.arenas_total},
             {"arenas", arenas},
-            {"since_reading", account.since_reading ? nlohmann::json{{"allocs", account.since_reading->allocs},
-                                                                     {"frees", account.since_reading->frees},
-                                                                     {"alloc_bytes", account.since_reading->alloc_bytes},
-                                                                     {"free_bytes", account.since_reading->free_bytes}}
-                                                    : nlohmann::json()}};
+            {"since_reading", since_reading}};
 }
 
 AllocatorAccount allocator_account_from_json(const nlohmann::json& json) {

@@ -29,7 +29,6 @@ std::vector<ChurningClass> churning_classes(const Sample& first, const Sample& l
     return classes;
 }
 
-
 // From the series' first reading (a process read no more before its first allocations has none)
 // to the last sample's.
 std::optional<AllocatorGrowth> allocator_growth(const std::vector<Sample>& series) {
@@ -93,7 +92,8 @@ std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
     const double untracked = grown - std::max(growth.tracked_live, 0.0);
     growth.untracked = untracked >= kMinUntrackedGrowth && untracked >= kMinUntrackedShare * grown;
     if (growth.untracked) growth.churning = churning_classes(first, last);
-    const std::optional<MemoryParts> before = explain_sample_memory(first), after = explain_sample_memory(last);
+    const std::optional<MemoryParts> before = explain_sample_memory(first);
+    const std::optional<MemoryParts> after = explain_sample_memory(last);
     if (before && after) {
         const auto parts_before = named_parts(*before);
         const auto parts_after = named_parts(*after);
