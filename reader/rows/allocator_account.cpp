@@ -72,6 +72,8 @@ bool current(const AllocatorAccount& account, uint64_t tolerance) {
     return moved && *moved <= tolerance;
 }
 
+namespace {
+
 // What was allocated and freed after the reading, when that matters: for a count older than a
 // fresh one, or post mortem.
 std::string activity_since(const AllocatorAccount& account) {
@@ -82,11 +84,15 @@ std::string activity_since(const AllocatorAccount& account) {
            " freed since (" + human_bytes(since.alloc_bytes) + " and " + human_bytes(since.free_bytes) + ")";
 }
 
+std::string when_read(const AllocatorAccount& account) {
+    return account.age_ns ? "read " + birth_time_text(std::max<int64_t>(*account.age_ns, 0)) + " ago"
+                          : "read at " + birth_time_text(account.taken_since_start_ns) + " since the start";
+}
+
+}  // namespace
+
 std::string allocator_account_summary(const AllocatorAccount& account) {
-    const std::string when = (account.age_ns ? "read " + birth_time_text(std::max<int64_t>(*account.age_ns, 0)) + " ago"
-                                             : "read at " + birth_time_text(account.taken_since_start_ns) +
-                                                   " since the start") +
-                             activity_since(account);
+    const std::string when = when_read(account) + activity_since(account);
     if (account.allocator == "glibc")
         return "glibc's own count (malloc_info, " + when + "): in use " + human_bytes(account.in_use) + ", free " +
                human_bytes(account.free) + " in " + arenas_text(account.arenas_total) + ", of which up to " +
@@ -96,6 +102,16 @@ std::string allocator_account_summary(const AllocatorAccount& account) {
            ", free in its active pages " + human_bytes(account.free) + ", dirty pages " +
            human_bytes(account.returnable) + " (its decay returns them), metadata " + human_bytes(account.metadata) +
            ", resident " + human_bytes(account.resident) + ", in " + arenas_text(account.arenas_total);
+}
+
+std::string allocator_account_brief(const AllocatorAccount& account) {
+    if (account.allocator == "glibc")
+        return "glibc's count, " + when_read(account) + ": free " + human_bytes(account.free) + " in " +
+               arenas_text(account.arenas_total) + ", up to " + human_bytes(account.returnable) +
+               " of it in whole pages; in use " + human_bytes(account.in_use);
+    return "jemalloc's count, " + when_read(account) + ": free " + human_bytes(account.free) +
+           " in its active pages, dirty pages " + human_bytes(account.returnable) + "; allocated " +
+           human_bytes(account.in_use);
 }
 
 std::string arenas_summary(const AllocatorAccount& account, std::size_t shown) {

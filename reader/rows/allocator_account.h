@@ -50,6 +50,9 @@ bool current(const AllocatorAccount& account, uint64_t tolerance);
 // "glibc's own count (malloc_info, read 0.4 s ago): in use …, free … in 9 arenas, of which up to
 // … in whole pages (what malloc_trim(0) would return); blocks mmap'd …", or jemalloc's.
 std::string allocator_account_summary(const AllocatorAccount& account);
+// The same in a line that fits a terminal, as `top` shows it: "glibc's count, read 0.4 s ago:
+// free … in 9 arenas, up to … of it in whole pages; in use …", or jemalloc's.
+std::string allocator_account_brief(const AllocatorAccount& account);
 // "#3", or "#0 (main)".
 std::string arena_name(uint32_t index);
 // The `shown` glibc arenas holding the most free memory, in the allocator's order: "#0 (main)

@@ -240,7 +240,7 @@ std::vector<std::string> LiveView::header() {
     if (const std::optional<MemoryParts> parts = explain_memory(snapshot_))
         lines.push_back("RSS explained: " + memory_parts_summary(*parts));
     if (const std::optional<AllocatorAccount> account = allocator_account(snapshot_))
-        lines.push_back("allocator: " + allocator_account_summary(*account));
+        lines.push_back("allocator: " + allocator_account_brief(*account));
     if (!snapshot_.members.empty()) {
         std::string processes = "processes: " + std::to_string(snapshot_.members.size()) + " merged:";
         for (const TreeMember& member : snapshot_.members)
