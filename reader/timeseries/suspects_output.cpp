@@ -129,8 +129,7 @@ std::string part_growth_note(const MemoryGrowth& growth) {
 // What the allocator's own count says grew, and in which arenas.
 std::string allocator_growth_note(const std::optional<AllocatorGrowth>& growth) {
     if (!growth) return "";
-    std::string note = " " + std::string(growth->allocator == "glibc" ? "glibc" : "jemalloc") +
-                       "'s own count, read at " + birth_time_text(growth->first_taken_since_start_ns) +
+    std::string note = " " + growth->allocator + "'s own count, read at " + birth_time_text(growth->first_taken_since_start_ns) +
                        " and at " + birth_time_text(growth->last_taken_since_start_ns) + " since the start: in use " +
                        signed_human_bytes(growth->in_use) + ", free " + signed_human_bytes(growth->free) + " (" +
                        (growth->allocator == "glibc" ? "in whole pages " : "dirty pages ") +
