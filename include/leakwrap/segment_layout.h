@@ -39,6 +39,10 @@
 // R11 The allocator's statistics (AllocatorStatistics) are rewritten whole, now and then, under a
 //     sequence word: odd while the writer rewrites them, bumped to even when they are whole again.
 //     A reader keeps a copy taken between two equal, even loads of it.
+// R12 A block's free is counted (in a record or a delta entry, frees and free_bytes) after its
+//     allocation was (allocs and alloc_bytes), wherever each was counted. A reader that loads
+//     every place a site counts in, frees first and allocations after, never sees more frees than
+//     allocations, unless an entry moved in between (R10); one that loads them place by place can.
 //
 // Version policy: any change that moves or reinterprets a field bumps kLayoutVersion. The
 // reader parses the current version and, where the difference is a translation it can make,

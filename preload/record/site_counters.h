@@ -49,7 +49,7 @@ inline layout::SiteDelta* own_site_delta(uint32_t site) {
 }
 
 // Shared-shard threads add to the record. The frees side uses release so that a reader
-// loading frees before allocs (acquire) sees no more frees than allocations in one record.
+// loading frees before allocs (acquire) sees no more frees than allocations (R12).
 inline void count_allocation(uint32_t site, uint64_t bytes) {
     LEAKWRAP_CHECK(site < g_segment.site_capacity);
     if (layout::SiteDelta* delta = own_site_delta(site)) {

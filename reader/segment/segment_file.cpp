@@ -354,6 +354,76 @@ public:
         });
     }
 
+    // SiteRecordSource::recount: every place the sites count in (their records, and the delta
+    // entry of their slot in each shard) loaded frees first, allocations after (R12), with the
+    // entries' marks around them: one that moved meanwhile may have moved counts into a record
+    // already loaded (R10), and leaves the sites in transit.
+    std::optional<std::vector<Counters>> recount(std::span<const uint32_t> slots) {
+        const layout::Header header = copied_header();
+        std::vector<Counters> counts(slots.size());
+        std::vector<DeltaMark> marks;
+        bool moved = false;
+        const auto word = [&](uint64_t offset) {
+            return offset + sizeof(uint64_t) <= size_
+                       ? __atomic_load_n(reinterpret_cast<const uint64_t*>(source() + offset), __ATOMIC_ACQUIRE)
+                       : 0;
+        };
+        const auto mark = [&](uint64_t entry) {
+            DeltaMark loaded{layout::kNoDeltaSite, 0};
+            if (entry + sizeof(layout::SiteDelta) > size_) return loaded;
+            loaded.site = __atomic_load_n(
+                reinterpret_cast<const uint32_t*>(source() + entry + offsetof(layout::SiteDelta, site)), __ATOMIC_ACQUIRE);
+            loaded.moves = __atomic_load_n(
+                reinterpret_cast<const uint32_t*>(source() + entry + offsetof(layout::SiteDelta, moves)), __ATOMIC_ACQUIRE);
+            return loaded;
+        };
+        // Calls visit(record, entries) for each slot: the offsets of its record and of its entries.
+        const auto for_each_place = [&](const auto& visit) {
+            for (std::size_t i = 0; i < slots.size(); ++i) {
+                const uint64_t record = header.sites_offset + uint64_t{slots[i]} * header.site_record_size;
+                std::vector<uint64_t> entries;
+                if (header.site_delta_slots != 0)
+                    for (uint32_t shard = 0; shard < header.bin_shards; ++shard)
+                        entries.push_back(header.site_deltas_offset +
+                                          (uint64_t{shard} * header.site_delta_slots +
+                                           (slots[i] & (header.site_delta_slots - 1))) *
+                                              sizeof(layout::SiteDelta));
+                visit(i, record, entries);
+            }
+        };
+        surviving_truncation([&] {
+            for_each_place([&](std::size_t i, uint64_t record, const std::vector<uint64_t>& entries) {
+                counts[i].frees = word(record + offsetof(layout::SiteRecord, frees));
+                counts[i].free_bytes = word(record + offsetof(layout::SiteRecord, free_bytes));
+                for (const uint64_t entry : entries) {
+                    const DeltaMark before = marks.emplace_back(mark(entry));
+                    if (before.site == layout::kNoDeltaSite) continue;  // moving now, or naming none
+                    if (before.site != slots[i]) continue;
+                    counts[i] += {0, word(entry + offsetof(layout::SiteDelta, frees)), 0,
+                                  word(entry + offsetof(layout::SiteDelta, free_bytes))};
+                }
+            });
+            std::size_t next_mark = 0;
+            for_each_place([&](std::size_t i, uint64_t record, const std::vector<uint64_t>& entries) {
+                counts[i] += {word(record + offsetof(layout::SiteRecord, allocs)), 0,
+                              word(record + offsetof(layout::SiteRecord, alloc_bytes)), 0};
+                for (const uint64_t entry : entries)
+                    if (marks[next_mark++].site == slots[i])
+                        counts[i] += {word(entry + offsetof(layout::SiteDelta, allocs)), 0,
+                                      word(entry + offsetof(layout::SiteDelta, alloc_bytes)), 0};
+            });
+            next_mark = 0;
+            for_each_place([&](std::size_t, uint64_t, const std::vector<uint64_t>& entries) {
+                for (const uint64_t entry : entries) {
+                    const DeltaMark before = marks[next_mark++], after = mark(entry);
+                    if (before.site != after.site || before.moves != after.moves) moved = true;
+                }
+            });
+        });
+        if (moved) return std::nullopt;
+        return counts;
+    }
+
     // SiteRecordSource::late_records and deltas_after_late_records.
     std::span<const std::byte> late_records() const { return late_records_; }
     const std::vector<DeltaMark>& deltas_after_late_records() const { return deltas_after_late_records_; }
@@ -506,7 +576,8 @@ Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions&
             [&] { reading.copy_after_names(); }, [&] { reading.copy_after_sites(); },
             [&]() -> const std::vector<DeltaMark>& { return reading.deltas_before_sites(); },
             [&] { return reading.late_records(); },
-            [&]() -> const std::vector<DeltaMark>& { return reading.deltas_after_late_records(); }};
+            [&]() -> const std::vector<DeltaMark>& { return reading.deltas_after_late_records(); },
+            [&](std::span<const uint32_t> slots) { return reading.recount(slots); }};
         return parse_segment(copy.bytes(), release, &streamed);
     }
 }

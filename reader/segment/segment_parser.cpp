@@ -414,22 +414,43 @@ std::optional<std::unordered_set<uint32_t>> sites_in_transit(std::span<const std
 // Judged by call site, (stack, size class), over its birth cells: a record of a cell that is
 // over gets no more allocations while its blocks are still freed, so it holds few live blocks.
 // A site whose counts were in transit during a live copy is not judged: the copy may have
-// missed its allocations (R10), and the copy is not wrong for that.
-void flag_impossible_sites(Snapshot& snapshot, const std::optional<std::unordered_set<uint32_t>>& in_transit) {
+// missed its allocations (R10), and the copy is not wrong for that. One that looks impossible is
+// counted again from the live segment (SiteRecordSource::recount), and judged by those counts.
+void flag_impossible_sites(Snapshot& snapshot, const std::optional<std::unordered_set<uint32_t>>& in_transit,
+                           const SiteRecordSource* streamed) {
     if (!in_transit) return;
     struct Suspect {
         Counters sum;
         bool in_transit = false;
+        std::vector<std::size_t> members;  // indexes in snapshot.sites
     };
     std::unordered_map<uint64_t, Suspect> suspects;
     for (const Site& site : snapshot.sites)
         if (impossible(site.counters())) suspects.emplace(site.key_without_birth(), Suspect{});
     if (suspects.empty()) return;
-    for (const Site& site : snapshot.sites)
+    for (std::size_t i = 0; i < snapshot.sites.size(); ++i) {
+        const Site& site = snapshot.sites[i];
         if (const auto found = suspects.find(site.key_without_birth()); found != suspects.end()) {
             found->second.sum += site.counters();
             found->second.in_transit = found->second.in_transit || in_transit->contains(site.id);
+            found->second.members.push_back(i);
         }
+    }
+    for (auto& [key, suspect] : suspects) {
+        if (suspect.in_transit || !impossible(suspect.sum) || streamed == nullptr || !streamed->recount) continue;
+        std::vector<uint32_t> slots;
+        for (const std::size_t member : suspect.members) slots.push_back(snapshot.sites[member].id);
+        const auto counts = streamed->recount(slots);
+        if (!counts) {
+            suspect.in_transit = true;
+            continue;
+        }
+        suspect.sum = {};
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+            snapshot.sites[suspect.members[i]].set_counters((*counts)[i]);
+            suspect.sum += (*counts)[i];
+        }
+    }
     for (const Site& site : snapshot.sites) {
         if (!impossible(site.counters())) continue;  // the group's sum is impossible only with one that is
         const auto found = suspects.find(site.key_without_birth());
@@ -513,7 +534,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
         done_with(bytes.subspan(header.site_deltas_offset, uint64_t{header.bin_shards} *
                                                                header.site_delta_slots *
                                                                sizeof(layout::SiteDelta)));
-    flag_impossible_sites(snapshot, in_transit);
+    flag_impossible_sites(snapshot, in_transit, streamed);
     snapshot.bins = parse_bins(bytes, header);
     snapshot.totals = sum_bins(snapshot.bins);
     return snapshot;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -63,6 +64,12 @@ struct SiteRecordSource {
     // cells counted their frees: a cache looked as if it gave memory back in bursts.
     std::function<std::span<const std::byte>()> late_records;
     std::function<const std::vector<DeltaMark>&()> deltas_after_late_records;
+    // The counts of the sites in these slots (record and delta entries), read again from the live
+    // segment in the order that never shows a block freed but not allocated (R12); nullopt if an
+    // entry moved meanwhile. A copy reads a site's places one after another, so a block allocated
+    // by one thread after the copy passed its entry and freed by another before the copy reached
+    // theirs is counted freed and not allocated; a busy site can look so in copy after copy.
+    std::function<std::optional<std::vector<Counters>>(std::span<const uint32_t> slots)> recount;
 };
 
 // Parses a private copy of a segment, its site records from `streamed` if given. Every offset,
