@@ -27,6 +27,7 @@ case ${1-} in
   sqlite3 util-linux strace                            # compatibility and fault tests; script, setpriv, strace
   tmux                                                 # drives leakwrap-report top in a terminal
   clang libclang-rt-14-dev                             # the parser's fuzzer (scripts/fuzz.sh)
+  clang-format                                         # the code_format test (.clang-format)
   ruby ruby-dev puma siege                             # Ruby examples and tests (puma from Debian)
   time heaptrack libjemalloc2                          # test/bench/compare.sh (libjemalloc2: its jemalloc-prof variant)
   ruby-railties ruby-redcarpet ruby-nokogiri           # examples/rails: Rails 6.1 (its controller layer), and its test

@@ -58,8 +58,7 @@ constexpr bool parse_stat(std::string_view line, StatFields* out) {
 // A /proc text without its trailing newline, spaces and NULs: the boot id as the header keeps
 // it (a fixed field padded with NULs), a command line whose NULs became spaces.
 constexpr std::string_view without_trailing_space(std::string_view text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0'))
-        text.remove_suffix(1);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0')) text.remove_suffix(1);
     return text;
 }
 

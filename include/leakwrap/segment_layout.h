@@ -85,11 +85,11 @@ inline constexpr const char* kSegmentPrefix = "leakwrap.";
 inline constexpr const char* kShmDirectory = "/dev/shm";
 
 // Limits that keep a segment walkable in bounded time and memory.
-inline constexpr uint32_t kMaxDepth = 64;                 // native frames per stack
-inline constexpr uint32_t kMaxRubyDepth = 64;             // Ruby frames per stack
-inline constexpr uint32_t kMaxSiteCapacity = 1u << 26;    // 64M sites
+inline constexpr uint32_t kMaxDepth = 64;               // native frames per stack
+inline constexpr uint32_t kMaxRubyDepth = 64;           // Ruby frames per stack
+inline constexpr uint32_t kMaxSiteCapacity = 1u << 26;  // 64M sites
 inline constexpr uint64_t kMaxStackTableBytes = uint64_t{16} << 30;
-inline constexpr uint32_t kBuildIdMax = 32;               // bytes of GNU build-id kept
+inline constexpr uint32_t kBuildIdMax = 32;  // bytes of GNU build-id kept
 
 // Values of the `state` words of records.
 inline constexpr uint32_t kEmpty = 0;      // slot not (yet) written
@@ -114,25 +114,25 @@ struct StringRef {
 struct alignas(64) Header {
     char magic[8];
     uint32_t layout_version;
-    uint32_t header_size;     // sizeof(Header) of the writer
-    uint64_t segment_size;    // bytes of the whole segment
+    uint32_t header_size;   // sizeof(Header) of the writer
+    uint64_t segment_size;  // bytes of the whole segment
 
     // Who owns this segment. start_time is field 22 of /proc/<pid>/stat (clock ticks since
     // boot); with boot_id it tells a live owner from a recycled pid.
     int32_t pid;
-    int32_t parent_pid;       // for a child made by fork(): the parent's pid, else getppid()
+    int32_t parent_pid;  // for a child made by fork(): the parent's pid, else getppid()
     uint64_t start_time_ticks;
     uint64_t created_unix_ns;
-    char boot_id[40];         // /proc/sys/kernel/random/boot_id, NUL-padded
-    StringRef exe_path;       // readlink(/proc/self/exe)
-    StringRef command_line;   // /proc/self/cmdline, arguments separated by spaces
+    char boot_id[40];        // /proc/sys/kernel/random/boot_id, NUL-padded
+    StringRef exe_path;      // readlink(/proc/self/exe)
+    StringRef command_line;  // /proc/self/cmdline, arguments separated by spaces
 
     // Capacities and record geometry, fixed at creation.
-    uint32_t max_depth;           // native frames kept per stack (LEAKWRAP_DEPTH)
-    uint32_t max_ruby_depth;      // Ruby frames kept per stack (LEAKWRAP_RUBY_DEPTH)
-    uint32_t site_capacity;       // slots in the site table, overflow sites included
-    uint32_t site_record_size;    // bytes per site slot, >= sizeof(SiteRecord)
-    uint64_t stacks_capacity;     // bytes in the stack table
+    uint32_t max_depth;         // native frames kept per stack (LEAKWRAP_DEPTH)
+    uint32_t max_ruby_depth;    // Ruby frames kept per stack (LEAKWRAP_RUBY_DEPTH)
+    uint32_t site_capacity;     // slots in the site table, overflow sites included
+    uint32_t site_record_size;  // bytes per site slot, >= sizeof(SiteRecord)
+    uint64_t stacks_capacity;   // bytes in the stack table
     uint32_t module_capacity;
     uint32_t module_record_size;  // bytes per module slot, >= sizeof(ModuleRecord)
     uint32_t strings_capacity;    // bytes in the string pool
@@ -157,8 +157,8 @@ struct alignas(64) Header {
     uint64_t sample_interval;
 
     // Growing parts (atomic). Claimed counts may exceed capacities; readers clamp.
-    uint64_t stacks_used;        // bytes of the stack table handed out
-    uint32_t sites_claimed;      // slots handed out, overflow sites included
+    uint64_t stacks_used;    // bytes of the stack table handed out
+    uint32_t sites_claimed;  // slots handed out, overflow sites included
     uint32_t modules_claimed;
     uint32_t strings_used;       // bytes of the string pool handed out
     uint32_t module_generation;  // bumped whenever the module list changes
@@ -173,8 +173,8 @@ struct alignas(64) Header {
     // fork() keeps its parent's, as it keeps the parent's blocks. 0 birth_cells: none recorded
     // (a layout before 8).
     uint64_t birth_origin_boot_ns;
-    uint64_t birth_floor_ns;     // the width of the first kBirthLinearCells cells
-    uint32_t birth_cells;        // <= kMaxBirthCells; the last one has no end
+    uint64_t birth_floor_ns;  // the width of the first kBirthLinearCells cells
+    uint32_t birth_cells;     // <= kMaxBirthCells; the last one has no end
     uint32_t reserved;
     // Where the AllocatorStatistics lie (fixed at creation; layout 9 on); 0: none (a layout
     // before 9).
@@ -190,15 +190,15 @@ struct alignas(64) Header {
 // native frames go only from the allocator up to where the Ruby VM called in (see the preload's
 // site_table.cpp).
 struct StackRecord {
-    uint32_t state;              // kEmpty / kReady / kAbandoned
+    uint32_t state;  // kEmpty / kReady / kAbandoned
     // Header::module_generation when the stack was captured. It may predate the scan that
     // recorded a module of this stack (the writer never waits for a scan in progress): a reader
     // that finds no module of the right generation falls back to the address range alone.
     uint32_t module_generation;
-    uint8_t native_depth;        // <= Header::max_depth
-    uint8_t ruby_depth;          // <= Header::max_ruby_depth; the depth of `ruby`'s record
-    uint16_t flags;              // kStackReduced
-    uint32_t ruby;               // reference of the innermost RubyFrameRecord; kNoRubyFrame if none
+    uint8_t native_depth;  // <= Header::max_depth
+    uint8_t ruby_depth;    // <= Header::max_ruby_depth; the depth of `ruby`'s record
+    uint16_t flags;        // kStackReduced
+    uint32_t ruby;         // reference of the innermost RubyFrameRecord; kNoRubyFrame if none
 };
 
 // A Ruby source position.
@@ -228,9 +228,7 @@ inline constexpr uint32_t kNoStack = 0xffffffffu;
 // StackRecord::ruby without a Ruby backtrace; RubyFrameRecord::caller of the outermost frame.
 inline constexpr uint32_t kNoRubyFrame = 0xffffffffu;
 
-constexpr uint64_t stack_record_size(uint32_t native_depth) {
-    return sizeof(StackRecord) + 8ull * native_depth;
-}
+constexpr uint64_t stack_record_size(uint32_t native_depth) { return sizeof(StackRecord) + 8ull * native_depth; }
 
 // Layout 5's stack record, which the reader still reads (kOldestReadableVersion): its Ruby frames
 // followed its native frames inline, RubyFrame ruby[ruby_depth], innermost first.
@@ -256,10 +254,10 @@ struct SiteRecord {
     uint64_t frees;
     uint64_t alloc_bytes;
     uint64_t free_bytes;
-    uint32_t stack;       // reference of its StackRecord, kNoStack for an overflow site
-    uint8_t size_class;   // size_class_of() of every block counted here
-    uint8_t birth_cell;   // when every block counted here was allocated; 0 for an overflow site
-    uint16_t state;       // kEmpty / kReady / kAbandoned
+    uint32_t stack;      // reference of its StackRecord, kNoStack for an overflow site
+    uint8_t size_class;  // size_class_of() of every block counted here
+    uint8_t birth_cell;  // when every block counted here was allocated; 0 for an overflow site
+    uint16_t state;      // kEmpty / kReady / kAbandoned
 };
 
 // Exact per-size-class counters, summed over all blocks whatever their site. Kept in shards so
@@ -304,13 +302,13 @@ inline constexpr uint32_t kAllocatorJemalloc = 2;
 inline constexpr uint32_t kMaxArenaStatistics = 64;
 
 struct ArenaStatistics {
-    uint64_t system_bytes;      // what the arena got from the system and holds (glibc: "system current")
-    uint64_t free_bytes;        // in its free chunks, its top chunk included
+    uint64_t system_bytes;  // what the arena got from the system and holds (glibc: "system current")
+    uint64_t free_bytes;    // in its free chunks, its top chunk included
     // Of free_bytes, what lies in whole pages inside free chunks, estimated from the sizes of the
     // chunks, and the whole pages of the top chunk: what malloc_trim(0) would hand back to the
     // system at most (pages never touched, or handed back before, are not resident already).
     uint64_t returnable_bytes;
-    uint64_t free_chunks;       // the top chunk included
+    uint64_t free_chunks;  // the top chunk included
 };
 
 // The blocks counted in the bins, summed over their shards and classes.
@@ -322,21 +320,21 @@ struct BlockTotals {
 };
 
 struct alignas(64) AllocatorStatistics {
-    uint32_t sequence;          // atomic; odd while rewritten (R11)
-    uint32_t allocator;         // kAllocator*
-    uint64_t taken_ns;          // when, on the birth grid's clock (time since the origin)
-    uint64_t took_ns;           // how long the reading took
-    uint64_t in_use_bytes;      // handed out, leakwrap's headers and own blocks included
-    uint64_t free_bytes;        // kept free: glibc's free chunks; jemalloc's active - allocated
+    uint32_t sequence;      // atomic; odd while rewritten (R11)
+    uint32_t allocator;     // kAllocator*
+    uint64_t taken_ns;      // when, on the birth grid's clock (time since the origin)
+    uint64_t took_ns;       // how long the reading took
+    uint64_t in_use_bytes;  // handed out, leakwrap's headers and own blocks included
+    uint64_t free_bytes;    // kept free: glibc's free chunks; jemalloc's active - allocated
     // What the allocator would hand back if asked: glibc, the whole free pages (malloc_trim(0));
     // jemalloc, its dirty pages (an arena's purge).
     uint64_t returnable_bytes;
-    uint64_t system_bytes;      // its heaps' memory from the system (glibc), its mapped memory (jemalloc)
-    uint64_t mmapped_bytes;     // glibc: blocks in mappings of their own
-    uint64_t resident_bytes;    // jemalloc: "stats.resident"
-    uint64_t metadata_bytes;    // jemalloc: "stats.metadata"
-    uint32_t arenas;            // entries of `arena` filled, <= kMaxArenaStatistics
-    uint32_t arenas_total;      // the allocator's arenas; the totals above count them all
+    uint64_t system_bytes;    // its heaps' memory from the system (glibc), its mapped memory (jemalloc)
+    uint64_t mmapped_bytes;   // glibc: blocks in mappings of their own
+    uint64_t resident_bytes;  // jemalloc: "stats.resident"
+    uint64_t metadata_bytes;  // jemalloc: "stats.metadata"
+    uint32_t arenas;          // entries of `arena` filled, <= kMaxArenaStatistics
+    uint32_t arenas_total;    // the allocator's arenas; the totals above count them all
     ArenaStatistics arena[kMaxArenaStatistics];  // glibc's, in malloc_info()'s order: main first
     // The bins' totals as the reading began: every block the reading can show was counted by
     // then (an allocation is counted after the allocator hands it out), so a reader whose bins
@@ -353,9 +351,9 @@ struct alignas(64) ModuleRecord {
     uint32_t unload_generation;  // atomic; kStillLoaded while mapped
     uint32_t build_id_length;
     StringRef path;
-    uint64_t load_bias;          // dlpi_addr: runtime address = ELF vaddr + load_bias
-    uint64_t start;              // lowest runtime address of its PT_LOAD segments
-    uint64_t end;                // one past the highest
+    uint64_t load_bias;  // dlpi_addr: runtime address = ELF vaddr + load_bias
+    uint64_t start;      // lowest runtime address of its PT_LOAD segments
+    uint64_t end;        // one past the highest
     uint8_t build_id[kBuildIdMax];
 };
 
@@ -389,9 +387,9 @@ static_assert(birth_cell_start_ns(kMaxBirthCells - 1, kBirthFloorNs) < (uint64_t
 // doubling (160, 192, 224, 256, 320, …) up to 4 MiB, then one class per power of two up to
 // 2^40, and a last class for anything larger. A block of n bytes (the size the program asked
 // for) falls in the smallest class whose upper bound is >= n.
-inline constexpr uint32_t kSmallClasses = 9;                       // 8, 16, 32, …, 128
-inline constexpr uint32_t kFirstDoublingLog2 = 7;                  // groups (2^k, 2^(k+1)], k >= 7
-inline constexpr uint32_t kLastDoublingLog2 = 21;                  // … up to 2^22 = 4 MiB
+inline constexpr uint32_t kSmallClasses = 9;       // 8, 16, 32, …, 128
+inline constexpr uint32_t kFirstDoublingLog2 = 7;  // groups (2^k, 2^(k+1)], k >= 7
+inline constexpr uint32_t kLastDoublingLog2 = 21;  // … up to 2^22 = 4 MiB
 inline constexpr uint32_t kDoublingClasses = 4 * (kLastDoublingLog2 - kFirstDoublingLog2 + 1);
 inline constexpr uint32_t kFirstLargeLog2 = kLastDoublingLog2 + 2;  // 8 MiB
 inline constexpr uint32_t kLastLargeLog2 = 40;

@@ -39,17 +39,15 @@ bool read_flag(const char* name) {
 Config read_config() {
     Config config;
     config.depth = static_cast<uint32_t>(read_number("LEAKWRAP_DEPTH", config.depth, 1, layout::kMaxDepth));
-    config.ruby_depth = static_cast<uint32_t>(
-        read_number("LEAKWRAP_RUBY_DEPTH", config.ruby_depth, 0, layout::kMaxRubyDepth));
-    config.max_sites = static_cast<uint32_t>(read_number(
-        "LEAKWRAP_MAX_SITES", config.max_sites, layout::kMinSiteCapacity, layout::kMaxSiteCapacity));
-    config.sample_interval =
-        read_number("LEAKWRAP_SAMPLE", config.sample_interval, 0, uint64_t{1} << 40);
+    config.ruby_depth =
+        static_cast<uint32_t>(read_number("LEAKWRAP_RUBY_DEPTH", config.ruby_depth, 0, layout::kMaxRubyDepth));
+    config.max_sites = static_cast<uint32_t>(
+        read_number("LEAKWRAP_MAX_SITES", config.max_sites, layout::kMinSiteCapacity, layout::kMaxSiteCapacity));
+    config.sample_interval = read_number("LEAKWRAP_SAMPLE", config.sample_interval, 0, uint64_t{1} << 40);
     config.keep = read_flag("LEAKWRAP_KEEP");
-    config.keep_dead =
-        static_cast<uint32_t>(read_number("LEAKWRAP_KEEP_DEAD", config.keep_dead, 0, kMaxKeepDead));
-    config.keep_dead_days = static_cast<uint32_t>(
-        read_number("LEAKWRAP_KEEP_DEAD_DAYS", config.keep_dead_days, 0, 36500));
+    config.keep_dead = static_cast<uint32_t>(read_number("LEAKWRAP_KEEP_DEAD", config.keep_dead, 0, kMaxKeepDead));
+    config.keep_dead_days =
+        static_cast<uint32_t>(read_number("LEAKWRAP_KEEP_DEAD_DAYS", config.keep_dead_days, 0, 36500));
     config.disable = read_flag("LEAKWRAP_DISABLE");
     return config;
 }

@@ -24,9 +24,9 @@ struct StackBounds {
 // stack_capture.cpp: how this thread's stacks were found lately, which decides whether a walk
 // that meets an unknown frame is worth reading its rule from the unwind table.
 struct StackWalkCounts {
-    uint64_t walked;     // stacks walked by frame sizes
-    uint64_t learned;    // frames learned from the unwind tables during a walk
-    uint64_t unwalkable; // stacks with a frame that cannot be walked by size
+    uint64_t walked;      // stacks walked by frame sizes
+    uint64_t learned;     // frames learned from the unwind tables during a walk
+    uint64_t unwalkable;  // stacks with a frame that cannot be walked by size
 };
 
 // fork_snapshot.cpp: the copy of the segment this thread took for the fork it is making; the

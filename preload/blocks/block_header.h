@@ -48,9 +48,7 @@ inline constexpr std::size_t kMaxRequest = PTRDIFF_MAX;
 
 constexpr bool is_power_of_two(std::size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
-constexpr unsigned log2_of_power_of_two(std::size_t x) {
-    return static_cast<unsigned>(__builtin_ctzll(x));
-}
+constexpr unsigned log2_of_power_of_two(std::size_t x) { return static_cast<unsigned>(__builtin_ctzll(x)); }
 
 // Smallest power of two >= x (x >= 1, x <= 2^63).
 constexpr std::size_t round_up_to_power_of_two(std::size_t x) {
@@ -80,9 +78,7 @@ inline BlockHeader* header_of(void* user) {
     return reinterpret_cast<BlockHeader*>(static_cast<char*>(user) - kHeaderSize);
 }
 
-inline bool tag_matches(void* user, uint64_t secret) {
-    return header_of(user)->tag == tag_for(user, secret);
-}
+inline bool tag_matches(void* user, uint64_t secret) { return header_of(user)->tag == tag_for(user, secret); }
 
 inline std::size_t requested_size(const BlockHeader* h) { return h->size_and_shift & kSizeMask; }
 
@@ -95,8 +91,7 @@ inline void* raw_of(void* user) { return static_cast<char*>(user) - raw_offset(h
 
 // Writes the header for a block whose real allocation starts at raw, user `offset` bytes into it
 // (a multiple of 16 up to kMaxPaddedAlignment, or a larger power of two); returns the user pointer.
-inline void* stamp_block(void* raw, std::size_t offset, std::size_t size, uint32_t site,
-                         uint64_t secret) {
+inline void* stamp_block(void* raw, std::size_t offset, std::size_t size, uint32_t site, uint64_t secret) {
     void* user = static_cast<char*>(raw) + offset;
     BlockHeader* h = header_of(user);
     const uint64_t code =

@@ -26,9 +26,7 @@ using namespace leakwrap;
 
 extern "C" {
 
-LEAKWRAP_EXPORT void* malloc(std::size_t size) noexcept {
-    return allocate_plain(size, LEAKWRAP_CALLER());
-}
+LEAKWRAP_EXPORT void* malloc(std::size_t size) noexcept { return allocate_plain(size, LEAKWRAP_CALLER()); }
 
 LEAKWRAP_EXPORT void free(void* p) noexcept { deallocate(p); }
 
@@ -39,9 +37,7 @@ LEAKWRAP_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
     return allocate_array(count, size, true, LEAKWRAP_CALLER());
 }
 
-LEAKWRAP_EXPORT void* realloc(void* p, std::size_t size) noexcept {
-    return reallocate(p, size, LEAKWRAP_CALLER());
-}
+LEAKWRAP_EXPORT void* realloc(void* p, std::size_t size) noexcept { return reallocate(p, size, LEAKWRAP_CALLER()); }
 
 LEAKWRAP_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size) noexcept {
     return reallocate_array(p, count, size, LEAKWRAP_CALLER());
@@ -64,17 +60,15 @@ LEAKWRAP_EXPORT void* valloc(std::size_t size) noexcept {
     return allocate(size, page_size(), false, LEAKWRAP_CALLER());
 }
 
-LEAKWRAP_EXPORT void* pvalloc(std::size_t size) noexcept {
-    return allocate_whole_pages(size, LEAKWRAP_CALLER());
-}
+LEAKWRAP_EXPORT void* pvalloc(std::size_t size) noexcept { return allocate_whole_pages(size, LEAKWRAP_CALLER()); }
 
 LEAKWRAP_EXPORT std::size_t malloc_usable_size(void* p) noexcept { return usable_size(p); }
 
 LEAKWRAP_EXPORT __attribute__((noreturn)) void _exit(int status) { exit_now(status); }
 LEAKWRAP_EXPORT __attribute__((noreturn)) void _Exit(int status) { exit_now(status); }
 
-LEAKWRAP_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
-                                   void* (*routine)(void*), void* argument) {
+LEAKWRAP_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes, void* (*routine)(void*),
+                                   void* argument) {
     return create_thread_knowing_its_stack(thread, attributes, routine, argument);
 }
 

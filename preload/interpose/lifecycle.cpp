@@ -111,11 +111,9 @@ __attribute__((destructor)) void finish_at_exit() { finish_normal_exit(); }
 using ExitFunction = void (*)(int);
 constinit ExitFunction g_real_exit = nullptr;
 
-
 __attribute__((constructor)) void initialize_at_load() {
     int expected = kUninitialized;
-    if (!g_mode_page.mode.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel))
-        return;
+    if (!g_mode_page.mode.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel)) return;
     bool tracking;
     {
         GuardScope guard;

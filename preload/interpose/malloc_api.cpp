@@ -39,8 +39,7 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
     // arena serves: an allocation never waits.
     if (!g_real_resolved && (inside_leakwrap() || !try_resolve_real_allocator()))
         return bootstrap_allocate(size, alignment);
-    if (alignment <= kNaturalAlignment)
-        return zeroed ? g_real.calloc(1, size) : g_real.malloc(size);
+    if (alignment <= kNaturalAlignment) return zeroed ? g_real.calloc(1, size) : g_real.malloc(size);
     void* block = g_real.memalign(alignment, size);
     if (block != nullptr && zeroed) std::memset(block, 0, size);
     return block;
@@ -143,8 +142,7 @@ bool release_headerless(void* block) {
 }
 
 // realloc of a block we cannot resize in place: move it into a fresh block.
-void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size,
-                        const CallerContext& caller) {
+void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size, const CallerContext& caller) {
     void* fresh = allocate(new_size, kNaturalAlignment, false, caller);
     if (fresh == nullptr) return nullptr;
     std::memcpy(fresh, old_block, old_size < new_size ? old_size : new_size);
@@ -210,8 +208,8 @@ void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcep
     uint64_t headerless_size;
     uint32_t headerless_site;
     const bool tracked = is_tracked_block(p);
-    const bool headerless = !tracked && may_be_headerless(p) &&
-                            find_headerless_block(p, false, &headerless_size, &headerless_site);
+    const bool headerless =
+        !tracked && may_be_headerless(p) && find_headerless_block(p, false, &headerless_size, &headerless_site);
     if (!tracked && !headerless) return real().realloc(p, size);  // foreign blocks stay foreign
     if (size == 0) {
         deallocate(p);

@@ -117,8 +117,7 @@ bool read_head_of_own_file(int directory, const char* name, void* buffer, std::s
     const int fd = open_at(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat status {};
-    const bool readable = fstat(fd, &status) == 0 && S_ISREG(status.st_mode) &&
-                          status.st_uid == geteuid() &&
+    const bool readable = fstat(fd, &status) == 0 && S_ISREG(status.st_mode) && status.st_uid == geteuid() &&
                           read_from_at(fd, buffer, size, 0) == static_cast<ssize_t>(size);
     close_descriptor(fd);
     if (readable && file != nullptr) *file = FileIdentity{status.st_dev, status.st_ino, status.st_mtim};
@@ -132,9 +131,7 @@ void remove_if_same_file(int directory, const char* name, const FileIdentity& fi
         unlinkat(directory, name, 0);
 }
 
-int open_directory(const char* path) noexcept {
-    return open_at(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-}
+int open_directory(const char* path) noexcept { return open_at(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
 
 bool for_each_directory_entry(int directory, uint32_t most, DirectoryVisitor visit, void* context) noexcept {
     alignas(LinuxDirent64) char entries[8192];

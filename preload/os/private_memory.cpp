@@ -18,8 +18,8 @@ void publish_private_bytes() noexcept {
     if (header == nullptr) return;
     int64_t bytes = g_private_bytes.load(std::memory_order_relaxed);
     for (;;) {
-        const uint64_t kib = std::min<uint64_t>((static_cast<uint64_t>(std::max<int64_t>(0, bytes)) + 1023) / 1024,
-                                                UINT32_MAX);
+        const uint64_t kib =
+            std::min<uint64_t>((static_cast<uint64_t>(std::max<int64_t>(0, bytes)) + 1023) / 1024, UINT32_MAX);
         std::atomic_ref<uint32_t>(header->private_kib).store(static_cast<uint32_t>(kib), std::memory_order_relaxed);
         const int64_t now = g_private_bytes.load(std::memory_order_relaxed);
         if (now == bytes) return;

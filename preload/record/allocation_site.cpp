@@ -56,8 +56,7 @@ bool cut_below_ruby_vm(uint32_t depth, bool ruby_backtrace, CapturedStack* stack
 // whether an extension is behind it.
 constexpr uint32_t kFirstTryBelowRubyVm = 8;
 
-void capture_native_stack(const CallerContext& caller, bool slots_wanted, bool ruby_backtrace,
-                          CapturedStack* stack) {
+void capture_native_stack(const CallerContext& caller, bool slots_wanted, bool ruby_backtrace, CapturedStack* stack) {
     uint32_t max_depth = g_segment.max_depth;
     bool ruby_process = ruby_vm_loaded();
     // A walk stops where the frames decide depth_below_ruby_vm(), and says so when it stopped

@@ -24,9 +24,7 @@ void release_bin_shard(void* shard_plus_one) {
 
 }  // namespace
 
-void init_bin_shards() {
-    g_shard_key_ready = pthread_key_create(&g_shard_key, release_bin_shard) == 0;
-}
+void init_bin_shards() { g_shard_key_ready = pthread_key_create(&g_shard_key, release_bin_shard) == 0; }
 
 uint32_t claim_bin_shard() {
     uint32_t shard = kSharedBinShard;
@@ -34,13 +32,12 @@ uint32_t claim_bin_shard() {
         for (uint32_t candidate = 0; candidate < kSharedBinShard; ++candidate) {
             bool expected = false;
             if (!g_shard_owned[candidate].load(std::memory_order_relaxed) &&
-                g_shard_owned[candidate].compare_exchange_strong(expected, true,
-                                                                 std::memory_order_acquire)) {
+                g_shard_owned[candidate].compare_exchange_strong(expected, true, std::memory_order_acquire)) {
                 shard = candidate;
                 uint32_t claimed_ever = g_shards_claimed_ever.load(std::memory_order_relaxed);
                 while (claimed_ever <= shard &&
                        !g_shards_claimed_ever.compare_exchange_weak(claimed_ever, shard + 1, std::memory_order_release,
-                                                                   std::memory_order_relaxed)) {
+                                                                    std::memory_order_relaxed)) {
                 }
                 break;
             }
@@ -64,9 +61,7 @@ void reset_bin_shards_after_fork() {
         g_shard_owned[shard].store(shard + 1 == mine, std::memory_order_relaxed);
 }
 
-uint32_t bin_shards_in_use() {
-    return g_shards_claimed_ever.load(std::memory_order_acquire);
-}
+uint32_t bin_shards_in_use() { return g_shards_claimed_ever.load(std::memory_order_acquire); }
 
 layout::BlockTotals counted_block_totals() {
     layout::BlockTotals totals{};

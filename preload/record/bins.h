@@ -65,11 +65,7 @@ inline void count_in_bin(uint32_t size_class, uint64_t bytes, bool allocation) {
     }
 }
 
-inline void count_bin_allocation(uint32_t size_class, uint64_t bytes) {
-    count_in_bin(size_class, bytes, true);
-}
-inline void count_bin_free(uint32_t size_class, uint64_t bytes) {
-    count_in_bin(size_class, bytes, false);
-}
+inline void count_bin_allocation(uint32_t size_class, uint64_t bytes) { count_in_bin(size_class, bytes, true); }
+inline void count_bin_free(uint32_t size_class, uint64_t bytes) { count_in_bin(size_class, bytes, false); }
 
 }  // namespace leakwrap

@@ -30,8 +30,8 @@ void start_birth_clock(layout::Header* h);
 namespace birth_clock_detail {
 inline constexpr unsigned kCellShift = 56;
 inline constexpr uint64_t kEndMask = (uint64_t{1} << kCellShift) - 1;
-extern constinit uint64_t g_origin_ns;                      // coarse monotonic time of birth time 0
-extern constinit std::atomic<uint64_t> g_cell_and_end;      // cell << 56 | end of its time
+extern constinit uint64_t g_origin_ns;                  // coarse monotonic time of birth time 0
+extern constinit std::atomic<uint64_t> g_cell_and_end;  // cell << 56 | end of its time
 uint32_t advance(uint64_t since_origin_ns);
 
 inline uint64_t coarse_monotonic_ns() {

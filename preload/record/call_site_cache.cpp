@@ -143,15 +143,13 @@ inline __attribute__((always_inline)) ThreadCache* usable_cache(uintptr_t stack_
 uintptr_t slot_base(const CallerContext& caller) { return caller.stack_pointer - sizeof(uint64_t); }
 
 uint32_t slot_index(const CallerContext& caller, uint32_t size_class) {
-    uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7) ^ size_class) *
-                     0x9E3779B97F4A7C15ull;
+    uint64_t mixed = (caller.return_address ^ (caller.stack_pointer << 7) ^ size_class) * 0x9E3779B97F4A7C15ull;
     return static_cast<uint32_t>(mixed >> 58) % kEntries;
 }
 
 bool same_key(const Entry* entry, const CallerContext& caller, uint32_t size_class, uint32_t birth_cell) {
-    return entry->return_address == caller.return_address &&
-           entry->stack_pointer == caller.stack_pointer && entry->size_class == size_class &&
-           entry->birth_cell == birth_cell;
+    return entry->return_address == caller.return_address && entry->stack_pointer == caller.stack_pointer &&
+           entry->size_class == size_class && entry->birth_cell == birth_cell;
 }
 
 void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class, uint32_t birth_cell) {
@@ -163,16 +161,13 @@ void set_key(Entry* entry, const CallerContext& caller, uint32_t size_class, uin
 
 }  // namespace
 
-void init_call_site_cache() {
-    g_cache_key_ready = pthread_key_create(&g_cache_key, release_cache) == 0;
-}
+void init_call_site_cache() { g_cache_key_ready = pthread_key_create(&g_cache_key, release_cache) == 0; }
 
 CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint32_t birth_cell) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return {kNoCachedSite, false};
     Entry* entry = entry_at(cache, slot_index(caller, size_class));
-    if (entry->state == kEmpty || !same_key(entry, caller, size_class, birth_cell))
-        return {kNoCachedSite, false};
+    if (entry->state == kEmpty || !same_key(entry, caller, size_class, birth_cell)) return {kNoCachedSite, false};
     if (entry->state == kSeen) return {kNoCachedSite, entry->repeats >= kRepeatsBeforeFilling};
     const uint64_t* frames = entry_frames(entry);
     const uint32_t* offsets = entry_slot_offsets(entry);
@@ -188,8 +183,8 @@ CacheLookup look_up_site(const CallerContext& caller, uint32_t size_class, uint3
     return {entry->site, false};
 }
 
-void remember_site(const CallerContext& caller, uint32_t size_class, uint32_t birth_cell,
-                   const CapturedStack& stack, uint32_t site) {
+void remember_site(const CallerContext& caller, uint32_t size_class, uint32_t birth_cell, const CapturedStack& stack,
+                   uint32_t site) {
     ThreadCache* cache = usable_cache(caller.stack_pointer);
     if (cache == nullptr) return;
     Entry* entry = entry_at(cache, slot_index(caller, size_class));

@@ -17,9 +17,8 @@ struct CallerContext {
 
 // A macro, since the builtins must run in the exported function's own frame. Asking for that
 // frame's address gives the function a frame pointer, whose slot holds the caller's rbp.
-#define LEAKWRAP_CALLER()                                                             \
-    ::leakwrap::CallerContext {                                                       \
-        reinterpret_cast<uintptr_t>(__builtin_return_address(0)),                     \
-            reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),                       \
-            *static_cast<const uintptr_t*>(__builtin_frame_address(0))                \
+#define LEAKWRAP_CALLER()                                                                                             \
+    ::leakwrap::CallerContext {                                                                                       \
+        reinterpret_cast<uintptr_t>(__builtin_return_address(0)), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()), \
+            *static_cast<const uintptr_t*>(__builtin_frame_address(0))                                                \
     }

@@ -35,8 +35,7 @@ cds_lfht_node* HashIndex::find(uint64_t hash, cds_lfht_match_fct match, const vo
     return nullptr;
 }
 
-cds_lfht_node* HashIndex::add(uint64_t hash, cds_lfht_match_fct match, const void* key,
-                              cds_lfht_node* node) {
+cds_lfht_node* HashIndex::add(uint64_t hash, cds_lfht_match_fct match, const void* key, cds_lfht_node* node) {
     uint32_t newest = table_count_.load(std::memory_order_acquire) - 1;
     cds_lfht_node* holder =
         cds_lfht_add_unique(tables_[newest].load(std::memory_order_relaxed), hash, match, key, node);

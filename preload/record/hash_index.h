@@ -45,8 +45,8 @@ public:
 
 private:
     static constexpr uint32_t kMaxTables = 8;
-    static constexpr uint32_t kGrowthLog2 = 2;        // each table has 4x the buckets; the
-                                                      // eighth has 64M, for kMaxSiteCapacity
+    static constexpr uint32_t kGrowthLog2 = 2;  // each table has 4x the buckets; the
+                                                // eighth has 64M, for kMaxSiteCapacity
     // Before the next table is added. 4, not 2: the Rails example's boot (44K stacks) then
     // stops at two tables instead of writing a third of 1 MiB for its last few thousand.
     static constexpr uint64_t kEntriesPerBucket = 4;

@@ -10,8 +10,7 @@ constinit uint64_t g_sample_interval = 0;
 
 int64_t draw_bytes_until_sample() {
     SamplerState& state = t_thread.sampler;
-    if (state.random_state == 0)
-        state.random_state = (reinterpret_cast<uintptr_t>(&state) ^ g_tag_secret) | 1;
+    if (state.random_state == 0) state.random_state = (reinterpret_cast<uintptr_t>(&state) ^ g_tag_secret) | 1;
     // xorshift64*: cheap, and plenty for spacing samples.
     uint64_t x = state.random_state;
     x ^= x >> 12;

@@ -13,7 +13,6 @@ namespace leakwrap {
 
 extern uint64_t g_sample_interval;  // 0: exact mode, every allocation is attributed
 
-
 int64_t draw_bytes_until_sample();
 
 inline bool should_sample(uint64_t size) {

@@ -42,8 +42,7 @@ void move_all_site_deltas_to_records(uint64_t sites);
 inline layout::SiteDelta* own_site_delta(uint32_t site) {
     uint32_t shard = current_bin_shard();
     if (__builtin_expect(shard == kSharedBinShard, 0)) return nullptr;
-    layout::SiteDelta* delta =
-        g_segment.site_deltas + shard * kSiteDeltaSlots + (site & (kSiteDeltaSlots - 1));
+    layout::SiteDelta* delta = g_segment.site_deltas + shard * kSiteDeltaSlots + (site & (kSiteDeltaSlots - 1));
     if (__builtin_expect(delta->site != site, 0) && !retarget_site_delta(delta, site)) return nullptr;
     return delta;
 }

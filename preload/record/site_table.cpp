@@ -78,8 +78,7 @@ uint32_t find_or_add_site(const FoundStack& stack, SiteKind kind, bool may_add) 
     state.store(layout::kReady, std::memory_order_release);
     for (uint32_t known = first;;) {
         g_next_site[slot] = first;
-        if (head.compare_exchange_weak(first, slot, std::memory_order_acq_rel, std::memory_order_acquire))
-            return slot;
+        if (head.compare_exchange_weak(first, slot, std::memory_order_acq_rel, std::memory_order_acquire)) return slot;
         // Sites added meanwhile: one of them may be this kind's.
         uint32_t site = find_in_chain(first, known, kind);
         if (site != kNoSite) {
@@ -102,17 +101,19 @@ uint32_t find_or_add(const StackKey& stack_key, uint64_t stack_hash, SiteKind ki
 uint32_t overflow(uint32_t size_class) {
     layout::Header* h = g_segment.header;
     std::atomic_ref<uint64_t>(h->lost_sites).fetch_add(1, std::memory_order_relaxed);
-    bool tables_full = std::atomic_ref<uint32_t>(h->sites_claimed).load(std::memory_order_relaxed) >=
-                           g_segment.site_capacity ||
-                       stack_table_nearly_full();
+    bool tables_full =
+        std::atomic_ref<uint32_t>(h->sites_claimed).load(std::memory_order_relaxed) >= g_segment.site_capacity ||
+        stack_table_nearly_full();
     if (tables_full) {
         if (!g_table_full_reported.exchange(true, std::memory_order_relaxed))
-            warn("site table full (%u sites): allocations from further new call sites are counted "
-                 "in the overflow sites (raise LEAKWRAP_MAX_SITES)",
-                 g_segment.site_capacity);
+            warn(
+                "site table full (%u sites): allocations from further new call sites are counted "
+                "in the overflow sites (raise LEAKWRAP_MAX_SITES)",
+                g_segment.site_capacity);
     } else if (!g_shm_full_reported.exchange(true, std::memory_order_relaxed)) {
-        warn("/dev/shm is full: allocations from further new call sites are counted in the "
-             "overflow sites (free space in /dev/shm)");
+        warn(
+            "/dev/shm is full: allocations from further new call sites are counted in the "
+            "overflow sites (free space in /dev/shm)");
     }
     return size_class;  // the overflow site of this size class
 }
@@ -124,9 +125,10 @@ uint32_t site_when_nearly_full(const StackKey& key, uint64_t hash, SiteKind kind
     uint32_t site = find_or_add(key, hash, kind, false);
     if (site != kNoSite) return site;
     if (!g_reduced_reported.exchange(true, std::memory_order_relaxed))
-        warn("site table nearly full (%u sites): new call sites are recorded by their innermost "
-             "frames only (raise LEAKWRAP_MAX_SITES)",
-             g_segment.site_capacity);
+        warn(
+            "site table nearly full (%u sites): new call sites are recorded by their innermost "
+            "frames only (raise LEAKWRAP_MAX_SITES)",
+            g_segment.site_capacity);
     StackKey reduced = key;
     if (reduced.native_depth > layout::kReducedNativeFrames) reduced.native_depth = layout::kReducedNativeFrames;
     static_assert(layout::kReducedRubyFrames == 1);
@@ -142,9 +144,8 @@ uint32_t site_when_nearly_full(const StackKey& key, uint64_t hash, SiteKind kind
 
 uint32_t site_for_stack(const StackKey& key, uint64_t hash, SiteKind kind) {
     urcu_bp_read_lock();
-    uint32_t site = site_table_nearly_full() || stack_table_nearly_full()
-                        ? site_when_nearly_full(key, hash, kind)
-                        : find_or_add(key, hash, kind, true);
+    uint32_t site = site_table_nearly_full() || stack_table_nearly_full() ? site_when_nearly_full(key, hash, kind)
+                                                                          : find_or_add(key, hash, kind, true);
     urcu_bp_read_unlock();
     return site != kNoSite ? site : overflow(kind.size_class);
 }

@@ -44,16 +44,14 @@ constexpr FoundStack kNotFound{layout::kNoStack, nullptr, false};
 int matches_key(cds_lfht_node* node, const void* key_pointer) {
     const auto* key = static_cast<const StackKey*>(key_pointer);
     layout::StackRecord* record = stack_record(reference_of(node));
-    return record->native_depth == key->native_depth && record->ruby == key->ruby &&
-           record->flags == key->flags &&
+    return record->native_depth == key->native_depth && record->ruby == key->ruby && record->flags == key->flags &&
            std::memcmp(stack_frames(record), key->frames, sizeof(uint64_t) * key->native_depth) == 0;
 }
 
 }  // namespace
 
 uint64_t hash_stack_key(const StackKey& key) {
-    uint64_t h = 0x243F6A8885A308D3ull ^ (uint64_t{key.native_depth} << 32) ^ key.ruby ^
-                 (uint64_t{key.flags} << 48);
+    uint64_t h = 0x243F6A8885A308D3ull ^ (uint64_t{key.native_depth} << 32) ^ key.ruby ^ (uint64_t{key.flags} << 48);
     auto mix = [&h](uint64_t word) {
         h ^= word;
         h *= 0xff51afd7ed558ccdull;

@@ -42,8 +42,6 @@ bool stack_table_nearly_full();
 
 // The rule both tables apply: `used` has entered the last sixteenth of `capacity`, kept for
 // reduced stacks.
-constexpr bool in_reduced_reserve(uint64_t used, uint64_t capacity) {
-    return used > capacity - capacity / 16;
-}
+constexpr bool in_reduced_reserve(uint64_t used, uint64_t capacity) { return used > capacity - capacity / 16; }
 
 }  // namespace leakwrap

@@ -211,8 +211,8 @@ void init_ruby_backtrace() {
     api.frame_path = ruby_symbol<Value (*)(Value)>("rb_profile_frame_path");
     api.string_pointer = ruby_symbol<char* (*)(volatile Value*)>("rb_string_value_ptr");
     api.gc_count = ruby_symbol<size_t (*)()>("rb_gc_count");
-    if (api.vm && api.has_gvl && api.during_gc && api.profile_frames && api.frame_path &&
-        api.string_pointer && api.gc_count) {
+    if (api.vm && api.has_gvl && api.during_gc && api.profile_frames && api.frame_path && api.string_pointer &&
+        api.gc_count) {
         g_ruby = api;
         g_vm_code = code_range_of(reinterpret_cast<const void*>(api.profile_frames));
         init_ruby_vm_frames(ruby_symbol<const char*>("ruby_version"));
@@ -230,9 +230,8 @@ CodeRange ruby_vm_code() { return g_vm_code; }
 __attribute__((flatten)) void current_ruby_backtrace(uint32_t max_depth, RubyBacktrace* out) {
     LEAKWRAP_CHECK(inside_leakwrap());
     *out = RubyBacktrace{layout::kNoRubyFrame, 0, false};
-    if (max_depth == 0 || g_ruby.profile_frames == nullptr ||
-        !g_vm_ready.load(std::memory_order_acquire) || *g_ruby.vm == nullptr || !g_ruby.has_gvl() ||
-        g_ruby.during_gc())
+    if (max_depth == 0 || g_ruby.profile_frames == nullptr || !g_vm_ready.load(std::memory_order_acquire) ||
+        *g_ruby.vm == nullptr || !g_ruby.has_gvl() || g_ruby.during_gc())
         return;
     if (g_tables_busy.test_and_set(std::memory_order_acquire)) return;
     uint64_t gc_epoch = g_ruby.gc_count();
@@ -256,8 +255,9 @@ __attribute__((flatten)) void current_ruby_backtrace(uint32_t max_depth, RubyBac
             // Equal backtraces are one record in the tree; one that found no room proves nothing.
             if (answer.stored && found.known->backtrace.innermost != out->innermost) {
                 g_fingerprints_trusted = false;
-                warn("Ruby's control frames are not laid out as leakwrap reads them: Ruby "
-                     "backtraces are taken the slow way from now on");
+                warn(
+                    "Ruby's control frames are not laid out as leakwrap reads them: Ruby "
+                    "backtraces are taken the slow way from now on");
             }
         } else if (answer.stored) {
             const KnownLookup& key = answer.decided_by_innermost || innermost.whole_stack ? innermost : every;

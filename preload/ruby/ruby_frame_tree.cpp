@@ -55,8 +55,8 @@ uint64_t hash_of(RubyFrame frame, uint32_t caller) {
 // The depth is implied by the caller, and compared anyway: a child forked while its parent added
 // records may hold slots naming bytes its segment reuses for other records.
 bool same_record(const RubyFrameRecord& record, RubyFrame frame, uint32_t caller, uint32_t depth) {
-    return record.frame.file == frame.file && record.frame.line == frame.line &&
-           record.caller == caller && record.depth == depth;
+    return record.frame.file == frame.file && record.frame.line == frame.line && record.caller == caller &&
+           record.depth == depth;
 }
 
 // The slot holding the record of (frame, caller), or the empty slot where it would go.

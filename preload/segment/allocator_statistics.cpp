@@ -51,7 +51,8 @@ uint64_t attribute(const char* line, const char* line_end, const char* name) {
     for (const char* at = line; at + length + 2 <= line_end; ++at) {
         if (std::memcmp(at, name, length) != 0 || at[length] != '=' || at[length + 1] != '"') continue;
         uint64_t value = 0;
-        for (at += length + 2; at < line_end && *at >= '0' && *at <= '9'; ++at) value = value * 10 + uint64_t(*at - '0');
+        for (at += length + 2; at < line_end && *at >= '0' && *at <= '9'; ++at)
+            value = value * 10 + uint64_t(*at - '0');
         return value;
     }
     return 0;
@@ -197,7 +198,7 @@ uint64_t read_allocator_statistics_when_due(uint64_t since_origin_ns, layout::Bl
     if (shared != nullptr) {
         int cancellation = 0;
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancellation);  // I8
-        const os::SignalMask signals = os::block_signals();              // I4
+        const os::SignalMask signals = os::block_signals();             // I4
         const uint64_t start = os::monotonic_nanoseconds();
         static layout::AllocatorStatistics reading;  // one reader at a time (g_reading)
         reading = {};

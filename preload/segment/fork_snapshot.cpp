@@ -22,7 +22,8 @@ using layout::Header;
 // its site too, so the child's bins are rebuilt from its sites: both then describe one moment.
 void rebuild_bins_from_sites(uint64_t sites) {
     for_each_bin_shard_in_use([](uint32_t shard) {
-        std::memset(g_segment.bins + layout::bin_index(0, shard), 0, layout::kSizeClassCount * sizeof(layout::BinCounters));
+        std::memset(g_segment.bins + layout::bin_index(0, shard), 0,
+                    layout::kSizeClassCount * sizeof(layout::BinCounters));
     });
     for (uint64_t index = 0; index < sites; ++index) {
         const layout::SiteRecord* site = site_record(static_cast<uint32_t>(index));
@@ -41,7 +42,7 @@ void rebuild_bins_from_sites(uint64_t sites) {
 // a word loop it does not instrument, as the reader's copy from another process is unseen by it.
 #if defined(__SANITIZE_THREAD__)
 __attribute__((no_sanitize("thread"), noinline)) void copy_racing_writers(std::byte* to, const std::byte* from,
-                                                                           uint64_t length) {
+                                                                          uint64_t length) {
     const volatile std::byte* source = from;
     for (uint64_t i = 0; i < length; ++i) to[i] = source[i];
 }
@@ -139,8 +140,7 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
     uint64_t stacks = std::min(parent->stacks_used, parent->stacks_capacity);
     bool reserved = reserve_segment_bytes(g.sites_offset, sites * sizeof(layout::SiteRecord)) &&
                     (stacks == 0 || reserve_segment_bytes(g.stacks_offset, stacks)) &&
-                    (modules == 0 ||
-                     reserve_segment_bytes(g.modules_offset, modules * sizeof(layout::ModuleRecord))) &&
+                    (modules == 0 || reserve_segment_bytes(g.modules_offset, modules * sizeof(layout::ModuleRecord))) &&
                     (strings == 0 || reserve_segment_bytes(g.strings_offset, strings));
     if (!reserved) {
         warn("no space in /dev/shm for the forked child's segment; the child is not profiled");
@@ -152,11 +152,9 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
     for_each_counter_range(parent, [snapshot](uint64_t offset, uint64_t length) {
         std::memcpy(g_segment.base + offset, snapshot + offset, length);
     });
-    std::memcpy(g_segment.base + g.sites_offset, snapshot + g.sites_offset,
-                sites * sizeof(layout::SiteRecord));
+    std::memcpy(g_segment.base + g.sites_offset, snapshot + g.sites_offset, sites * sizeof(layout::SiteRecord));
     std::memcpy(g_segment.base + g.stacks_offset, snapshot + g.stacks_offset, stacks);
-    std::memcpy(g_segment.base + g.modules_offset, snapshot + g.modules_offset,
-                modules * sizeof(layout::ModuleRecord));
+    std::memcpy(g_segment.base + g.modules_offset, snapshot + g.modules_offset, modules * sizeof(layout::ModuleRecord));
     std::memcpy(g_segment.base + g.strings_offset, snapshot + g.strings_offset, strings);
     discard_fork_snapshot();
     move_all_site_deltas_to_records(sites);

@@ -48,8 +48,7 @@ void append_module(const dl_phdr_info* info, uint64_t start, uint64_t end, uint3
     std::atomic_ref<uint32_t> claimed(h->modules_claimed);
     uint32_t index = claimed.load(std::memory_order_relaxed);
     if (index >= h->module_capacity || g_mapped_count >= kMaxTracked) return;
-    if (!reserve_segment_bytes(h->modules_offset + uint64_t{index} * h->module_record_size,
-                               h->module_record_size))
+    if (!reserve_segment_bytes(h->modules_offset + uint64_t{index} * h->module_record_size, h->module_record_size))
         return;
     ModuleRecord* record = module_record(index);
     const char* path = info->dlpi_name;
@@ -144,4 +143,3 @@ uint32_t current_module_generation() {
 }
 
 }  // namespace leakwrap
-

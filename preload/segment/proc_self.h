@@ -15,7 +15,7 @@ struct ProcessIdentity {
     uint64_t start_time_ticks;  // field 22 of /proc/self/stat
     char boot_id[40];
     char exe_path[4096];
-    char command_line[4096];    // arguments joined by spaces, truncated if longer
+    char command_line[4096];  // arguments joined by spaces, truncated if longer
 };
 
 // Re-reads everything (after fork the pid and start time change).

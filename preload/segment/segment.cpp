@@ -43,16 +43,13 @@ constinit char g_segment_name[32]{};
 Geometry geometry_for(const Config& config) {
     Geometry g{};
     g.bins_offset = align_up(sizeof(Header), 4096);
-    g.site_deltas_offset =
-        g.bins_offset + uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters);
-    g.sites_offset = align_up(
-        g.site_deltas_offset + uint64_t{kBinShards} * kSiteDeltaSlots * sizeof(layout::SiteDelta), 4096);
-    g.stacks_offset =
-        align_up(g.sites_offset + uint64_t{config.max_sites} * sizeof(layout::SiteRecord), 4096);
+    g.site_deltas_offset = g.bins_offset + uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters);
+    g.sites_offset =
+        align_up(g.site_deltas_offset + uint64_t{kBinShards} * kSiteDeltaSlots * sizeof(layout::SiteDelta), 4096);
+    g.stacks_offset = align_up(g.sites_offset + uint64_t{config.max_sites} * sizeof(layout::SiteRecord), 4096);
     g.stacks_capacity = uint64_t{config.max_sites} * kStackBytesPerSite;
     g.modules_offset = align_up(g.stacks_offset + g.stacks_capacity, 4096);
-    g.strings_offset =
-        align_up(g.modules_offset + uint64_t{kModuleCapacity} * sizeof(layout::ModuleRecord), 4096);
+    g.strings_offset = align_up(g.modules_offset + uint64_t{kModuleCapacity} * sizeof(layout::ModuleRecord), 4096);
     g.size = align_up(g.strings_offset + kStringsCapacity, 4096);
     return g;
 }
@@ -71,36 +68,32 @@ ExistingSegment classify_existing(const char* name, int pid, uint64_t start_time
     if (!os::read_head_of_own_file(os::kCurrentDirectory, path, &header, sizeof header, nullptr) ||
         std::memcmp(header.magic, layout::kMagic, sizeof header.magic) != 0 || header.pid != pid)
         return ExistingSegment::kForeign;
-    return header.start_time_ticks == start_time ? ExistingSegment::kOursReplacedByExec
-                                                 : ExistingSegment::kOursStale;
+    return header.start_time_ticks == start_time ? ExistingSegment::kOursReplacedByExec : ExistingSegment::kOursStale;
 }
 
 // Opens a new segment exclusively. O_CREAT|O_EXCL never follows a symlink and never opens an
 // existing file, so a planted file or link cannot be written through.
-bool open_exclusive(const char* name, uint64_t size, os::SharedMapping* mapping, int pid,
-                    uint64_t start_time) {
+bool open_exclusive(const char* name, uint64_t size, os::SharedMapping* mapping, int pid, uint64_t start_time) {
     for (int attempt = 0; attempt < 2; ++attempt) {
         const int error = os::create_shared_segment(name, size, mapping);
         if (error == 0) return true;
         if (error != EEXIST || attempt > 0) {
             os::remove_shared_segment(name);
-            warn("cannot create /dev/shm/%s (%s); this process is not profiled", name,
-                 std::strerror(error));
+            warn("cannot create /dev/shm/%s (%s); this process is not profiled", name, std::strerror(error));
             return false;
         }
         switch (classify_existing(name, pid, start_time)) {
             case ExistingSegment::kForeign:
-                warn("/dev/shm/%s exists and is not a leakwrap segment of this process "
-                     "(another owner, a link, or foreign data); leaving it alone, this "
-                     "process is not profiled",
-                     name);
+                warn(
+                    "/dev/shm/%s exists and is not a leakwrap segment of this process "
+                    "(another owner, a link, or foreign data); leaving it alone, this "
+                    "process is not profiled",
+                    name);
                 return false;
             case ExistingSegment::kOursStale:
                 warn("replacing the segment left by an earlier process with the same pid");
                 [[fallthrough]];
-            case ExistingSegment::kOursReplacedByExec:
-                os::remove_shared_segment(name);
-                break;
+            case ExistingSegment::kOursReplacedByExec: os::remove_shared_segment(name); break;
         }
     }
     return false;
@@ -142,11 +135,15 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
     start_reservations(g, segment_fd);
 
     std::byte* base = mapping.base;
-    g_segment = SegmentView{base, reinterpret_cast<Header*>(base),
+    g_segment = SegmentView{base,
+                            reinterpret_cast<Header*>(base),
                             reinterpret_cast<layout::BinCounters*>(base + g.bins_offset),
                             reinterpret_cast<layout::SiteDelta*>(base + g.site_deltas_offset),
-                            base + g.stacks_offset, g.stacks_capacity, config.max_sites,
-                            config.depth, config.ruby_depth};
+                            base + g.stacks_offset,
+                            g.stacks_capacity,
+                            config.max_sites,
+                            config.depth,
+                            config.ruby_depth};
     // The header, the bins, the site deltas and the overflow sites are written at once; later
     // slots are backed on claim.
     const bool backed =

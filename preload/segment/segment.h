@@ -19,11 +19,11 @@ struct SegmentView {
     layout::Header* header;
     layout::BinCounters* bins;
     layout::SiteDelta* site_deltas;
-    std::byte* stacks;            // the stack table
-    uint64_t stacks_capacity;     // its bytes
+    std::byte* stacks;         // the stack table
+    uint64_t stacks_capacity;  // its bytes
     uint32_t site_capacity;
-    uint32_t max_depth;           // native frames per stack
-    uint32_t max_ruby_depth;      // Ruby frames per stack
+    uint32_t max_depth;       // native frames per stack
+    uint32_t max_ruby_depth;  // Ruby frames per stack
 };
 extern constinit SegmentView g_segment;
 
@@ -32,18 +32,14 @@ inline layout::SiteRecord* site_record(uint32_t index) {
 }
 
 inline layout::StackRecord* stack_record(uint32_t reference) {
-    return reinterpret_cast<layout::StackRecord*>(g_segment.stacks +
-                                                  uint64_t{reference} * layout::kStackAlignment);
+    return reinterpret_cast<layout::StackRecord*>(g_segment.stacks + uint64_t{reference} * layout::kStackAlignment);
 }
 
-inline uint64_t* stack_frames(layout::StackRecord* record) {
-    return reinterpret_cast<uint64_t*>(record + 1);
-}
+inline uint64_t* stack_frames(layout::StackRecord* record) { return reinterpret_cast<uint64_t*>(record + 1); }
 
 // Ruby frame records share the stack table and its references (layout R8).
 inline layout::RubyFrameRecord* ruby_frame_record(uint32_t reference) {
-    return reinterpret_cast<layout::RubyFrameRecord*>(g_segment.stacks +
-                                                      uint64_t{reference} * layout::kStackAlignment);
+    return reinterpret_cast<layout::RubyFrameRecord*>(g_segment.stacks + uint64_t{reference} * layout::kStackAlignment);
 }
 
 inline const char* pool_string(uint32_t offset) {

@@ -10,14 +10,12 @@
 
 namespace leakwrap {
 
-inline uint64_t align_up(uint64_t value, uint64_t alignment) {
-    return (value + alignment - 1) / alignment * alignment;
-}
+inline uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 // Where each part of a segment of this configuration lies.
 struct Geometry {
-    uint64_t bins_offset, site_deltas_offset, sites_offset, stacks_offset, stacks_capacity,
-        modules_offset, strings_offset, size;
+    uint64_t bins_offset, site_deltas_offset, sites_offset, stacks_offset, stacks_capacity, modules_offset,
+        strings_offset, size;
 };
 
 Geometry geometry_for(const Config& config);

@@ -55,9 +55,7 @@ bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
     uint64_t mark = reserved.load(std::memory_order_acquire);
     if (needed_end <= mark) return true;
     uint64_t chunk_end = std::min(align_up(needed_end, kReserveChunk), table_end(table));
-    if (needed_end > chunk_end ||
-        !os::back_segment_bytes(g_segment_fd, mark, chunk_end - mark))
-        return false;
+    if (needed_end > chunk_end || !os::back_segment_bytes(g_segment_fd, mark, chunk_end - mark)) return false;
     while (mark < chunk_end && !reserved.compare_exchange_weak(mark, chunk_end)) {
     }
     return true;
@@ -98,8 +96,6 @@ void start_reservations(const Geometry& g, int segment_fd) {
     g_reserved_until[kStringsTable].store(g.strings_offset, std::memory_order_relaxed);
 }
 
-uint64_t backed_until(uint64_t offset) {
-    return g_reserved_until[table_of(offset)].load(std::memory_order_acquire);
-}
+uint64_t backed_until(uint64_t offset) { return g_reserved_until[table_of(offset)].load(std::memory_order_acquire); }
 
 }  // namespace leakwrap

@@ -18,7 +18,8 @@ constexpr uint8_t kPcRelative = 0x10;
 // length costs a few hundred bytes of the allocating thread's stack, and never past `end`.
 class CfiReader {
 public:
-    CfiReader(const CfiSource& source, uint64_t address, uint64_t end) : source_(source), address_(address), end_(end) {}
+    CfiReader(const CfiSource& source, uint64_t address, uint64_t end)
+        : source_(source), address_(address), end_(end) {}
 
     uint64_t address() const { return address_; }
     uint64_t end() const { return end_; }
@@ -29,7 +30,8 @@ public:
         if (address_ >= end_) return false;
         if (address_ < window_start_ || address_ - window_start_ >= window_size_) {
             const uint64_t left = end_ - address_;
-            window_size_ = source_.read(source_.context, address_, window_, left < sizeof window_ ? left : sizeof window_);
+            window_size_ =
+                source_.read(source_.context, address_, window_, left < sizeof window_ ? left : sizeof window_);
             window_start_ = address_;
             if (window_size_ == 0) return false;
         }
@@ -91,9 +93,18 @@ public:
             case 0x02: ok = fixed(2, &raw); break;
             case 0x03: ok = fixed(4, &raw); break;
             case 0x04: ok = fixed(8, &raw); break;
-            case 0x09: ok = sleb(&signed_raw); raw = static_cast<uint64_t>(signed_raw); break;
-            case 0x0a: ok = fixed(2, &raw); raw = static_cast<uint64_t>(int64_t{static_cast<int16_t>(raw)}); break;
-            case 0x0b: ok = fixed(4, &raw); raw = static_cast<uint64_t>(int64_t{static_cast<int32_t>(raw)}); break;
+            case 0x09:
+                ok = sleb(&signed_raw);
+                raw = static_cast<uint64_t>(signed_raw);
+                break;
+            case 0x0a:
+                ok = fixed(2, &raw);
+                raw = static_cast<uint64_t>(int64_t{static_cast<int16_t>(raw)});
+                break;
+            case 0x0b:
+                ok = fixed(4, &raw);
+                raw = static_cast<uint64_t>(int64_t{static_cast<int32_t>(raw)});
+                break;
             case 0x0c: ok = fixed(8, &raw); break;
             default: return false;
         }
@@ -131,8 +142,8 @@ bool read_record_length(CfiReader& reader, bool* is_64_bit) {
 enum class Rule : uint8_t {
     kSameValue,  // the caller's value is this frame's (the default for callee-saved rbp)
     kUndefined,
-    kAtCfa,      // saved at CFA + offset
-    kOther,      // in another register, or computed: not followed
+    kAtCfa,  // saved at CFA + offset
+    kOther,  // in another register, or computed: not followed
 };
 
 struct RegisterRule {
@@ -227,8 +238,11 @@ public:
             int64_t signed_value = 0;
             bool advance = false;
             switch (op & 0xc0) {
-                case 0x40: delta = op & 0x3f; advance = true; break;  // DW_CFA_advance_loc
-                case 0x80:                                             // DW_CFA_offset
+                case 0x40:
+                    delta = op & 0x3f;
+                    advance = true;
+                    break;  // DW_CFA_advance_loc
+                case 0x80:  // DW_CFA_offset
                     if (!reader.uleb(&value)) return false;
                     save_at_cfa(reg, static_cast<int64_t>(value) * cie_.data_alignment);
                     break;
@@ -243,9 +257,18 @@ public:
                             location_ = location;
                             break;
                         }
-                        case 0x02: advance = reader.fixed(1, &delta); if (!advance) return false; break;
-                        case 0x03: advance = reader.fixed(2, &delta); if (!advance) return false; break;
-                        case 0x04: advance = reader.fixed(4, &delta); if (!advance) return false; break;
+                        case 0x02:
+                            advance = reader.fixed(1, &delta);
+                            if (!advance) return false;
+                            break;
+                        case 0x03:
+                            advance = reader.fixed(2, &delta);
+                            if (!advance) return false;
+                            break;
+                        case 0x04:
+                            advance = reader.fixed(4, &delta);
+                            if (!advance) return false;
+                            break;
                         case 0x05:  // offset_extended
                             if (!reader.uleb(&reg) || !reader.uleb(&value)) return false;
                             save_at_cfa(reg, static_cast<int64_t>(value) * cie_.data_alignment);
@@ -399,7 +422,8 @@ uint32_t frame_rule_from_fde(const CfiSource& source, uint64_t fde_address, uint
     CfiReader cie_reader(source, cie_pointer_field - cie_pointer, UINT64_MAX);
     if (!read_cie(cie_reader, &cie) || cie.signal_frame) return kUnwalkableFrame;
     uint64_t begin, range;
-    if (!fde.pointer(cie.fde_encoding, &begin) || !fde.pointer(cie.fde_encoding & 0x0f, &range)) return kUnwalkableFrame;
+    if (!fde.pointer(cie.fde_encoding, &begin) || !fde.pointer(cie.fde_encoding & 0x0f, &range))
+        return kUnwalkableFrame;
     if (pc < begin || pc - begin >= range) return kUnwalkableFrame;
     if (cie.has_augmentation_data) {
         uint64_t data_length;

@@ -71,8 +71,7 @@ void learn_frame_size(uintptr_t return_address, uint32_t seen) {
             if (found != 0 && address_of(found) != return_address) break;  // someone else's: next slot
             uint32_t value = found == 0 ? seen : merged(value_of(found), seen);
             if (found != 0 && value == value_of(found)) return;
-            if (slot.compare_exchange_weak(found, entry(return_address, value), std::memory_order_relaxed))
-                return;
+            if (slot.compare_exchange_weak(found, entry(return_address, value), std::memory_order_relaxed)) return;
         }
     }
     g_full.store(true, std::memory_order_relaxed);

@@ -272,8 +272,7 @@ void capture_stack(const CallerContext& caller, uint32_t max_depth, CapturedStac
         }
         out->depth = depth;
         out->slots_known = false;
-        if (depth == max_depth || found < wanted || wanted == static_cast<int>(max_depth) + kMaxOwnFrames)
-            return;
+        if (depth == max_depth || found < wanted || wanted == static_cast<int>(max_depth) + kMaxOwnFrames) return;
         wanted = static_cast<int>(max_depth) + kMaxOwnFrames;
     }
 }

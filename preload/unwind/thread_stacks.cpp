@@ -10,7 +10,6 @@
 
 namespace leakwrap {
 
-
 void record_thread_stack_bounds() {
     GuardScope guard;  // for the main thread, glibc reads /proc/self/maps with stdio
     pthread_attr_t attributes;
@@ -18,8 +17,8 @@ void record_thread_stack_bounds() {
     void* base = nullptr;
     std::size_t size = 0;
     if (pthread_attr_getstack(&attributes, &base, &size) == 0)
-        t_thread.stack_bounds = StackBounds{reinterpret_cast<uintptr_t>(base),
-                                     reinterpret_cast<uintptr_t>(base) + size};
+        t_thread.stack_bounds =
+            StackBounds{reinterpret_cast<uintptr_t>(base), reinterpret_cast<uintptr_t>(base) + size};
     pthread_attr_destroy(&attributes);
 }
 
@@ -41,14 +40,13 @@ using CreateFunction = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void
 
 }  // namespace
 
-int create_thread_knowing_its_stack(pthread_t* thread, const pthread_attr_t* attributes,
-                                    void* (*routine)(void*), void* argument) {
+int create_thread_knowing_its_stack(pthread_t* thread, const pthread_attr_t* attributes, void* (*routine)(void*),
+                                    void* argument) {
     static constinit CreateFunction real_create = nullptr;
     ThreadStart* start;
     {
         GuardScope guard;
-        if (real_create == nullptr)
-            real_create = reinterpret_cast<CreateFunction>(dlsym(RTLD_NEXT, "pthread_create"));
+        if (real_create == nullptr) real_create = reinterpret_cast<CreateFunction>(dlsym(RTLD_NEXT, "pthread_create"));
         start = static_cast<ThreadStart*>(real().malloc(sizeof(ThreadStart)));
     }
     if (real_create == nullptr) return EAGAIN;

@@ -14,8 +14,8 @@ namespace leakwrap {
 
 // pthread_create: the new thread records its stack bounds before it runs any of the program's
 // code (the wrapper of its start routine tail-calls the routine, leaving no frame behind).
-int create_thread_knowing_its_stack(pthread_t* thread, const pthread_attr_t* attributes,
-                                    void* (*routine)(void*), void* argument);
+int create_thread_knowing_its_stack(pthread_t* thread, const pthread_attr_t* attributes, void* (*routine)(void*),
+                                    void* argument);
 
 // Records the calling thread's stack bounds; call outside any allocation.
 void record_thread_stack_bounds();

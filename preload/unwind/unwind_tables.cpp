@@ -82,7 +82,7 @@ bool contains(const dl_phdr_info* info, uintptr_t address) {
     return false;
 }
 
-uint32_t file_build_id(int fd, const ElfW(Phdr)& note_segment, uint8_t* out) {
+uint32_t file_build_id(int fd, const ElfW(Phdr) & note_segment, uint8_t* out) {
     unsigned char notes[kMaxNotesRead];
     const std::size_t wanted = note_segment.p_filesz < sizeof notes ? note_segment.p_filesz : sizeof notes;
     const std::size_t got = os::read_at(fd, note_segment.p_offset, notes, wanted);
@@ -200,7 +200,7 @@ struct ModuleSearch {
     bool found = false;
     bool readable = false;  // a file, with a path and program headers that fit the copies below
     uintptr_t start = 0, end = 0;
-    dl_phdr_info copy{};    // pointing at the copies below
+    dl_phdr_info copy{};  // pointing at the copies below
     ElfW(Phdr) headers[kMaxCopiedHeaders];
     char path[kMaxCopiedPath];
 };

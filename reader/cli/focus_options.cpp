@@ -8,9 +8,10 @@ void add_focus_options(CLI::App& app, FocusCommandLine& line, const std::string&
     // One pattern per occurrence: a list option would take the pid after it as a pattern.
     app.add_option("--focus", line.focus,
                    "Keep only the sites with a frame that this regular expression (ECMAScript, "
-                   "searched anywhere: a word matches as a substring) matches in " + matched +
-                   "; repeat it to keep the sites any of them matches; applied before --top "
-                   "(default: none)")
+                   "searched anywhere: a word matches as a substring) matches in " +
+                       matched +
+                       "; repeat it to keep the sites any of them matches; applied before --top "
+                       "(default: none)")
         ->type_name("REGEX")
         ->allow_extra_args(false)
         ->check(quiet(regex));

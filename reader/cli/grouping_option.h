@@ -13,8 +13,8 @@ inline void add_grouping_option(CLI::App& app, std::string& by, const std::strin
     app.add_option("--by", by,
                    "One row per native call site, its size classes merged, with its Ruby "
                    "file:line if any (native), or one row per Ruby file:line over all native "
-                   "stacks, plus one for allocations without a Ruby frame (ruby)" + switching +
-                   " (default: native)")
+                   "stacks, plus one for allocations without a Ruby frame (ruby)" +
+                       switching + " (default: native)")
         ->check(CLI::IsMember({"native", "ruby"}));
 }
 

@@ -73,15 +73,13 @@ bool is_terminal(const std::string& path) {
 // CLI11 reports a mistyped option by what became of the words after it ("Could not convert: pid
 // = json" for --formt json 1), and a mistyped subcommand as a pid. Say what was mistyped instead,
 // with the name that was likely meant.
-std::string usage_error_message(const CLI::App& app, const CLI::Option& pid,
-                                const CLI::ParseError& error) {
+std::string usage_error_message(const CLI::App& app, const CLI::Option& pid, const CLI::ParseError& error) {
     const auto meant = [&](const std::string& typed) {
         const auto name = closest_name(app, typed);
         return name ? "; did you mean " + *name + "?" : "";
     };
     for (const std::string& typed : app.remaining(true)) {
-        const bool option =
-            typed.starts_with("--") || (typed.size() == 2 && typed[0] == '-' && std::isalpha(typed[1]));
+        const bool option = typed.starts_with("--") || (typed.size() == 2 && typed[0] == '-' && std::isalpha(typed[1]));
         if (option) return "unknown option " + typed + meant(typed);
     }
     for (const std::string& typed : pid.results())
@@ -100,8 +98,7 @@ Snapshot read_by_pid(pid_t pid) {
     try {
         Snapshot snapshot = read_segment(entry);
         if (owner_state(snapshot) == OwnerState::alive)
-            snapshot.memory =
-                read_process_memory(pid, entry.path, snapshot.writer_private_bytes.value_or(0));
+            snapshot.memory = read_process_memory(pid, entry.path, snapshot.writer_private_bytes.value_or(0));
         return snapshot;
     } catch (const SegmentFileError& error) {
         if (error.error_number() != ENOENT) throw;
@@ -110,8 +107,7 @@ Snapshot read_by_pid(pid_t pid) {
             throw std::runtime_error("process " + id +
                                      " has no leakwrap segment (was it started with "
                                      "LD_PRELOAD=libleakwrap.so? LEAKWRAP_DISABLE set?)");
-        throw std::runtime_error("no process " + id + " and no segment " + entry.path.string() +
-                                 " left behind");
+        throw std::runtime_error("no process " + id + " and no segment " + entry.path.string() + " left behind");
     }
 }
 
@@ -130,9 +126,8 @@ int run(const CommandLine& command) {
     }
     if (command.clean) return clean_segments(std::cout).failed == 0 ? 0 : kExitRuntimeError;
 
-    Snapshot snapshot = command.segment.empty()
-                            ? read_process(static_cast<pid_t>(command.pid), command.children)
-                            : read_segment_file(command.segment);
+    Snapshot snapshot = command.segment.empty() ? read_process(static_cast<pid_t>(command.pid), command.children)
+                                                : read_segment_file(command.segment);
     if (const auto warning = impossible_counts_warning(snapshot))
         std::cerr << "leakwrap-report: warning: " << *warning << '\n';
     if (const BirthWindow window = command.births.window(); window.any()) keep_births_within(snapshot, window);
@@ -168,12 +163,11 @@ int main(int argc, char** argv) {
         "Show where the still-live heap memory of a process running under "
         "LD_PRELOAD=libleakwrap.so was allocated.",
         "leakwrap-report");
-    auto* pid =
-        app.add_option("pid", command.pid, "Process to report on; reads /dev/shm/leakwrap.<pid>");
+    auto* pid = app.add_option("pid", command.pid, "Process to report on; reads /dev/shm/leakwrap.<pid>");
     auto* segment = app.add_option("--segment", command.segment,
                                    "Read this segment file instead of a pid's "
                                    "(post-mortem copies, tests)")
-                       ->type_name("FILE");
+                        ->type_name("FILE");
     int64_t top = 20;
     app.add_option("--top", top, "Show the N rows ranked first; 0 shows all (default: 20)")
         ->check(quiet(CLI::Range(int64_t{0}, int64_t{INT_MAX})));
@@ -192,8 +186,7 @@ int main(int argc, char** argv) {
                    "What a folded line counts: live (live bytes) or alloc (bytes ever "
                    "allocated) (default: live)")
         ->check(CLI::IsMember({"live", "alloc"}));
-    app.add_option("-o,--output", command.output,
-                   "Write the report to FILE instead of stdout (default: stdout)")
+    app.add_option("-o,--output", command.output, "Write the report to FILE instead of stdout (default: stdout)")
         ->type_name("FILE");
     add_grouping_option(app, by);
     app.add_flag("--bins", command.report.bins,
@@ -205,21 +198,19 @@ int main(int argc, char** argv) {
                       "path, or a Ruby frame's file:line");
     add_birth_options(app, command.births);
     int64_t site = -1;
-    auto* site_option =
-        app.add_option("--site", site,
-                       "Show this site alone and in full: every frame with its full name, the Ruby "
-                       "frames, every size class, and with --children each process's share; the "
-                       "id is the one reports, watch, suspects and top print (default: none)")
-            ->type_name("ID")
-            ->check(quiet(CLI::Range(int64_t{0}, int64_t{UINT32_MAX})))
-            ->excludes("--focus")
-            ->excludes("--ignore");
+    auto* site_option = app.add_option("--site", site,
+                                       "Show this site alone and in full: every frame with its full name, the Ruby "
+                                       "frames, every size class, and with --children each process's share; the "
+                                       "id is the one reports, watch, suspects and top print (default: none)")
+                            ->type_name("ID")
+                            ->check(quiet(CLI::Range(int64_t{0}, int64_t{UINT32_MAX})))
+                            ->excludes("--focus")
+                            ->excludes("--ignore");
     app.add_flag("--hide-runtime", command.report.hide_runtime,
                  "Leave out of the stacks shown the frames of the C and C++ runtimes, of the Ruby "
                  "VM (libruby) and of the program's start (_start), in every format (default: off)");
     app.add_flag("--full-names", command.report.full_names,
-                 "Text: show C++ names in full; by default a name longer than " +
-                     std::to_string(kShortNameLength) +
+                 "Text: show C++ names in full; by default a name longer than " + std::to_string(kShortNameLength) +
                      " characters has its template arguments, and if need be its parameters, "
                      "elided to ... (JSON and the tool formats always have them in full) "
                      "(default: off)");
@@ -241,10 +232,12 @@ int main(int argc, char** argv) {
             if (mode != other) mode->excludes(other);
     // Time analysis or the HTTP server, instead of a report: at most one subcommand.
     app.require_subcommand(0, 1);
-    const std::vector<Subcommand> subcommands = {
-        add_watch_subcommand(app, read_process), add_suspects_subcommand(app),
-        add_diff_subcommand(app), add_plot_subcommand(app), add_serve_subcommand(app),
-        add_top_subcommand(app, read_process)};
+    const std::vector<Subcommand> subcommands = {add_watch_subcommand(app, read_process),
+                                                 add_suspects_subcommand(app),
+                                                 add_diff_subcommand(app),
+                                                 add_plot_subcommand(app),
+                                                 add_serve_subcommand(app),
+                                                 add_top_subcommand(app, read_process)};
 
     try {
         app.parse(argc, argv);
@@ -253,31 +246,30 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& version) {
         return app.exit(version);
     } catch (const CLI::ParseError& error) {
-        return report_error(usage_error_message(app, *pid, error) + " (see --help)",
-                            kExitUsageError);
+        return report_error(usage_error_message(app, *pid, error) + " (see --help)", kExitUsageError);
     }
     const auto chosen = std::find_if(subcommands.begin(), subcommands.end(),
                                      [](const Subcommand& sub) { return sub.parser->parsed(); });
     const auto report_modes = pid->count() + segment->count() + list->count() + clean->count();
     if (chosen != subcommands.end() && report_modes > 0)
-        return report_error("a subcommand takes no pid, --segment, --list or --clean before it "
-                            "(see --help)",
-                            kExitUsageError);
+        return report_error(
+            "a subcommand takes no pid, --segment, --list or --clean before it "
+            "(see --help)",
+            kExitUsageError);
     if (chosen == subcommands.end() && report_modes == 0)
-        return report_error("give a pid, --segment FILE, --list or --clean (see --help)",
-                            kExitUsageError);
+        return report_error("give a pid, --segment FILE, --list or --clean (see --help)", kExitUsageError);
     if (pid->count() > 0 && (command.pid <= 0 || command.pid > INT_MAX))
-        return report_error("pid must be between 1 and " + std::to_string(INT_MAX),
-                            kExitUsageError);
+        return report_error("pid must be between 1 and " + std::to_string(INT_MAX), kExitUsageError);
     command.report.top = static_cast<std::size_t>(top);
     command.report.sort = *sort_key_from_name(sort);
     command.report.format = *report_format_from_name(format);
     command.report.value = *value_kind_from_name(value);
     if (command.report.format == ReportFormat::pprof &&
         (command.output.empty() ? isatty(STDOUT_FILENO) != 0 : is_terminal(command.output)))
-        return report_error("pprof output is binary and would garble the terminal: give -o FILE "
-                            "or redirect stdout",
-                            kExitUsageError);
+        return report_error(
+            "pprof output is binary and would garble the terminal: give -o FILE "
+            "or redirect stdout",
+            kExitUsageError);
     command.report.by = *grouping_from_name(by);
     command.report.focus = command.focus.patterns();
     if (site_option->count() > 0) command.report.site = static_cast<uint32_t>(site);

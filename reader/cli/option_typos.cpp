@@ -17,8 +17,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
     for (std::size_t i = 1; i <= a.size(); ++i) {
         current[0] = i;
         for (std::size_t j = 1; j <= b.size(); ++j)
-            current[j] = std::min({previous[j - 1] + (a[i - 1] != b[j - 1] ? 1 : 0),
-                                   previous[j] + 1, current[j - 1] + 1});
+            current[j] =
+                std::min({previous[j - 1] + (a[i - 1] != b[j - 1] ? 1 : 0), previous[j] + 1, current[j - 1] + 1});
         std::swap(previous, current);
     }
     return previous[b.size()];

@@ -38,8 +38,9 @@ int open_for_output(const std::string& path) {
         }
         if (S_ISLNK(link.st_mode)) {
             if (planted_link(path, link))
-                throw fail("a link of another user's in a directory everyone may write to (sticky); "
-                           "not followed");
+                throw fail(
+                    "a link of another user's in a directory everyone may write to (sticky); "
+                    "not followed");
             const int fd = open(path.c_str(), kWriteFlags, 0666);
             return fd >= 0 ? fd : throw fail(std::strerror(errno));
         }

@@ -31,10 +31,10 @@ void write_file(const std::string& path, const std::string& content) {
 
 Subcommand add_plot_subcommand(CLI::App& app) {
     auto line = std::make_shared<PlotCommandLine>();
-    CLI::App* plot = app.add_subcommand(
-        "plot",
-        "Chart a watch series as SVG: live bytes over time of the sites that grew most (from the "
-        "first to the last sample) and, below, of the size classes that changed");
+    CLI::App* plot =
+        app.add_subcommand("plot",
+                           "Chart a watch series as SVG: live bytes over time of the sites that grew most (from the "
+                           "first to the last sample) and, below, of the size classes that changed");
     plot->add_option("series", line->series, "Series file written by watch --out")
         ->required()
         ->type_name("FILE")
@@ -54,8 +54,7 @@ Subcommand add_plot_subcommand(CLI::App& app) {
                 if (series.empty()) throw std::runtime_error(line->series + " has no samples");
                 const std::string svg = chart_svg(series, static_cast<std::size_t>(line->top));
                 write_file(line->svg, svg);
-                if (!line->html.empty())
-                    write_file(line->html, html_report(series, svg, rank_suspects(series)));
+                if (!line->html.empty()) write_file(line->html, html_report(series, svg, rank_suspects(series)));
                 return 0;
             }};
 }

@@ -33,22 +33,25 @@ std::string listen_address_error(const std::string& text) {
 
 Subcommand add_serve_subcommand(CLI::App& app) {
     auto line = std::make_shared<ServeCommandLine>();
-    CLI::App* serve = app.add_subcommand(
-        "serve",
-        "Serve the segments you may read over HTTP, read-only, until Ctrl-C or SIGTERM: GET "
-        "/metrics (every live process; OpenMetrics if the Accept header asks for it, else the "
-        "Prometheus text format), GET /debug/pprof/heap?pid=N[&children=1] (gzipped pprof, for go "
-        "tool pprof, Parca, Pyroscope; children=1 merges the live descendants), GET /processes (JSON list of the segments)");
-    serve->add_option("--listen", line->listen,
-                      "Address and port to listen on, ADDR:PORT with a numeric address; port 0 "
-                      "lets the kernel pick one. An address that is not loopback needs "
-                      "--allow-remote (default: " +
-                          std::string(kDefaultListenAddress) + ")")
+    CLI::App* serve =
+        app.add_subcommand("serve",
+                           "Serve the segments you may read over HTTP, read-only, until Ctrl-C or SIGTERM: GET "
+                           "/metrics (every live process; OpenMetrics if the Accept header asks for it, else the "
+                           "Prometheus text format), GET /debug/pprof/heap?pid=N[&children=1] (gzipped pprof, for go "
+                           "tool pprof, Parca, Pyroscope; children=1 merges the live descendants), GET /processes "
+                           "(JSON list of the segments)");
+    serve
+        ->add_option("--listen", line->listen,
+                     "Address and port to listen on, ADDR:PORT with a numeric address; port 0 "
+                     "lets the kernel pick one. An address that is not loopback needs "
+                     "--allow-remote (default: " +
+                         std::string(kDefaultListenAddress) + ")")
         ->type_name("ADDR:PORT")
         ->check(quiet(CLI::Validator(listen_address_error, "ADDR:PORT")));
-    serve->add_option("--top", line->top,
-                      "Site rows per process in /metrics, ranked by live bytes; 0 gives all "
-                      "(default: 20)")
+    serve
+        ->add_option("--top", line->top,
+                     "Site rows per process in /metrics, ranked by live bytes; 0 gives all "
+                     "(default: 20)")
         ->check(quiet(CLI::Range(int64_t{0}, int64_t{INT_MAX})));
     serve->add_flag("--allow-remote", line->allow_remote,
                     "Listen on an address that is not loopback: whoever reaches it can read the heap "
@@ -75,8 +78,7 @@ Subcommand add_serve_subcommand(CLI::App& app) {
                 options.symbolizer = line->symbolizer;
                 options.all_users = line->all_users;
                 if (!options.listen.loopback)
-                    std::cerr << "leakwrap-report: warning: listening on "
-                              << options.listen.text()
+                    std::cerr << "leakwrap-report: warning: listening on " << options.listen.text()
                               << ", not a loopback address: whoever reaches it can read the heap "
                                  "profiles, executables and command lines of every process whose "
                                  "segment you may read\n";

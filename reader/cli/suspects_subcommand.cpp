@@ -53,7 +53,9 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
     suspects->add_option("--format", line->format, "Output as text or json (default: text)")
         ->check(CLI::IsMember({"text", "json"}));
     add_focus_options(*suspects, line->focus,
-                      "the site's label and its stack as the series keeps it: the functions, source files and Ruby file:line of its frames (a module only for a frame without a function); the sites left out are not ranked, nor judged by --fail-on leak");
+                      "the site's label and its stack as the series keeps it: the functions, source files and Ruby "
+                      "file:line of its frames (a module only for a frame without a function); the sites left out are "
+                      "not ranked, nor judged by --fail-on leak");
     suspects->add_flag("--full-names", line->full_names,
                        "Text: show the sites' C++ names in full instead of shortened (default: off)");
 
@@ -64,11 +66,11 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
                      "--max-growth from the first to the last sample), rss (the RSS grew outside "
                      "every call site); repeat it or separate by commas (default: none)")
         ->delimiter(',')
-        ->check(CLI::IsMember(std::vector<std::string>(std::begin(kGateCheckNames),
-                                                       std::end(kGateCheckNames))));
-    suspects->add_option("--max-growth", line->max_growth,
-                         "With --fail-on growth, the growth allowed: a whole number and B, KiB, "
-                         "MiB or GiB (default: 1MiB)")
+        ->check(CLI::IsMember(std::vector<std::string>(std::begin(kGateCheckNames), std::end(kGateCheckNames))));
+    suspects
+        ->add_option("--max-growth", line->max_growth,
+                     "With --fail-on growth, the growth allowed: a whole number and B, KiB, "
+                     "MiB or GiB (default: 1MiB)")
         ->type_name("SIZE")
         ->check(quiet(CLI::Validator(byte_size_error, "SIZE")));
 
@@ -83,13 +85,12 @@ Subcommand add_suspects_subcommand(CLI::App& app) {
                     write_suspects_text(std::cout, series, ranked, top, line->full_names);
                 GateOptions gate{.checks = {}, .max_growth = *parse_byte_size(line->max_growth)};
                 for (const std::string& name : line->fail_on)
-                    gate.checks.push_back(static_cast<GateCheck>(
-                        std::find(std::begin(kGateCheckNames), std::end(kGateCheckNames), name) -
-                        std::begin(kGateCheckNames)));
+                    gate.checks.push_back(
+                        static_cast<GateCheck>(std::find(std::begin(kGateCheckNames), std::end(kGateCheckNames), name) -
+                                               std::begin(kGateCheckNames)));
                 const std::vector<std::string> failures = gate_failures(series, ranked, gate);
                 std::cout.flush();
-                for (const std::string& failure : failures)
-                    std::cerr << "leakwrap-report: gate: " << failure << '\n';
+                for (const std::string& failure : failures) std::cerr << "leakwrap-report: gate: " << failure << '\n';
                 return failures.empty() ? 0 : kExitGateFailed;
             }};
 }

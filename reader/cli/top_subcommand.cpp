@@ -61,11 +61,8 @@ bool wait_for_next_sample(TerminalScreen& screen, LiveView& view, Clock::time_po
         const auto event = screen.next_event(gone ? std::chrono::milliseconds(60'000) : left);
         if (!gone && event.kind == TerminalScreen::Event::Kind::timeout) return true;
         switch (event.kind) {
-            case TerminalScreen::Event::Kind::stop:
-                return false;
-            case TerminalScreen::Event::Kind::resize:
-                redraw();
-                break;
+            case TerminalScreen::Event::Kind::stop: return false;
+            case TerminalScreen::Event::Kind::resize: redraw(); break;
             case TerminalScreen::Event::Kind::key:
                 if (event.key == 'q' || event.key == 'Q') return false;
                 if (event.key == 'l' || event.key == 'g') {
@@ -73,13 +70,11 @@ bool wait_for_next_sample(TerminalScreen& screen, LiveView& view, Clock::time_po
                     redraw();
                 }
                 if (event.key == 'r') {
-                    view.set_grouping(view.grouping() == Grouping::native ? Grouping::ruby
-                                                                          : Grouping::native);
+                    view.set_grouping(view.grouping() == Grouping::native ? Grouping::ruby : Grouping::native);
                     redraw();
                 }
                 break;
-            case TerminalScreen::Event::Kind::timeout:
-                break;
+            case TerminalScreen::Event::Kind::timeout: break;
         }
     }
 }
@@ -95,11 +90,13 @@ int run_top(const TopCommandLine& line, const TreeReader& read_process) {
     // The first sample is taken before the terminal is touched, so that its errors read plainly.
     Snapshot first = read_process(pid, line.children);
     if (const OwnerState state = owner_state(first); state != OwnerState::alive)
-        throw std::runtime_error(gone_reason(pid, state) + ": nothing to show live (see "
-                                 "leakwrap-report " + std::to_string(pid) + " for its last state)");
+        throw std::runtime_error(gone_reason(pid, state) +
+                                 ": nothing to show live (see "
+                                 "leakwrap-report " +
+                                 std::to_string(pid) + " for its last state)");
     Snapshot identity = identity_of(first);
-    LiveView view({*live_order_from_name(line.sort), *grouping_from_name(line.by),
-                   line.focus.patterns(), line.full_names, line.symbolizer});
+    LiveView view({*live_order_from_name(line.sort), *grouping_from_name(line.by), line.focus.patterns(),
+                   line.full_names, line.symbolizer});
     const auto interval = *parse_duration(line.interval);
     const Clock::time_point start = Clock::now();
     view.update(std::move(first), 0);
@@ -126,8 +123,7 @@ int run_top(const TopCommandLine& line, const TreeReader& read_process) {
             continue;
         }
         identity = identity_of(snapshot);
-        view.update(std::move(snapshot),
-                    std::chrono::duration<double>(Clock::now() - start).count());
+        view.update(std::move(snapshot), std::chrono::duration<double>(Clock::now() - start).count());
     }
 }
 
@@ -135,18 +131,17 @@ int run_top(const TopCommandLine& line, const TreeReader& read_process) {
 
 Subcommand add_top_subcommand(CLI::App& app, TreeReader read_process) {
     auto line = std::make_shared<TopCommandLine>();
-    CLI::App* top = app.add_subcommand(
-        "top",
-        "A live view of a process in the terminal, refreshed in place: its totals, RSS and the "
-        "sites (or Ruby lines) holding the most live bytes or grown most since the view started. "
-        "Keys: l sorts by live bytes, g by growth, r switches between rows by native site and by "
-        "Ruby line, q quits (so do Ctrl-C and SIGTERM). Needs a terminal on stdout (use watch to "
-        "record)");
+    CLI::App* top =
+        app.add_subcommand("top",
+                           "A live view of a process in the terminal, refreshed in place: its totals, RSS and the "
+                           "sites (or Ruby lines) holding the most live bytes or grown most since the view started. "
+                           "Keys: l sorts by live bytes, g by growth, r switches between rows by native site and by "
+                           "Ruby line, q quits (so do Ctrl-C and SIGTERM). Needs a terminal on stdout (use watch to "
+                           "record)");
     top->add_option("pid", line->pid, "Process to show; it must be alive")
         ->required()
         ->check(quiet(CLI::Range(int64_t{1}, int64_t{INT_MAX})));
-    top->add_option("--interval", line->interval,
-                    "Time between samples: 500ms, 5s, 2m, 1h (default: 2s)")
+    top->add_option("--interval", line->interval, "Time between samples: 500ms, 5s, 2m, 1h (default: 2s)")
         ->type_name("DURATION")
         ->check(quiet(CLI::Validator(duration_error, "DURATION")));
     top->add_option("--sort", line->sort,

@@ -33,23 +33,21 @@ struct WatchCommandLine {
 
 Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
     auto line = std::make_shared<WatchCommandLine>();
-    CLI::App* watch = app.add_subcommand(
-        "watch",
-        "Sample a live process's segment periodically (read-only) and write one JSON line per "
-        "sample to --out, with a one-line summary per sample on stdout. Stops after --count "
-        "samples or --duration, on Ctrl-C, or when the process exits (keeping what it has, exit "
-        "status 0)");
+    CLI::App* watch =
+        app.add_subcommand("watch",
+                           "Sample a live process's segment periodically (read-only) and write one JSON line per "
+                           "sample to --out, with a one-line summary per sample on stdout. Stops after --count "
+                           "samples or --duration, on Ctrl-C, or when the process exits (keeping what it has, exit "
+                           "status 0)");
     watch->add_option("pid", line->pid, "Process to watch")
         ->required()
         ->check(quiet(CLI::Range(int64_t{1}, int64_t{INT_MAX})));
-    watch->add_option("--interval", line->interval,
-                      "Time between samples: 500ms, 5s, 2m, 1h (default: 5s)")
+    watch->add_option("--interval", line->interval, "Time between samples: 500ms, 5s, 2m, 1h (default: 5s)")
         ->type_name("DURATION")
         ->check(quiet(CLI::Validator(duration_error, "DURATION")));
     auto* count = watch->add_option("--count", line->count, "Stop after N samples (default: none)")
                       ->check(quiet(CLI::PositiveNumber));
-    watch->add_option("--duration", line->duration,
-                      "Stop once this much time has passed, e.g. 1h (default: none)")
+    watch->add_option("--duration", line->duration, "Stop once this much time has passed, e.g. 1h (default: none)")
         ->type_name("DURATION")
         ->check(quiet(CLI::Validator(duration_error, "DURATION")));
     watch->add_option("--out", line->out, "Series file to write, one JSON line per sample")
@@ -58,10 +56,11 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
     watch->add_option("--min-bytes", line->min_bytes,
                       "Leave out of each line the sites holding fewer live bytes (default: " +
                           std::to_string(kDefaultWatchMinBytes) + ")");
-    watch->add_option("--openmetrics-dir", line->openmetrics_dir,
-                      "Also write each sample's --format prometheus report (top 20 rows) to "
-                      "DIR/leakwrap_<pid>.prom, replaced atomically, for node_exporter's textfile "
-                      "collector (default: none)")
+    watch
+        ->add_option("--openmetrics-dir", line->openmetrics_dir,
+                     "Also write each sample's --format prometheus report (top 20 rows) to "
+                     "DIR/leakwrap_<pid>.prom, replaced atomically, for node_exporter's textfile "
+                     "collector (default: none)")
         ->type_name("DIR")
         ->check(quiet(CLI::ExistingDirectory));
     add_focus_options(*watch, line->focus,
@@ -85,19 +84,15 @@ Subcommand add_watch_subcommand(CLI::App& app, TreeReader read_process) {
                 if (!line->openmetrics_dir.empty()) {
                     ReportOptions metrics_options;
                     metrics_options.focus = options.focus;
-                    openmetrics.emplace(line->openmetrics_dir, metrics_options,
-                                        options.symbolizer);
-                    options.on_sample = [&openmetrics](const Snapshot& snapshot) {
-                        openmetrics->write(snapshot);
-                    };
+                    openmetrics.emplace(line->openmetrics_dir, metrics_options, options.symbolizer);
+                    options.on_sample = [&openmetrics](const Snapshot& snapshot) { openmetrics->write(snapshot); };
                 }
                 OutputFile series(line->out);
                 const WatchResult result = watch_process(
-                    options, [&](pid_t pid) { return read_process(pid, line->children); }, series.stream(),
-                    std::cout);
+                    options, [&](pid_t pid) { return read_process(pid, line->children); }, series.stream(), std::cout);
                 series.close();
-                std::cout << "watch: stopped, " << result.stop_reason << "; " << result.samples
-                          << " samples in " << line->out << std::endl;
+                std::cout << "watch: stopped, " << result.stop_reason << "; " << result.samples << " samples in "
+                          << line->out << std::endl;
                 return 0;
             }};
 }

@@ -32,22 +32,19 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row, const 
             location = source_location(frames.front());
             module = frames.front().module.value_or("");
         }
-        for (const ResolvedFrame& frame : frames)
-            stack += (stack.empty() ? "" : ";") + frame.function_or_unknown();
+        for (const ResolvedFrame& frame : frames) stack += (stack.empty() ? "" : ";") + frame.function_or_unknown();
     }
     if (row.overflow) function = "[overflow site]";
     const Counters& counters = row.counters;
-    out << rank << ',' << row.id << ',' << counters.live_bytes() << ','
-        << counters.live_blocks() << ',' << counters.allocs << ',' << counters.frees << ','
-        << counters.alloc_bytes << ',' << counters.free_bytes << ',' << csv_field(function)
-        << ',' << csv_field(location) << ',' << csv_field(module) << ',' << csv_field(stack)
+    out << rank << ',' << row.id << ',' << counters.live_bytes() << ',' << counters.live_blocks() << ','
+        << counters.allocs << ',' << counters.frees << ',' << counters.alloc_bytes << ',' << counters.free_bytes << ','
+        << csv_field(function) << ',' << csv_field(location) << ',' << csv_field(module) << ',' << csv_field(stack)
         << ',' << csv_field(row.innermost_ruby() ? ruby_location_text(*row.innermost_ruby()) : "") << ','
         << (row.estimated ? "true" : "false") << '\n';
 }
 
 // Several rows per class go into one field each, separated by ';'.
-void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows,
-                            const ReportInput& input) {
+void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
     out << "class,limit,allocs,frees,live_blocks,live_bytes,top_sites,top_sites_summary\n";
     for (const auto& entry : size_class_table(input.snapshot, rows)) {
         std::string ids, summaries;
@@ -57,9 +54,8 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
             summaries += separator + row_summary(*row, input.options.by, input.symbolizer);
         }
         const auto limit = size_class_limit_bytes(entry.size_class);
-        out << entry.size_class << ',' << (limit ? std::to_string(*limit) : "") << ','
-            << entry.counters.allocs << ',' << entry.counters.frees << ','
-            << entry.counters.live_blocks() << ',' << entry.counters.live_bytes() << ','
+        out << entry.size_class << ',' << (limit ? std::to_string(*limit) : "") << ',' << entry.counters.allocs << ','
+            << entry.counters.frees << ',' << entry.counters.live_blocks() << ',' << entry.counters.live_bytes() << ','
             << csv_field(ids) << ',' << csv_field(summaries) << '\n';
     }
 }
@@ -67,8 +63,7 @@ void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& row
 }  // namespace
 
 void write_csv_report(std::ostream& out, const ReportInput& input) {
-    const RowSelection selection =
-        selected_rows(input.snapshot, input.options, input.symbolizer);
+    const RowSelection selection = selected_rows(input.snapshot, input.options, input.symbolizer);
     if (input.options.bins) return write_size_class_table(out, selection.rows, input);
     out << "rank,id,live_bytes,live_blocks,allocs,frees,alloc_bytes,free_bytes,"
            "function,location,module,stack,ruby,estimated\n";

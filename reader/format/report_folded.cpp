@@ -12,8 +12,10 @@ namespace {
 // ';' separates frames and a line ends the record; a name must contain neither.
 std::string folded_frame(std::string name) {
     for (char& c : name)
-        if (c == ';') c = ':';
-        else if (c == '\n' || c == '\r') c = ' ';
+        if (c == ';')
+            c = ':';
+        else if (c == '\n' || c == '\r')
+            c = ' ';
     return name;
 }
 
@@ -26,14 +28,11 @@ uint64_t folded_value(const ReportRow& row, ValueKind value) {
 std::string frame_name(const ResolvedFrame& frame) {
     if (frame.function) return frame.function->str();
     if (frame.module && frame.module_offset)
-        return std::filesystem::path(frame.module->str()).filename().string() + '+' +
-               hex_address(*frame.module_offset);
+        return std::filesystem::path(frame.module->str()).filename().string() + '+' + hex_address(*frame.module_offset);
     return hex_address(frame.address);
 }
 
-std::string ruby_frame_name(const RubyLocation& location) {
-    return "ruby:" + ruby_location_text(location);
-}
+std::string ruby_frame_name(const RubyLocation& location) { return "ruby:" + ruby_location_text(location); }
 
 std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer, bool hide_runtime) {
     if (row.overflow) return {{"[overflow]"}};
@@ -43,8 +42,7 @@ std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer, b
             frames.push_back({frame_name(frame), &frame, nullptr});
     // Outside the native frames: the native stack of a Ruby thread ends where the VM called in,
     // so a flame graph roots at the app's outermost Ruby frame, not at the interpreter's loop.
-    for (const RubyLocation& location : row.ruby())
-        frames.push_back({ruby_frame_name(location), nullptr, &location});
+    for (const RubyLocation& location : row.ruby()) frames.push_back({ruby_frame_name(location), nullptr, &location});
     if (frames.empty()) frames.push_back({kNoStackFrame});
     return frames;
 }
@@ -55,8 +53,7 @@ void write_folded_report(std::ostream& out, const ReportInput& input) {
     every_row_by_value.top = 0;
     every_row_by_value.sort = value == ValueKind::alloc ? SortKey::bytes : SortKey::live;
 
-    const RowSelection selection = selected_rows(input.snapshot, every_row_by_value,
-                                                 input.symbolizer);
+    const RowSelection selection = selected_rows(input.snapshot, every_row_by_value, input.symbolizer);
     for_each_ranked_row(input.snapshot, selection, every_row_by_value, [&](const ReportRow& row) {
         const uint64_t bytes = folded_value(row, value);
         if (bytes == 0) return;

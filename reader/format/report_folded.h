@@ -32,8 +32,7 @@ struct RowFrame {
 // each, see AddressFrames), then the Ruby backtrace (if any); one frame named "[overflow]" for
 // the overflow row and "[no stack]" for a row without any frame, so that the list is never
 // empty. Pointers into the row and the symbolizer's cache.
-std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer,
-                                 bool hide_runtime = false);
+std::vector<RowFrame> row_frames(const ReportRow& row, Symbolizer& symbolizer, bool hide_runtime = false);
 
 // Every row with a non-zero value (--value: live or allocated bytes), whatever --top says: a
 // flame graph of some rows would misstate the whole.

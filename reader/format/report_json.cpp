@@ -23,9 +23,8 @@ json or_null(const std::optional<SharedText>& value) { return value ? json(value
 
 json frame_json(const ResolvedFrame& frame) {
     json result = {
-        {"addr", hex_address(frame.address)}, {"function", or_null(frame.function)},
-        {"file", or_null(frame.file)},        {"line", or_null(frame.line)},
-        {"module", or_null(frame.module)},
+        {"addr", hex_address(frame.address)}, {"function", or_null(frame.function)}, {"file", or_null(frame.file)},
+        {"line", or_null(frame.line)},        {"module", or_null(frame.module)},
     };
     if (frame.module_offset) result["module_offset"] = hex_address(*frame.module_offset);
     if (!frame.note.empty()) result["note"] = frame.note.str();
@@ -98,7 +97,8 @@ double seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 json cell_span_json(const BirthTimes& times, uint32_t cell) {
     const auto end = times.end_ns(cell);
-    return {{"cell", cell}, {"from_s", seconds(times.start_ns(cell))}, {"to_s", end ? json(seconds(*end)) : json(nullptr)}};
+    return {
+        {"cell", cell}, {"from_s", seconds(times.start_ns(cell))}, {"to_s", end ? json(seconds(*end)) : json(nullptr)}};
 }
 
 // The grid, in seconds since the process started, and what --born-after / --born-before kept.
@@ -189,8 +189,7 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
                        const std::function<void(const json&)>& site) {
     const Snapshot& snapshot = input.snapshot;
     const Counters& totals = snapshot.totals;
-    const RowSelection selection =
-        selected_rows(snapshot, input.options, input.symbolizer);
+    const RowSelection selection = selected_rows(snapshot, input.options, input.symbolizer);
     const std::vector<ReportRow>& rows = selection.rows;
     json report = {
         {"pid", snapshot.pid},
@@ -211,7 +210,7 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
              {"free_bytes", totals.free_bytes},
              {"sites", snapshot.sites_in_use()},
              {"lost_sites", snapshot.lost_sites},
-             {"lost_sites_because", snapshot.lost_sites == 0        ? nullptr
+             {"lost_sites_because", snapshot.lost_sites == 0      ? nullptr
                                     : snapshot.tables_were_full() ? json("site_table_full")
                                                                   : json("dev_shm_full")},
              {"memory", process_memory_json(snapshot.memory)},
@@ -249,9 +248,7 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
 // own: a document of every row of a large process would be many times the segment's size.
 void write_json_report(std::ostream& out, const ReportInput& input) {
     // Replace, not throw, on invalid UTF-8: paths and command lines are arbitrary bytes.
-    const auto text = [](const json& value) {
-        return value.dump(-1, ' ', false, json::error_handler_t::replace);
-    };
+    const auto text = [](const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); };
     const char* separator = "\n";
     visit_json_report(
         input,

@@ -19,8 +19,7 @@ nlohmann::json report_row_json(const ReportRow& row, Symbolizer& symbolizer, boo
 
 // The same report as values, for those that take it in without the text: `head` gets every
 // member but "sites", then `site` each ranked row's object in turn, none of them kept.
-void visit_json_report(const ReportInput& input,
-                       const std::function<void(const nlohmann::json& head)>& head,
+void visit_json_report(const ReportInput& input, const std::function<void(const nlohmann::json& head)>& head,
                        const std::function<void(const nlohmann::json& site)>& site);
 
 }  // namespace leakwrap

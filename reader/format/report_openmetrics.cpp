@@ -46,10 +46,14 @@ std::string valid_utf8(std::string_view text) {
 std::string escaped_label_value(std::string_view text) {
     std::string escaped;
     for (const char c : valid_utf8(text)) {
-        if (c == '\\') escaped += "\\\\";
-        else if (c == '"') escaped += "\\\"";
-        else if (c == '\n') escaped += "\\n";
-        else escaped += c;
+        if (c == '\\')
+            escaped += "\\\\";
+        else if (c == '"')
+            escaped += "\\\"";
+        else if (c == '\n')
+            escaped += "\\n";
+        else
+            escaped += c;
     }
     return escaped;
 }
@@ -71,8 +75,7 @@ struct Family {
 
 void write_family(std::ostream& out, const Family& family, MetricsDialect dialect) {
     if (family.samples.empty()) return;
-    const std::string sample_name =
-        std::string(family.name) + (family.type == "counter" ? "_total" : "");
+    const std::string sample_name = std::string(family.name) + (family.type == "counter" ? "_total" : "");
     if (dialect == MetricsDialect::openmetrics) {
         out << "# TYPE " << family.name << ' ' << family.type << '\n';
         if (!family.unit.empty()) out << "# UNIT " << family.name << ' ' << family.unit << '\n';
@@ -100,23 +103,25 @@ void add_bins(std::vector<Sample>& samples, const Labels& process, const Snapsho
         const Counters& bin = snapshot.bins[size_class];
         if (bin.allocs == 0) continue;
         const auto limit = size_class_limit_bytes(size_class);
-        samples.push_back({with(process, {{"class_limit", limit ? std::to_string(*limit) : "+Inf"}}),
-                           bin.live_bytes()});
+        samples.push_back(
+            {with(process, {{"class_limit", limit ? std::to_string(*limit) : "+Inf"}}), bin.live_bytes()});
     }
 }
 
 Labels row_labels(const ReportRow& row, Symbolizer& symbolizer) {
     Labels labels = {{"site", std::to_string(row.id)}};
     const auto frames = row_frames(row, symbolizer);
-    const auto native_end = std::find_if(frames.begin(), frames.end(),
-                                         [](const RowFrame& frame) { return !frame.native; });
-    const auto named = innermost_frame_outside_runtimes(
-        std::ranges::subrange(frames.begin(), native_end),
-        [](const RowFrame& frame) { return frame.native->module.value_or(""); });
+    const auto native_end =
+        std::find_if(frames.begin(), frames.end(), [](const RowFrame& frame) { return !frame.native; });
+    const auto named =
+        innermost_frame_outside_runtimes(std::ranges::subrange(frames.begin(), native_end),
+                                         [](const RowFrame& frame) { return frame.native->module.value_or(""); });
     // Every native frame in a runtime: the Ruby line names the site by itself, else the
     // innermost frame (or "[overflow]", "[no stack]") is the best there is.
-    if (named != native_end) labels.emplace_back("function", named->name);
-    else if (!row.innermost_ruby()) labels.emplace_back("function", frames.front().name);
+    if (named != native_end)
+        labels.emplace_back("function", named->name);
+    else if (!row.innermost_ruby())
+        labels.emplace_back("function", frames.front().name);
     if (row.innermost_ruby()) labels.emplace_back("ruby", ruby_location_text(*row.innermost_ruby()));
     return labels;
 }
@@ -124,59 +129,74 @@ Labels row_labels(const ReportRow& row, Symbolizer& symbolizer) {
 }  // namespace
 
 std::string_view metrics_content_type(MetricsDialect dialect) {
-    return dialect == MetricsDialect::openmetrics
-               ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
-               : "text/plain; version=0.0.4; charset=utf-8";
+    return dialect == MetricsDialect::openmetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                                                  : "text/plain; version=0.0.4; charset=utf-8";
 }
 
 // Every family the exposition has, with the samples of the processes added so far.
 struct MetricsExposition::Families {
-    Family live_bytes{"leakwrap_live_bytes", "gauge", "bytes",
-                      "Bytes allocated and not freed, in the whole process.", {}};
-    Family live_blocks{"leakwrap_live_blocks", "gauge", "",
-                       "Blocks allocated and not freed, in the whole process.", {}};
-    Family allocations{"leakwrap_allocations", "counter", "",
-                       "Allocations since the process started.", {}};
+    Family live_bytes{
+        "leakwrap_live_bytes", "gauge", "bytes", "Bytes allocated and not freed, in the whole process.", {}};
+    Family live_blocks{
+        "leakwrap_live_blocks", "gauge", "", "Blocks allocated and not freed, in the whole process.", {}};
+    Family allocations{"leakwrap_allocations", "counter", "", "Allocations since the process started.", {}};
     Family frees{"leakwrap_frees", "counter", "", "Frees since the process started.", {}};
-    Family sample_interval{"leakwrap_sample_interval_bytes", "gauge", "bytes",
+    Family sample_interval{"leakwrap_sample_interval_bytes",
+                           "gauge",
+                           "bytes",
                            "LEAKWRAP_SAMPLE: 0 counts every allocation; otherwise the site "
                            "values are estimates from one sample per this many bytes.",
                            {}};
-    Family bins{"leakwrap_bin_live_bytes", "gauge", "bytes",
-                "Live bytes in blocks of a size class, by its inclusive upper limit.", {}};
+    Family bins{"leakwrap_bin_live_bytes",
+                "gauge",
+                "bytes",
+                "Live bytes in blocks of a size class, by its inclusive upper limit.",
+                {}};
     // Only a live process has an RSS; post mortem its samples are left out, never zero.
-    Family process_resident{"leakwrap_process_resident_bytes", "gauge", "bytes",
+    Family process_resident{"leakwrap_process_resident_bytes",
+                            "gauge",
+                            "bytes",
                             "The process's resident set as the kernel splits it "
                             "(/proc/PID/status RssAnon, RssFile, RssShmem).",
                             {}};
-    Family proportional{"leakwrap_process_proportional_bytes", "gauge", "bytes",
+    Family proportional{"leakwrap_process_proportional_bytes",
+                        "gauge",
+                        "bytes",
                         "The process's proportional set (Pss summed over /proc/PID/smaps): each "
                         "resident page divided among the processes that map it, so that a tree's "
                         "processes add up.",
                         {}};
-    Family segment_resident{"leakwrap_segment_resident_bytes", "gauge", "bytes",
+    Family segment_resident{"leakwrap_segment_resident_bytes",
+                            "gauge",
+                            "bytes",
                             "Resident bytes of leakwrap's own segment in the process (part of "
                             "its shmem RSS).",
                             {}};
-    Family private_tables{"leakwrap_private_bytes", "gauge", "bytes",
+    Family private_tables{"leakwrap_private_bytes",
+                          "gauge",
+                          "bytes",
                           "leakwrap's private tables in the process (its stack index, per-thread "
                           "memos; part of its anonymous RSS), as leakwrap counts them.",
                           {}};
-    Family memory_parts{"leakwrap_memory_bytes", "gauge", "bytes",
+    Family memory_parts{"leakwrap_memory_bytes",
+                        "gauge",
+                        "bytes",
                         "The process's resident set in parts that add up to it (RSS explained): "
                         "malloc's heaps as live blocks, their overhead and the free memory malloc "
                         "keeps; large mmap'd blocks, thread stacks, files, leakwrap, other anonymous.",
                         {}};
-    Family allocator{"leakwrap_allocator_bytes", "gauge", "bytes",
+    Family allocator{"leakwrap_allocator_bytes",
+                     "gauge",
+                     "bytes",
                      "What the allocator below says of its own memory at its last reading (at most "
                      "a second old while the process allocates): in_use, free (kept by it), "
                      "returnable (what it would hand back: whole free pages for glibc, dirty pages "
                      "for jemalloc), system, mmapped, resident, metadata.",
                      {}};
-    Family site_bytes{"leakwrap_site_live_bytes", "gauge", "bytes",
-                      "Live bytes allocated at a call site, for the top sites.", {}};
-    Family site_blocks{"leakwrap_site_live_blocks", "gauge", "",
-                       "Live blocks allocated at a call site, for the top sites.", {}};
+    Family site_bytes{
+        "leakwrap_site_live_bytes", "gauge", "bytes", "Live bytes allocated at a call site, for the top sites.", {}};
+    Family site_blocks{
+        "leakwrap_site_live_blocks", "gauge", "", "Live blocks allocated at a call site, for the top sites.", {}};
 };
 
 MetricsExposition::MetricsExposition() : families_(std::make_unique<Families>()) {}
@@ -185,9 +205,8 @@ MetricsExposition::~MetricsExposition() = default;
 void MetricsExposition::add(const ReportInput& process) {
     Families& f = *families_;
     const Snapshot& snapshot = process.snapshot;
-    const Labels labels_of_process = {{"pid", std::to_string(snapshot.pid)},
-                                      {"exe", snapshot.exe},
-                                      {"command", snapshot.command_line}};
+    const Labels labels_of_process = {
+        {"pid", std::to_string(snapshot.pid)}, {"exe", snapshot.exe}, {"command", snapshot.command_line}};
     const Counters& totals = snapshot.totals;
     f.live_bytes.samples.push_back({labels_of_process, totals.live_bytes()});
     f.live_blocks.samples.push_back({labels_of_process, totals.live_blocks()});
@@ -196,11 +215,9 @@ void MetricsExposition::add(const ReportInput& process) {
     f.sample_interval.samples.push_back({labels_of_process, snapshot.sample_interval});
     add_bins(f.bins.samples, labels_of_process, snapshot);
     if (const auto& memory = snapshot.memory) {
-        for (const auto& [kind, bytes] : {std::pair{"anon", memory->rss_anon},
-                                          std::pair{"file", memory->rss_file},
+        for (const auto& [kind, bytes] : {std::pair{"anon", memory->rss_anon}, std::pair{"file", memory->rss_file},
                                           std::pair{"shmem", memory->rss_shmem}})
-            f.process_resident.samples.push_back(
-                {with(labels_of_process, {{"kind", kind}}), bytes});
+            f.process_resident.samples.push_back({with(labels_of_process, {{"kind", kind}}), bytes});
         f.segment_resident.samples.push_back({labels_of_process, memory->segment_resident});
         if (snapshot.writer_private_bytes)
             f.private_tables.samples.push_back({labels_of_process, memory->leakwrap_private});
@@ -210,12 +227,11 @@ void MetricsExposition::add(const ReportInput& process) {
                 f.memory_parts.samples.push_back({with(labels_of_process, {{"part", part}}), bytes});
     }
     if (const std::optional<AllocatorAccount> account = allocator_account(snapshot))
-        for (const auto& [kind, bytes] : {std::pair{"in_use", account->in_use}, std::pair{"free", account->free},
-                                          std::pair{"returnable", account->returnable},
-                                          std::pair{"system", account->system},
-                                          std::pair{"mmapped", account->mmapped},
-                                          std::pair{"resident", account->resident},
-                                          std::pair{"metadata", account->metadata}})
+        for (const auto& [kind, bytes] :
+             {std::pair{"in_use", account->in_use}, std::pair{"free", account->free},
+              std::pair{"returnable", account->returnable}, std::pair{"system", account->system},
+              std::pair{"mmapped", account->mmapped}, std::pair{"resident", account->resident},
+              std::pair{"metadata", account->metadata}})
             f.allocator.samples.push_back(
                 {with(labels_of_process, {{"allocator", account->allocator}, {"kind", kind}}), bytes});
     const RowSelection selection = selected_rows(snapshot, process.options, process.symbolizer);
@@ -228,16 +244,14 @@ void MetricsExposition::add(const ReportInput& process) {
 
 void MetricsExposition::write(std::ostream& out, MetricsDialect dialect) const {
     const Families& f = *families_;
-    for (const Family* family :
-         {&f.live_bytes, &f.live_blocks, &f.allocations, &f.frees, &f.sample_interval, &f.bins,
-          &f.process_resident, &f.proportional, &f.segment_resident, &f.private_tables,
-          &f.memory_parts, &f.allocator, &f.site_bytes, &f.site_blocks})
+    for (const Family* family : {&f.live_bytes, &f.live_blocks, &f.allocations, &f.frees, &f.sample_interval, &f.bins,
+                                 &f.process_resident, &f.proportional, &f.segment_resident, &f.private_tables,
+                                 &f.memory_parts, &f.allocator, &f.site_bytes, &f.site_blocks})
         write_family(out, *family, dialect);
     if (dialect == MetricsDialect::openmetrics) out << "# EOF\n";
 }
 
-void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
-                   MetricsDialect dialect) {
+void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes, MetricsDialect dialect) {
     MetricsExposition exposition;
     for (const ReportInput& process : processes) exposition.add(process);
     exposition.write(out, dialect);

@@ -31,8 +31,7 @@ std::string_view metrics_content_type(MetricsDialect dialect);
 // _total, in Prometheus text (else the parser files the samples as untyped); OpenMetrics names the
 // family without it and adds UNIT lines and the closing "# EOF". Every family lists the samples
 // of all processes together, in the order given; a family without samples is left out.
-void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes,
-                   MetricsDialect dialect);
+void write_metrics(std::ostream& out, const std::vector<ReportInput>& processes, MetricsDialect dialect);
 
 // The same, a process at a time: add() takes what the families need of a process (its totals,
 // bins, memory and top rows), so that its snapshot can be given back before the next is read;

@@ -82,8 +82,7 @@ void OpenMetricsFile::write(const Snapshot& snapshot) {
             warned_of_directory_ = true;
             return;
         }
-        throw std::runtime_error("cannot rename " + temporary + " to " + target.string() + ": " +
-                                 std::strerror(error));
+        throw std::runtime_error("cannot rename " + temporary + " to " + target.string() + ": " + std::strerror(error));
     }
 }
 

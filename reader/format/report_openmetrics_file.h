@@ -15,8 +15,7 @@ namespace leakwrap {
 
 class OpenMetricsFile {
 public:
-    OpenMetricsFile(std::filesystem::path directory, ReportOptions options,
-                    SymbolizerOptions symbolizer_options);
+    OpenMetricsFile(std::filesystem::path directory, ReportOptions options, SymbolizerOptions symbolizer_options);
     ~OpenMetricsFile();
 
     // Replaces the file atomically (a new temporary file in DIR, then rename), so that a

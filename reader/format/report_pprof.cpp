@@ -20,9 +20,8 @@ namespace {
 
 // Field numbers of pprof's profile.proto (perftools.profiles).
 namespace profile {
-constexpr int kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5,
-              kStringTable = 6, kTimeNanos = 9, kPeriodType = 11, kPeriod = 12, kComment = 13,
-              kDefaultSampleType = 14;
+constexpr int kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5, kStringTable = 6,
+              kTimeNanos = 9, kPeriodType = 11, kPeriod = 12, kComment = 13, kDefaultSampleType = 14;
 }
 namespace value_type {
 constexpr int kType = 1, kUnit = 2;
@@ -34,8 +33,8 @@ namespace label {
 constexpr int kKey = 1, kNum = 3;
 }
 namespace mapping {
-constexpr int kId = 1, kMemoryStart = 2, kMemoryLimit = 3, kFileOffset = 4, kFilename = 5,
-              kBuildId = 6, kHasFunctions = 7, kHasFilenames = 8, kHasLineNumbers = 9;
+constexpr int kId = 1, kMemoryStart = 2, kMemoryLimit = 3, kFileOffset = 4, kFilename = 5, kBuildId = 6,
+              kHasFunctions = 7, kHasFilenames = 8, kHasLineNumbers = 9;
 }
 namespace location {
 constexpr int kId = 1, kMappingId = 2, kAddress = 3, kLine = 4;
@@ -83,8 +82,7 @@ public:
         std::vector<uint64_t> ids;
         for (std::size_t first = 0; first < frames.size();) {
             std::size_t last = first;
-            while (frames[last].native && frames[last].native->inlined && last + 1 < frames.size())
-                ++last;
+            while (frames[last].native && frames[last].native->inlined && last + 1 < frames.size()) ++last;
             ids.push_back(location_id(std::span(frames).subspan(first, last - first + 1)));
             first = last + 1;
         }
@@ -179,9 +177,7 @@ private:
         if (!frame.module) return 0;
         for (std::size_t index = 0; index < snapshot_.modules.size(); ++index) {
             const Module& module = snapshot_.modules[index];
-            if (module.path != *frame.module || frame.address < module.start ||
-                frame.address >= module.end)
-                continue;
+            if (module.path != *frame.module || frame.address < module.start || frame.address >= module.end) continue;
             const auto [entry, is_new] = mappings_by_module_.try_emplace(index, 0);
             if (is_new) entry->second = add_mapping(module);
             return entry->second;
@@ -213,16 +209,14 @@ private:
     const ProfileSink& write_;
     PprofStringTable strings_;
     std::map<std::size_t, uint64_t> mappings_by_module_;  // module index -> mapping id
-    PairIds functions_;  // (name, file) string indexes -> function id
+    PairIds functions_;                                   // (name, file) string indexes -> function id
     uint64_t mapping_count_ = 0, location_count_ = 0, function_count_ = 0;
-    PairIds native_locations_;     // (first resolved frame, 0) -> location id
-    PairIds ruby_locations_;       // (Ruby file's number, line) -> location id
-    PairIds pseudo_locations_;     // (function, 0) -> location id
+    PairIds native_locations_;  // (first resolved frame, 0) -> location id
+    PairIds ruby_locations_;    // (Ruby file's number, line) -> location id
+    PairIds pseudo_locations_;  // (function, 0) -> location id
 };
 
-int64_t as_value(uint64_t count) {
-    return count > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(count);
-}
+int64_t as_value(uint64_t count) { return count > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(count); }
 
 }  // namespace
 
@@ -244,17 +238,16 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
     // type (alloc_objects).
     const int64_t default_sample_type = builder.string_index("live_space");
     std::vector<int64_t> comments;
-    for (const std::string& comment :
-         {"leakwrap-report: pid " + std::to_string(snapshot.pid) + " (" +
-              std::string(owner_state_name(input.owner)) + ") " + snapshot.exe,
-          "command: " + snapshot.command_line})
+    for (const std::string& comment : {"leakwrap-report: pid " + std::to_string(snapshot.pid) + " (" +
+                                           std::string(owner_state_name(input.owner)) + ") " + snapshot.exe,
+                                       "command: " + snapshot.command_line})
         comments.push_back(builder.string_index(comment));
     fields.number(profile::kTimeNanos, static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                             std::chrono::system_clock::now().time_since_epoch())
-                                                             .count()));
+                                                                std::chrono::system_clock::now().time_since_epoch())
+                                                                .count()));
     if (snapshot.sampled()) {
-        comments.push_back(builder.string_index(
-            "sampling mode (LEAKWRAP_SAMPLE): the values are estimates, totals are exact"));
+        comments.push_back(
+            builder.string_index("sampling mode (LEAKWRAP_SAMPLE): the values are estimates, totals are exact"));
         fields.message(profile::kPeriodType, builder.value_type("space", "bytes"));
         fields.number(profile::kPeriod, as_value(snapshot.sample_interval));
     }
@@ -266,8 +259,7 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
     ReportOptions every_row = input.options;
     every_row.top = 0;
     every_row.min_live_bytes = 0;
-    const RowSelection selection =
-        selected_rows(snapshot, every_row, input.symbolizer);
+    const RowSelection selection = selected_rows(snapshot, every_row, input.symbolizer);
     for_each_ranked_row(snapshot, selection, every_row, [&](const ReportRow& row) {
         const std::vector<uint64_t> locations =
             builder.location_ids(row_frames(row, input.symbolizer, input.options.hide_runtime));
@@ -276,7 +268,8 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
         ProtoMessage sample_message;
         sample_message.numbers(sample::kLocationId, std::span<const uint64_t>(locations))
             .numbers(sample::kValue, std::span<const int64_t>(values))
-            .message(sample::kLabel, ProtoMessage().number(label::kKey, site_key).number(label::kNum, uint64_t{row.id}));
+            .message(sample::kLabel,
+                     ProtoMessage().number(label::kKey, site_key).number(label::kNum, uint64_t{row.id}));
         gzip.write(ProtoMessage().message(profile::kSample, sample_message).serialized());
     });
     gzip.finish();

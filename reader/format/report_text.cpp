@@ -19,14 +19,10 @@ namespace {
 
 std::string_view state_label(OwnerState state) {
     switch (state) {
-        case OwnerState::alive:
-            return "alive";
-        case OwnerState::dead:
-            return "dead (post-mortem)";
-        case OwnerState::exited:
-            return "exited";
-        case OwnerState::stale:
-            return "stale (pid reused)";
+        case OwnerState::alive: return "alive";
+        case OwnerState::dead: return "dead (post-mortem)";
+        case OwnerState::exited: return "exited";
+        case OwnerState::stale: return "stale (pid reused)";
     }
     return "unknown";
 }
@@ -38,10 +34,8 @@ std::string bytes_with_human(uint64_t bytes) {
 
 // std::setw counts bytes; size-class labels carry a multi-byte "≤".
 std::string padded_left(const std::string& text, std::size_t width) {
-    const auto characters =
-        static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-            return (static_cast<unsigned char>(c) & 0xc0) != 0x80;
-        }));
+    const auto characters = static_cast<std::size_t>(
+        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
     return text + std::string(width > characters ? width - characters : 0, ' ');
 }
 
@@ -52,8 +46,7 @@ void write_frame(std::ostream& out, std::size_t index, const ResolvedFrame& fram
     const std::string function = frame.function_or_unknown();
     out << "    #" << index << ' ' << hex_address(frame.address) << ' '
         << printable(full ? function : short_function_name(function));
-    if (const auto location = source_location(frame); !location.empty())
-        out << " at " << printable(location);
+    if (const auto location = source_location(frame); !location.empty()) out << " at " << printable(location);
     if (frame.module) {
         out << " (" << printable(std::filesystem::path(frame.module->str()).filename().string());
         if (!frame.function && frame.module_offset) out << '+' << hex_address(*frame.module_offset);
@@ -82,14 +75,12 @@ void write_size_classes(std::ostream& out, const ReportRow& row) {
     for (const auto& entry : row.size_classes())
         if (entry.counters.live_blocks() > 0) live.push_back(entry);
     if (live.size() < 2) return;
-    std::stable_sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
-        return a.counters.live_blocks() > b.counters.live_blocks();
-    });
+    std::stable_sort(live.begin(), live.end(),
+                     [](const auto& a, const auto& b) { return a.counters.live_blocks() > b.counters.live_blocks(); });
     out << "    live by size class:";
     const char* separator = " ";
     for (std::size_t i = 0; i < std::min(kClassesShown, live.size()); ++i) {
-        out << separator << size_class_label(live[i].size_class) << ' '
-            << live[i].counters.live_blocks();
+        out << separator << size_class_label(live[i].size_class) << ' ' << live[i].counters.live_blocks();
         separator = ", ";
     }
     if (live.size() > kClassesShown) out << " and " << live.size() - kClassesShown << " more";
@@ -113,34 +104,31 @@ void write_births(std::ostream& out, const ReportRow& row, const Snapshot& snaps
 // --site: every class the row ever allocated in, and with --children what each process holds.
 void write_site_in_full(std::ostream& out, const ReportRow& row, const Snapshot& snapshot) {
     out << "    size classes:\n";
-    out << "      " << padded_left("CLASS", 12) << std::right << std::setw(14) << "ALLOCS"
-        << std::setw(14) << "FREES" << std::setw(14) << "LIVE_BLOCKS" << std::setw(14)
-        << "LIVE_BYTES" << '\n';
+    out << "      " << padded_left("CLASS", 12) << std::right << std::setw(14) << "ALLOCS" << std::setw(14) << "FREES"
+        << std::setw(14) << "LIVE_BLOCKS" << std::setw(14) << "LIVE_BYTES" << '\n';
     for (const auto& [size_class, counters] : row.size_classes())
-        out << "      " << padded_left(size_class_label(size_class), 12) << std::setw(14)
-            << counters.allocs << std::setw(14) << counters.frees << std::setw(14)
-            << counters.live_blocks() << std::setw(14) << human_bytes(counters.live_bytes()) << '\n';
+        out << "      " << padded_left(size_class_label(size_class), 12) << std::setw(14) << counters.allocs
+            << std::setw(14) << counters.frees << std::setw(14) << counters.live_blocks() << std::setw(14)
+            << human_bytes(counters.live_bytes()) << '\n';
     const auto shares = row_split_by_process(row, snapshot);
     if (shares.empty()) return;
     out << "    by process:\n";
     for (const ProcessShare& share : shares)
-        out << "      pid " << share.pid << ": " << bytes_with_human(share.counters.live_bytes())
-            << " live in " << share.counters.live_blocks() << " blocks; " << share.counters.allocs
-            << " allocs, " << share.counters.frees << " frees\n";
+        out << "      pid " << share.pid << ": " << bytes_with_human(share.counters.live_bytes()) << " live in "
+            << share.counters.live_blocks() << " blocks; " << share.counters.allocs << " allocs, "
+            << share.counters.frees << " frees\n";
 }
 
-void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
-               const ReportInput& input) {
+void write_row(std::ostream& out, std::size_t rank, const ReportRow& row, const ReportInput& input) {
     const Counters& counters = row.counters;
     out << '\n' << '#' << rank << ' ' << row_title(row, input.options.by, input.snapshot.tables_were_full());
     if (row.estimated) out << " (estimated)";
-    out << ": " << bytes_with_human(counters.live_bytes()) << " live in " << counters.live_blocks()
-        << " blocks; " << counters.allocs << " allocs, " << counters.frees << " frees, "
-        << bytes_with_human(counters.alloc_bytes) << " allocated\n";
+    out << ": " << bytes_with_human(counters.live_bytes()) << " live in " << counters.live_blocks() << " blocks; "
+        << counters.allocs << " allocs, " << counters.frees << " frees, " << bytes_with_human(counters.alloc_bytes)
+        << " allocated\n";
     if (row.innermost_ruby() && input.options.by == Grouping::native)
         out << "    ruby: " << printable(ruby_location_text(*row.innermost_ruby())) << '\n';
-    if (row.reduced)
-        out << "    (innermost frames only: the site table was nearly full; raise LEAKWRAP_MAX_SITES)\n";
+    if (row.reduced) out << "    (innermost frames only: the site table was nearly full; raise LEAKWRAP_MAX_SITES)\n";
     write_births(out, row, input.snapshot, input.options.site.has_value());
     if (input.options.site)
         write_site_in_full(out, row, input.snapshot);
@@ -154,8 +142,10 @@ void write_row(std::ostream& out, std::size_t rank, const ReportRow& row,
     for (std::size_t i = 0; i < row.frames().size(); ++i) {
         const AddressFrames& frames = input.symbolizer.resolve(row.frames()[i], row.module_generation());
         const bool is_shown = next_shown != shown.end() && *next_shown == i;
-        if (is_shown) ++next_shown;
-        else hidden += frames.size();
+        if (is_shown)
+            ++next_shown;
+        else
+            hidden += frames.size();
         for (const ResolvedFrame& frame : frames) {
             if (is_shown) write_frame(out, index, frame, full_names(input.options));
             ++index;
@@ -177,23 +167,18 @@ void write_rows(std::ostream& out, const RowSelection& selection, const ReportIn
         out << "\n(" << selection.kept_rows - rank << " more rows not shown; --top 0 shows all)\n";
 }
 
-void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows,
-                            const ReportInput& input) {
+void write_size_class_table(std::ostream& out, const std::vector<ReportRow>& rows, const ReportInput& input) {
     out << "\nsize classes (exact, every block):\n";
-    out << "  " << padded_left("CLASS", 12) << std::right << std::setw(14) << "ALLOCS"
-        << std::setw(14) << "FREES" << std::setw(14) << "LIVE_BLOCKS" << std::setw(14)
-        << "LIVE_BYTES" << '\n';
+    out << "  " << padded_left("CLASS", 12) << std::right << std::setw(14) << "ALLOCS" << std::setw(14) << "FREES"
+        << std::setw(14) << "LIVE_BLOCKS" << std::setw(14) << "LIVE_BYTES" << '\n';
     for (const auto& entry : size_class_table(input.snapshot, rows)) {
-        out << "  " << padded_left(size_class_label(entry.size_class), 12) << std::setw(14)
-            << entry.counters.allocs << std::setw(14) << entry.counters.frees << std::setw(14)
-            << entry.counters.live_blocks() << std::setw(14)
+        out << "  " << padded_left(size_class_label(entry.size_class), 12) << std::setw(14) << entry.counters.allocs
+            << std::setw(14) << entry.counters.frees << std::setw(14) << entry.counters.live_blocks() << std::setw(14)
             << human_bytes(entry.counters.live_bytes()) << '\n';
         for (const ReportRow* row : entry.top_rows)
-            out << "      " << std::setw(10) << row->in_size_class(entry.size_class).live_blocks()
-                << " live  site " << row->id << "  "
-                << printable(row_summary(*row, input.options.by, input.symbolizer,
-                                         !full_names(input.options)))
-                << '\n';
+            out << "      " << std::setw(10) << row->in_size_class(entry.size_class).live_blocks() << " live  site "
+                << row->id << "  "
+                << printable(row_summary(*row, input.options.by, input.symbolizer, !full_names(input.options))) << '\n';
     }
 }
 
@@ -243,18 +228,15 @@ void write_memory(std::ostream& out, const ReportInput& input) {
         write_allocator_account(out, input.snapshot, std::nullopt);
         return;
     }
-    out << "memory: RSS " << human_bytes(memory->rss()) << " (anon " << human_bytes(memory->rss_anon)
-        << ", file " << human_bytes(memory->rss_file) << ", shared "
-        << human_bytes(memory->rss_shmem) << "); tracked live "
+    out << "memory: RSS " << human_bytes(memory->rss()) << " (anon " << human_bytes(memory->rss_anon) << ", file "
+        << human_bytes(memory->rss_file) << ", shared " << human_bytes(memory->rss_shmem) << "); tracked live "
         << human_bytes(input.snapshot.totals.live_bytes()) << "; leakwrap's segment "
         << human_bytes(memory->segment_resident)
         << (input.snapshot.writer_private_bytes
-                ? " resident (in shared), its private tables " + human_bytes(memory->leakwrap_private) +
-                      " (in anon)"
+                ? " resident (in shared), its private tables " + human_bytes(memory->leakwrap_private) + " (in anon)"
                 : std::string(" resident (in shared; its private tables, in anon, are counted from "
                               "layout 7 on)"))
-        << "; PSS "
-        << human_bytes(memory->pss)
+        << "; PSS " << human_bytes(memory->pss)
         << (input.snapshot.members.empty() ? ""
                                            : " (what the processes hold together: their RSS "
                                              "count a page they share once in each)")
@@ -268,8 +250,7 @@ void write_memory(std::ostream& out, const ReportInput& input) {
 // in between are in the totals and not in the sites. Said, by how much, rather than hidden.
 void write_live_skew(std::ostream& out, const ReportInput& input) {
     const Snapshot& snapshot = input.snapshot;
-    if (snapshot.sampled() || input.owner != OwnerState::alive || !snapshot.members.empty() ||
-        snapshot.birth_selection)
+    if (snapshot.sampled() || input.owner != OwnerState::alive || !snapshot.members.empty() || snapshot.birth_selection)
         return;
     const Counters sites = snapshot.sum_over_sites();
     if (sites.live_blocks() == snapshot.totals.live_blocks() && sites.live_bytes() == snapshot.totals.live_bytes())
@@ -292,9 +273,8 @@ void write_birth_grid(std::ostream& out, const Snapshot& snapshot) {
     if (selection.end_cell) out << " before " << birth_time_text(times->start_ns(*selection.end_cell));
     out << " (--born-after and --born-before are taken to the start of their cell): the rows hold "
         << bytes_with_human(selection.live_bytes_kept) << " live in " << selection.live_blocks_kept
-        << " blocks; left out "
-        << bytes_with_human(selection.live_bytes_left_out) << " in " << selection.live_blocks_left_out
-        << " blocks born outside it\n";
+        << " blocks; left out " << bytes_with_human(selection.live_bytes_left_out) << " in "
+        << selection.live_blocks_left_out << " blocks born outside it\n";
 }
 
 // A merged process tree (--children): which processes, and what each holds.
@@ -321,10 +301,9 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
     out << "pid " << snapshot.pid << " (" << state_label(input.owner) << ")  "
         << (snapshot.exe.empty() ? unknown : printable(snapshot.exe))
         << "  command: " << (snapshot.command_line.empty() ? unknown : printable(snapshot.command_line)) << '\n';
-    out << "live: " << bytes_with_human(totals.live_bytes()) << " in " << totals.live_blocks()
-        << " blocks; " << totals.allocs << " allocs, " << totals.frees << " frees, "
-        << bytes_with_human(totals.alloc_bytes) << " allocated in total; "
-        << snapshot.sites_in_use() << " sites\n";
+    out << "live: " << bytes_with_human(totals.live_bytes()) << " in " << totals.live_blocks() << " blocks; "
+        << totals.allocs << " allocs, " << totals.frees << " frees, " << bytes_with_human(totals.alloc_bytes)
+        << " allocated in total; " << snapshot.sites_in_use() << " sites\n";
     write_memory(out, input);
     write_birth_grid(out, snapshot);
     write_live_skew(out, input);
@@ -342,13 +321,11 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
                "site, and what else needed room (the executable's name and command line, new "
                "modules) may be missing; free space in /dev/shm (LEAKWRAP_MAX_SITES does not help)\n";
 
-    const RowSelection selection =
-        selected_rows(snapshot, input.options, input.symbolizer);
+    const RowSelection selection = selected_rows(snapshot, input.options, input.symbolizer);
     // The totals above are the whole process's; say what the rows below hold of it.
     if (selection.selected && !input.options.site)
-        out << "focus (" << printable(input.options.focus.description()) << "): "
-            << selection.kept_rows << " of " << selection.all_rows << " rows, "
-            << bytes_with_human(selection.counters.live_bytes()) << " live in "
+        out << "focus (" << printable(input.options.focus.description()) << "): " << selection.kept_rows << " of "
+            << selection.all_rows << " rows, " << bytes_with_human(selection.counters.live_bytes()) << " live in "
             << selection.counters.live_blocks() << " blocks\n";
     if (input.options.bins)
         write_size_class_table(out, selection.rows, input);

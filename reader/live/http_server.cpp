@@ -164,8 +164,7 @@ bool send_all(int connection, std::string_view data) {
 // What a response carries: a HEAD request gets the head a GET would, without the body.
 enum class Carries : bool { head_and_body, head_only };
 
-void send_response(int connection, HttpResponse response, bool gzip,
-                   Carries carries = Carries::head_and_body) {
+void send_response(int connection, HttpResponse response, bool gzip, Carries carries = Carries::head_and_body) {
     if (gzip && response.body.size() >= kMinGzipBytes && compressible(response.content_type)) {
         std::ostringstream compressed;
         GzipWriter writer(compressed, GzipWriter::kFast);
@@ -175,18 +174,15 @@ void send_response(int connection, HttpResponse response, bool gzip,
         response.headers.emplace_back("Content-Encoding", "gzip");
         response.headers.emplace_back("Vary", "Accept-Encoding");
     }
-    std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " +
-                       reason_phrase(response.status) + "\r\nContent-Type: " +
-                       response.content_type + "\r\nContent-Length: " +
-                       std::to_string(response.body.size()) + "\r\nConnection: close\r\n";
+    std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) +
+                       "\r\nContent-Type: " + response.content_type +
+                       "\r\nContent-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n";
     for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
     head += "\r\n";
-    if (send_all(connection, head) && carries == Carries::head_and_body)
-        send_all(connection, response.body);
+    if (send_all(connection, head) && carries == Carries::head_and_body) send_all(connection, response.body);
 }
 
-void send_error(int connection, int status, const std::string& message,
-                Carries carries = Carries::head_and_body) {
+void send_error(int connection, int status, const std::string& message, Carries carries = Carries::head_and_body) {
     HttpResponse response;
     response.status = status;
     response.body = message + "\n";
@@ -198,8 +194,10 @@ void send_error(int connection, int status, const std::string& message,
 // when the head is too large.
 std::size_t complete_head_length(const std::string& buffer) {
     std::size_t length = buffer.find("\r\n\r\n");
-    if (length != std::string::npos) length += 4;
-    else if ((length = buffer.find("\n\n")) != std::string::npos) length += 2;
+    if (length != std::string::npos)
+        length += 4;
+    else if ((length = buffer.find("\n\n")) != std::string::npos)
+        length += 2;
     if (std::min(length, buffer.size()) > HttpServer::kMaxRequestHead)
         throw BadRequest{431, "the request head is over " + std::to_string(HttpServer::kMaxRequestHead) + " bytes"};
     return length;
@@ -280,8 +278,7 @@ int HttpServer::listen(const std::string& host, int port) {
     // SO_REUSEPORT, with which a second server on the same port would share it silently.
     const int yes = 1;
     setsockopt(socket_fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (bind(socket_fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-        ::listen(socket_fd, SOMAXCONN) != 0 ||
+    if (bind(socket_fd, reinterpret_cast<sockaddr*>(&address), length) != 0 || ::listen(socket_fd, SOMAXCONN) != 0 ||
         getsockname(socket_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
         const int error = errno;
         close(socket_fd);
@@ -360,9 +357,10 @@ void HttpServer::take_in_requests() {
             next_deadline = std::min(next_deadline, head.deadline);
         }
         const int timeout_ms =
-            pending.empty() ? -1
-                            : static_cast<int>(std::max<int64_t>(
-                                  0, std::chrono::ceil<std::chrono::milliseconds>(next_deadline - Clock::now()).count()));
+            pending.empty()
+                ? -1
+                : static_cast<int>(std::max<int64_t>(
+                      0, std::chrono::ceil<std::chrono::milliseconds>(next_deadline - Clock::now()).count()));
         if (poll(watched.data(), watched.size(), timeout_ms) < 0 && errno != EINTR) break;
         if (watched[1].revents != 0) break;
         const Clock::time_point now = Clock::now();
@@ -370,8 +368,8 @@ void HttpServer::take_in_requests() {
         for (std::size_t i = 0; i < pending.size(); ++i) {
             PendingHead& head = pending[i];
             if (now >= head.deadline) {
-                out_of_time(head, "the request head did not come whole within " +
-                                      std::to_string(kRequestHeadSeconds) + " seconds");
+                out_of_time(head, "the request head did not come whole within " + std::to_string(kRequestHeadSeconds) +
+                                      " seconds");
                 continue;
             }
             if (watched[i + 2].revents == 0) {
@@ -385,8 +383,10 @@ void HttpServer::take_in_requests() {
                 continue;
             }
             if (got <= 0) {
-                if (head.buffer.empty()) close(head.connection);  // went away without a word
-                else refuse(head, 400, "the request ended before its head did");
+                if (head.buffer.empty())
+                    close(head.connection);  // went away without a word
+                else
+                    refuse(head, 400, "the request ended before its head did");
                 continue;
             }
             head.buffer.append(chunk, static_cast<std::size_t>(got));
@@ -485,8 +485,7 @@ void HttpServer::answer(const ReceivedHead& received) {
     if (handler == handlers_.end()) {
         std::string paths;
         for (const auto& [path, unused] : handlers_) paths += (paths.empty() ? "" : ", ") + path;
-        send_error(connection, 404, "no such path: " + request.path + " (served: " + paths + ")",
-                   carries);
+        send_error(connection, 404, "no such path: " + request.path + " (served: " + paths + ")", carries);
         return;
     }
     HttpResponse response;
@@ -497,8 +496,7 @@ void HttpServer::answer(const ReceivedHead& received) {
         response.status = 500;
         response.body = std::string(error.what()) + "\n";
     }
-    send_response(connection, std::move(response), accepts_gzip(request.header("accept-encoding")),
-                  carries);
+    send_response(connection, std::move(response), accepts_gzip(request.header("accept-encoding")), carries);
 }
 
 }  // namespace leakwrap

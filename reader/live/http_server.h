@@ -34,7 +34,7 @@ namespace leakwrap {
 
 struct HttpRequest {
     std::string method;
-    std::string path;  // percent-decoded, without the query
+    std::string path;                                          // percent-decoded, without the query
     std::vector<std::pair<std::string, std::string>> query;    // decoded, in order
     std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
     // The user of a loopback client (peer_identity.h); none for any other client.

@@ -66,11 +66,9 @@ Process read_process_entry(const SegmentEntry& entry) {
     const OwnerState state = owner_state(snapshot);
     snapshot.command_line = current_command_line(snapshot, state);
     if (state == OwnerState::alive)
-        snapshot.memory = read_process_memory(entry.pid, entry.path,
-                                              snapshot.writer_private_bytes.value_or(0));
+        snapshot.memory = read_process_memory(entry.pid, entry.path, snapshot.writer_private_bytes.value_or(0));
     return {std::move(snapshot), state};
 }
-
 
 // Symbolizing is most of a request's work, and scrapers ask for the same processes again and
 // again: each process keeps its symbolizer, which caches what it resolved. A symbolizer is not
@@ -83,8 +81,7 @@ public:
 
     // Under the lock.
     Symbolizer& of(const Snapshot& snapshot) {
-        return entries_.try_emplace({snapshot.pid, snapshot.start_time_ticks}, options_)
-            .first->second.of(snapshot);
+        return entries_.try_emplace({snapshot.pid, snapshot.start_time_ticks}, options_).first->second.of(snapshot);
     }
 
     // Under the lock: drops the symbolizers of processes that are gone.
@@ -108,8 +105,9 @@ public:
     ClientAccess(const HttpRequest& request, const ServeOptions& options)
         : all_(options.all_users), uid_(request.peer_uid) {
         if (!all_ && !uid_)
-            throw HttpError{403, "serve tells which user a client is on loopback only; --all-users "
-                                 "serves every client every segment"};
+            throw HttpError{403,
+                            "serve tells which user a client is on loopback only; --all-users "
+                            "serves every client every segment"};
     }
 
     bool may_see(const SegmentEntry& entry) const {
@@ -134,16 +132,14 @@ Process live_process(pid_t pid, const ClientAccess& access) {
         Process process = read_process_entry(entry);
         if (process.state != OwnerState::alive)
             throw HttpError{404, "process " + id + " is not running (its segment is " +
-                                     std::string(owner_state_name(process.state)) +
-                                     "); leakwrap-report " + id + " reports it post mortem"};
+                                     std::string(owner_state_name(process.state)) + "); leakwrap-report " + id +
+                                     " reports it post mortem"};
         return process;
     } catch (const SegmentFileError& error) {
         if (error.error_number() == ENOENT)
-            throw HttpError{404, process_exists(pid)
-                                     ? "process " + id + " has no leakwrap segment"
-                                     : "no process " + id + " and no leakwrap segment of it"};
-        if (error.error_number() == EACCES || error.error_number() == EPERM ||
-            error.error_number() == 0)
+            throw HttpError{404, process_exists(pid) ? "process " + id + " has no leakwrap segment"
+                                                     : "no process " + id + " and no leakwrap segment of it"};
+        if (error.error_number() == EACCES || error.error_number() == EPERM || error.error_number() == 0)
             throw HttpError{403, error.what()};
         throw HttpError{process_exists(pid) ? 500 : 410, error.what()};
     } catch (const SegmentError& error) {
@@ -170,8 +166,7 @@ void for_each_live_process(const ClientAccess& access, const Visit& visit) {
 
 pid_t pid_parameter(const HttpRequest& request) {
     const std::string* given = request.query_value("pid");
-    if (given == nullptr)
-        throw HttpError{400, "give the process as ?pid=N (GET /processes lists them)"};
+    if (given == nullptr) throw HttpError{400, "give the process as ?pid=N (GET /processes lists them)"};
     const std::string& text = *given;
     int64_t pid = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), pid);
@@ -182,8 +177,7 @@ pid_t pid_parameter(const HttpRequest& request) {
 
 void set_body(HttpResponse& response, std::string body, const std::string& content_type) {
     if (body.size() > kMaxResponseBytes)
-        throw HttpError{503, "the response would be " + std::to_string(body.size() >> 20) +
-                                 " MiB, over the limit of " +
+        throw HttpError{503, "the response would be " + std::to_string(body.size() >> 20) + " MiB, over the limit of " +
                                  std::to_string(kMaxResponseBytes >> 20) + " MiB"};
     response.body = std::move(body);
     response.content_type = content_type;
@@ -202,12 +196,11 @@ void answer(HttpResponse& response, Handler handler) {
     }
 }
 
-void serve_metrics(const HttpRequest& request, HttpResponse& response,
-                   const ServeOptions& options, SymbolizerCache& symbolizers) {
+void serve_metrics(const HttpRequest& request, HttpResponse& response, const ServeOptions& options,
+                   SymbolizerCache& symbolizers) {
     const ClientAccess access(request, options);
-    const MetricsDialect dialect = accepts_openmetrics(request.header("accept"))
-                                       ? MetricsDialect::openmetrics
-                                       : MetricsDialect::prometheus;
+    const MetricsDialect dialect =
+        accepts_openmetrics(request.header("accept")) ? MetricsDialect::openmetrics : MetricsDialect::prometheus;
     ReportOptions report;
     report.top = options.top;
     MetricsExposition exposition;
@@ -238,7 +231,8 @@ bool children_parameter(const HttpRequest& request) {
 // --born-after and --born-before do.
 BirthWindow birth_window_parameters(const HttpRequest& request) {
     BirthWindow window;
-    for (const auto& [name, moment] : {std::pair{"born_after", &window.after_ns}, std::pair{"born_before", &window.before_ns}}) {
+    for (const auto& [name, moment] :
+         {std::pair{"born_after", &window.after_ns}, std::pair{"born_before", &window.before_ns}}) {
         const std::string* given = request.query_value(name);
         if (given == nullptr) continue;
         *moment = parse_duration_ns(*given);
@@ -255,14 +249,14 @@ std::string heap_profile(const HttpRequest& request, const ServeOptions& options
     const BirthWindow window = birth_window_parameters(request);
     Process process = live_process(pid_parameter(request), access);
     if (children_parameter(request))
-        process.snapshot = merge_process_tree(
-            std::move(process.snapshot),
-            read_live_descendants(process.snapshot.pid, [&access](pid_t pid) {
-                const SegmentEntry entry{pid, segment_path(pid)};
-                // Skipped, as a descendant the server itself may not read is.
-                if (!access.may_see(entry)) throw std::runtime_error("another user's segment");
-                return read_process_entry(entry).snapshot;
-            }));
+        process.snapshot = merge_process_tree(std::move(process.snapshot),
+                                              read_live_descendants(process.snapshot.pid, [&access](pid_t pid) {
+                                                  const SegmentEntry entry{pid, segment_path(pid)};
+                                                  // Skipped, as a descendant the server itself may not read is.
+                                                  if (!access.may_see(entry))
+                                                      throw std::runtime_error("another user's segment");
+                                                  return read_process_entry(entry).snapshot;
+                                              }));
     if (window.any()) {
         try {
             keep_births_within(process.snapshot, window);
@@ -273,8 +267,7 @@ std::string heap_profile(const HttpRequest& request, const ServeOptions& options
     std::ostringstream profile;
     const auto lock = symbolizers.lock();
     symbolizers.forget_gone_processes();
-    write_pprof_report(profile, {process.snapshot, process.state,
-                                 symbolizers.of(process.snapshot), ReportOptions{}});
+    write_pprof_report(profile, {process.snapshot, process.state, symbolizers.of(process.snapshot), ReportOptions{}});
     return std::move(profile).str();
 }
 
@@ -294,21 +287,20 @@ void serve_process_list(const HttpRequest& request, HttpResponse& response, cons
         try {
             const Process process = read_process_entry(entry);
             const Snapshot& snapshot = process.snapshot;
-            list.push_back({{"pid", snapshot.pid},
-                            {"state", owner_state_name(process.state)},
-                            {"exe", snapshot.exe},
-                            {"command_line", snapshot.command_line},
-                            {"live_bytes", snapshot.totals.live_bytes()},
-                            {"live_blocks", snapshot.totals.live_blocks()},
-                            {"sites", snapshot.sites_in_use()},
-                            {"rss_bytes", snapshot.memory ? nlohmann::json(snapshot.memory->rss())
-                                                          : nlohmann::json(nullptr)}});
+            list.push_back(
+                {{"pid", snapshot.pid},
+                 {"state", owner_state_name(process.state)},
+                 {"exe", snapshot.exe},
+                 {"command_line", snapshot.command_line},
+                 {"live_bytes", snapshot.totals.live_bytes()},
+                 {"live_blocks", snapshot.totals.live_blocks()},
+                 {"sites", snapshot.sites_in_use()},
+                 {"rss_bytes", snapshot.memory ? nlohmann::json(snapshot.memory->rss()) : nlohmann::json(nullptr)}});
         } catch (const std::exception& error) {
             list.push_back({{"pid", entry.pid}, {"state", "unreadable"}, {"error", error.what()}});
         }
     }
-    set_body(response, list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-             "application/json");
+    set_body(response, list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");
 }
 
 // SIGINT and SIGTERM are blocked in every thread (the server's workers start after this, with
@@ -366,18 +358,16 @@ ListenAddress parse_listen_address(const std::string& text) {
     if (colon == std::string::npos) throw invalid("no port");
     ListenAddress address;
     address.host = text.substr(0, colon);
-    const bool bracketed = address.host.size() >= 2 && address.host.front() == '[' &&
-                           address.host.back() == ']';
+    const bool bracketed = address.host.size() >= 2 && address.host.front() == '[' && address.host.back() == ']';
     if (bracketed) address.host = address.host.substr(1, address.host.size() - 2);
     const std::string port = text.substr(colon + 1);
     const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), address.port);
-    if (port.empty() || error != std::errc() || end != port.data() + port.size() ||
-        address.port < 0 || address.port > 65535)
+    if (port.empty() || error != std::errc() || end != port.data() + port.size() || address.port < 0 ||
+        address.port > 65535)
         throw invalid("the port must be a number from 0 to 65535");
     unsigned char bytes[sizeof(in6_addr)];
     if (bracketed && inet_pton(AF_INET6, address.host.c_str(), bytes) == 1) {
-        static const unsigned char kLoopback6[sizeof(in6_addr)] = {0, 0, 0, 0, 0, 0, 0, 0,
-                                                                   0, 0, 0, 0, 0, 0, 0, 1};
+        static const unsigned char kLoopback6[sizeof(in6_addr)] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
         address.loopback = std::memcmp(bytes, kLoopback6, sizeof(kLoopback6)) == 0;
     } else if (!bracketed && inet_pton(AF_INET, address.host.c_str(), bytes) == 1) {
         address.loopback = bytes[0] == 127;  // 127.0.0.0/8
@@ -391,8 +381,10 @@ bool accepts_openmetrics(const std::string& accept) {
     // The best quality given to each format.
     double openmetrics = 0, text = 0;
     for (const auto& [type, quality] : weighted_items(accept)) {
-        if (type == "application/openmetrics-text") openmetrics = std::max(openmetrics, quality);
-        else if (type == "text/plain" || type == "text/*" || type == "*/*") text = std::max(text, quality);
+        if (type == "application/openmetrics-text")
+            openmetrics = std::max(openmetrics, quality);
+        else if (type == "text/plain" || type == "text/*" || type == "*/*")
+            text = std::max(text, quality);
     }
     return openmetrics > 0 && openmetrics >= text;
 }
@@ -428,12 +420,11 @@ int serve_profiles(const ServeOptions& options) {
     // must not end the server either.
     signal(SIGPIPE, SIG_IGN);
     StopOnSignal stop(server);
-    std::cout << "serving on http://" << bound.text()
-              << "/ (GET /metrics, /debug/pprof/heap?pid=N, /processes)" << std::endl;
+    std::cout << "serving on http://" << bound.text() << "/ (GET /metrics, /debug/pprof/heap?pid=N, /processes)"
+              << std::endl;
     server.run();
     const int signal = stop.listening_ended();
-    std::cout << "serve: stopped"
-              << (signal != 0 ? std::string(" by ") + sigabbrev_np(signal) : "") << std::endl;
+    std::cout << "serve: stopped" << (signal != 0 ? std::string(" by ") + sigabbrev_np(signal) : "") << std::endl;
     return 0;
 }
 

@@ -37,7 +37,7 @@ bool accepts_openmetrics(const std::string& accept);
 
 struct ServeOptions {
     ListenAddress listen;
-    std::size_t top = 20;  // site rows per process in /metrics
+    std::size_t top = 20;          // site rows per process in /metrics
     SymbolizerOptions symbolizer;  // --libc-lines
     // --all-users: every client gets every segment the server may read, whoever it is; else a
     // loopback client gets its own user's (root's, all), any other client none.

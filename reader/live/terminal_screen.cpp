@@ -58,8 +58,7 @@ TerminalScreen::~TerminalScreen() {
 
 TerminalScreen::Size TerminalScreen::size() const {
     winsize window{};
-    if (ioctl(output_, TIOCGWINSZ, &window) != 0 || window.ws_col == 0 || window.ws_row == 0)
-        return {};
+    if (ioctl(output_, TIOCGWINSZ, &window) != 0 || window.ws_col == 0 || window.ws_row == 0) return {};
     return {window.ws_col, window.ws_row};
 }
 
@@ -67,8 +66,7 @@ void TerminalScreen::draw(const std::vector<std::string>& lines) {
     // From the top left, each line cleared to its end, then everything below the last: the
     // screen changes in place, without the flicker of clearing it first.
     std::string frame = "\x1b[H";
-    for (std::size_t i = 0; i < lines.size(); ++i)
-        frame += lines[i] + "\x1b[K" + (i + 1 < lines.size() ? "\r\n" : "");
+    for (std::size_t i = 0; i < lines.size(); ++i) frame += lines[i] + "\x1b[K" + (i + 1 < lines.size() ? "\r\n" : "");
     frame += "\x1b[J";
     write_all(frame);
 }

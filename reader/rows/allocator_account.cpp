@@ -33,11 +33,10 @@ std::optional<AllocatorAccount> allocator_account(const Snapshot& snapshot) {
     AllocatorAccount account;
     account.allocator = read.allocator == layout::kAllocatorGlibc ? "glibc" : "jemalloc";
     const std::optional<BirthTimes> times = BirthTimes::of(snapshot);
-    account.taken_since_start_ns =
-        times ? times->since_start_ns(read.taken_ns) : static_cast<int64_t>(read.taken_ns);
+    account.taken_since_start_ns = times ? times->since_start_ns(read.taken_ns) : static_cast<int64_t>(read.taken_ns);
     if (snapshot.births && snapshot.memory)
-        account.age_ns = boot_clock_ns() - static_cast<int64_t>(snapshot.births->origin_boot_ns) -
-                         account.taken_since_start_ns;
+        account.age_ns =
+            boot_clock_ns() - static_cast<int64_t>(snapshot.births->origin_boot_ns) - account.taken_since_start_ns;
     account.in_use = read.in_use_bytes;
     account.free = read.free_bytes;
     account.returnable = read.returnable_bytes;
@@ -52,10 +51,10 @@ std::optional<AllocatorAccount> allocator_account(const Snapshot& snapshot) {
     if (const std::optional<Counters>& counted = snapshot.counted_at_allocator_reading) {
         // The bins are copied after the statistics, so they count no less; a corrupt segment may.
         const auto since = [](uint64_t now, uint64_t then) { return now > then ? now - then : 0; };
-        account.since_reading = Counters{since(snapshot.totals.allocs, counted->allocs),
-                                         since(snapshot.totals.frees, counted->frees),
-                                         since(snapshot.totals.alloc_bytes, counted->alloc_bytes),
-                                         since(snapshot.totals.free_bytes, counted->free_bytes)};
+        account.since_reading =
+            Counters{since(snapshot.totals.allocs, counted->allocs), since(snapshot.totals.frees, counted->frees),
+                     since(snapshot.totals.alloc_bytes, counted->alloc_bytes),
+                     since(snapshot.totals.free_bytes, counted->free_bytes)};
     }
     return account;
 }
@@ -180,9 +179,9 @@ AllocatorAccount allocator_account_from_json(const nlohmann::json& json) {
                                   arena.at("free_chunks").get<uint64_t>()});
     // A series written before the blocks since were known has no such member.
     if (const auto since = json.find("since_reading"); since != json.end() && !since->is_null())
-        account.since_reading = Counters{since->at("allocs").get<uint64_t>(), since->at("frees").get<uint64_t>(),
-                                         since->at("alloc_bytes").get<uint64_t>(),
-                                         since->at("free_bytes").get<uint64_t>()};
+        account.since_reading =
+            Counters{since->at("allocs").get<uint64_t>(), since->at("frees").get<uint64_t>(),
+                     since->at("alloc_bytes").get<uint64_t>(), since->at("free_bytes").get<uint64_t>()};
     return account;
 }
 

@@ -21,12 +21,12 @@ struct ArenaAccount {
 };
 
 struct AllocatorAccount {
-    std::string allocator;              // "glibc" or "jemalloc"
-    int64_t taken_since_start_ns = 0;   // when it was read, in time since the process started
-    std::optional<int64_t> age_ns;      // how long ago, for a live process
+    std::string allocator;             // "glibc" or "jemalloc"
+    int64_t taken_since_start_ns = 0;  // when it was read, in time since the process started
+    std::optional<int64_t> age_ns;     // how long ago, for a live process
     uint64_t in_use = 0, free = 0, returnable = 0, system = 0, mmapped = 0, resident = 0, metadata = 0;
     uint32_t arenas_total = 0;
-    std::vector<ArenaAccount> arenas;   // in the allocator's order, the main arena first
+    std::vector<ArenaAccount> arenas;  // in the allocator's order, the main arena first
     // The blocks allocated and freed since the reading began, as the bins count them; none from
     // a writer of a layout before 10.
     std::optional<Counters> since_reading;

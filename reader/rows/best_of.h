@@ -16,9 +16,7 @@ class BestOf {
 public:
     // Room for `limit` is taken at once: grown by doubling to every row of a report of every row,
     // and shrunk to fit, the table stood at twice its size for a moment.
-    BestOf(std::size_t limit, Before before) : limit_(limit), before_(std::move(before)) {
-        kept_.reserve(limit);
-    }
+    BestOf(std::size_t limit, Before before) : limit_(limit), before_(std::move(before)) { kept_.reserve(limit); }
 
     void offer(const T& value) {
         if (kept_.size() < limit_) {

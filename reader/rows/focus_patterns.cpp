@@ -9,15 +9,13 @@ namespace {
 constexpr auto kSyntax = std::regex::ECMAScript | std::regex::optimize;
 
 bool any_found(const auto& patterns, std::string_view text) {
-    return std::any_of(patterns.begin(), patterns.end(), [&](const auto& pattern) {
-        return std::regex_search(text.begin(), text.end(), pattern.regex);
-    });
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [&](const auto& pattern) { return std::regex_search(text.begin(), text.end(), pattern.regex); });
 }
 
 }  // namespace
 
-FocusPatterns::FocusPatterns(const std::vector<std::string>& focus,
-                             const std::vector<std::string>& ignore) {
+FocusPatterns::FocusPatterns(const std::vector<std::string>& focus, const std::vector<std::string>& ignore) {
     for (const std::string& text : focus) focus_.push_back({text, std::regex(text, kSyntax)});
     for (const std::string& text : ignore) ignore_.push_back({text, std::regex(text, kSyntax)});
 }

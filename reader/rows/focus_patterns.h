@@ -38,9 +38,7 @@ public:
 
     // Whether a row whose frames together earned `verdict` is kept: it matched a --focus pattern
     // (or none was given) and no --ignore pattern.
-    bool keeps(const FocusVerdict& verdict) const {
-        return (focus_.empty() || verdict.focused) && !verdict.ignored;
-    }
+    bool keeps(const FocusVerdict& verdict) const { return (focus_.empty() || verdict.focused) && !verdict.ignored; }
 
     // "--focus leak --ignore '^std::'": what was asked, for a report's header.
     std::string description() const;

@@ -30,7 +30,8 @@ bool holds_only_file_pages(int page_map, const Mapping& mapping) {
     for (uintptr_t first = mapping.start / page, left = (mapping.end - mapping.start) / page; left > 0;) {
         const uintptr_t count = std::min<uintptr_t>(left, 512);
         const auto bytes = static_cast<ssize_t>(count * sizeof(uint64_t));
-        if (::pread(page_map, entries, static_cast<std::size_t>(bytes), static_cast<off_t>(first * sizeof(uint64_t))) != bytes)
+        if (::pread(page_map, entries, static_cast<std::size_t>(bytes), static_cast<off_t>(first * sizeof(uint64_t))) !=
+            bytes)
             return false;
         for (uintptr_t i = 0; i < count; ++i)
             if ((entries[i] & kSwapped) != 0 || ((entries[i] & kPresent) != 0 && (entries[i] & kFile) == 0))

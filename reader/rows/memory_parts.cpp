@@ -29,11 +29,13 @@ std::string heap_name(const MallocHeap& heap) {
 // free chunks smaller than a page, between live blocks, come back only when those are freed.
 std::string returnable_evidence(const AllocatorAccount& account) {
     std::string evidence = "by glibc's own count " + human_bytes(account.free) + " is free, and up to " +
-                           human_bytes(account.returnable) + " of it lies in whole pages, which malloc_trim(0) "
+                           human_bytes(account.returnable) +
+                           " of it lies in whole pages, which malloc_trim(0) "
                            "would return";
     if (account.returnable * 2 < account.free)
-        evidence += "; the rest is in free chunks smaller than a page between live blocks, which no trim "
-                    "returns (fragmentation)";
+        evidence +=
+            "; the rest is in free chunks smaller than a page between live blocks, which no trim "
+            "returns (fragmentation)";
     return evidence + "; ";
 }
 
@@ -49,8 +51,7 @@ void add_free_finding(MemoryParts& parts) {
                           percent_of(parts.free_in_heaps, parts.rss) + " of RSS) in " +
                           std::to_string(parts.heap_list.size()) + " heaps, beside " +
                           human_bytes(parts.live_in_heaps) + " of live blocks; ";
-    if (parts.allocator && parts.allocator->allocator == "glibc")
-        finding += returnable_evidence(*parts.allocator);
+    if (parts.allocator && parts.allocator->allocator == "glibc") finding += returnable_evidence(*parts.allocator);
     if (thread_heaps >= 2 && in_thread_heaps * 2 >= parts.heaps) {
         finding += std::to_string(thread_heaps) + " heaps of thread arenas hold " + human_bytes(in_thread_heaps) +
                    ". glibc gives threads arenas of their own (up to 8 a core), and an arena keeps what was "
@@ -74,7 +75,8 @@ void add_jemalloc_finding(MemoryParts& parts) {
     const AllocatorAccount& account = *parts.allocator;
     std::string finding = "jemalloc's own count: it keeps " + human_bytes(account.free) +
                           " free within its active pages (pages that still hold live blocks, returned only "
-                          "once those are freed) and " + human_bytes(account.returnable) +
+                          "once those are freed) and " +
+                          human_bytes(account.returnable) +
                           " of dirty pages, which its decay returns to the system by itself (sooner with "
                           "MALLOC_CONF=dirty_decay_ms:…)";
     if (large_share(account.free + account.returnable, parts.rss)) finding += ": that is where the RSS is";
@@ -145,10 +147,10 @@ LiveBySize live_by_size(const Snapshot& snapshot) {
 }
 
 std::vector<std::pair<const char*, uint64_t>> named_parts(const MemoryParts& parts) {
-    return {{"heap_live", parts.live_in_heaps},      {"heap_block_overhead", parts.block_overhead},
-            {"heap_free", parts.free_in_heaps},      {"large_blocks", parts.large_blocks},
-            {"thread_stacks", parts.thread_stacks},  {"files", parts.files},
-            {"leakwrap", parts.leakwrap},            {"other_anonymous", parts.other_anonymous}};
+    return {{"heap_live", parts.live_in_heaps},     {"heap_block_overhead", parts.block_overhead},
+            {"heap_free", parts.free_in_heaps},     {"large_blocks", parts.large_blocks},
+            {"thread_stacks", parts.thread_stacks}, {"files", parts.files},
+            {"leakwrap", parts.leakwrap},           {"other_anonymous", parts.other_anonymous}};
 }
 
 std::string memory_parts_summary(const MemoryParts& parts) {
@@ -195,8 +197,7 @@ std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Liv
     parts.leakwrap = memory.segment_resident + leakwrap_private;
     if (parts.allocator_library.empty()) {
         parts.live_in_heaps = std::min(live.small_bytes, parts.heaps);
-        parts.block_overhead =
-            std::min(live.small_blocks * kBlockOverheadEstimate, parts.heaps - parts.live_in_heaps);
+        parts.block_overhead = std::min(live.small_blocks * kBlockOverheadEstimate, parts.heaps - parts.live_in_heaps);
         parts.free_in_heaps = parts.heaps - parts.live_in_heaps - parts.block_overhead;
         parts.large_blocks = std::min(live.large_bytes, anonymous);
     } else if (parts.allocator) {
@@ -216,8 +217,7 @@ std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Liv
         parts.heap_list.clear();
         parts.heaps = 0;
         parts.live_in_heaps = std::min(live.small_bytes + live.large_bytes, anonymous);
-        parts.block_overhead =
-            std::min(live.blocks * kHeaderBytes, anonymous - parts.live_in_heaps);
+        parts.block_overhead = std::min(live.blocks * kHeaderBytes, anonymous - parts.live_in_heaps);
     }
     // The rest of RSS: /proc/PID/status and smaps are read one after the other, so what changed
     // in between lands here, with the anonymous memory no other part claims.

@@ -37,10 +37,10 @@ struct MemoryParts {
     // Their overhead, estimated: kBlockOverheadEstimate a block (leakwrap's 16-byte header alone
     // under another allocator, whose own is not known).
     uint64_t block_overhead = 0;
-    uint64_t free_in_heaps = 0;    // the rest: free memory the allocator keeps resident
+    uint64_t free_in_heaps = 0;         // the rest: free memory the allocator keeps resident
     std::vector<MallocHeap> heap_list;  // largest first
     // Outside the heaps:
-    uint64_t large_blocks = 0;     // tracked live blocks above kLargeBlock (mmap'd), as resident
+    uint64_t large_blocks = 0;  // tracked live blocks above kLargeBlock (mmap'd), as resident
     uint64_t thread_stacks = 0;
     uint32_t thread_stack_count = 0;
     uint64_t files = 0;            // code and other file-backed or shared mappings

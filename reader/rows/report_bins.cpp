@@ -17,14 +17,13 @@ bool holds_more_of_class(uint64_t a_blocks, uint32_t a_id, uint64_t b_blocks, ui
     return std::make_tuple(a_blocks, b_id) > std::make_tuple(b_blocks, a_id);
 }
 
-std::vector<const ReportRow*> top_rows_of_class(const std::vector<ReportRow>& rows,
-                                                uint32_t size_class) {
+std::vector<const ReportRow*> top_rows_of_class(const std::vector<ReportRow>& rows, uint32_t size_class) {
     std::vector<const ReportRow*> holders;
     for (const ReportRow& row : rows)
         if (live_blocks_in_class(row, size_class) > 0) holders.push_back(&row);
     const auto ranks_before = [size_class](const ReportRow* a, const ReportRow* b) {
-        return holds_more_of_class(live_blocks_in_class(*a, size_class), a->id,
-                                   live_blocks_in_class(*b, size_class), b->id);
+        return holds_more_of_class(live_blocks_in_class(*a, size_class), a->id, live_blocks_in_class(*b, size_class),
+                                   b->id);
     };
     const std::size_t shown = std::min(kTopRowsPerSizeClass, holders.size());
     std::partial_sort(holders.begin(), holders.begin() + shown, holders.end(), ranks_before);
@@ -34,8 +33,7 @@ std::vector<const ReportRow*> top_rows_of_class(const std::vector<ReportRow>& ro
 
 }  // namespace
 
-std::vector<SizeClassEntry> size_class_table(const Snapshot& snapshot,
-                                             const std::vector<ReportRow>& rows) {
+std::vector<SizeClassEntry> size_class_table(const Snapshot& snapshot, const std::vector<ReportRow>& rows) {
     std::vector<SizeClassEntry> table;
     for (uint32_t size_class = 0; size_class < snapshot.bins.size(); ++size_class) {
         const Counters& bin = snapshot.bins[size_class];
@@ -45,8 +43,7 @@ std::vector<SizeClassEntry> size_class_table(const Snapshot& snapshot,
     return table;
 }
 
-void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& assignment,
-                              std::vector<bool>& wanted) {
+void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& assignment, std::vector<bool>& wanted) {
     // The records in rows, by class and then row, so that each (row, class) share is one run.
     std::vector<uint32_t> records;
     for (uint32_t position = 0; position < snapshot.sites.size(); ++position)
@@ -55,9 +52,8 @@ void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& ass
         return std::make_pair(snapshot.sites[position].size_class(), assignment.row_of_site[position]);
     };
     // Ties by position: each share is summed in slot order, as ReportRow::in_size_class sums it.
-    std::sort(records.begin(), records.end(), [&](uint32_t a, uint32_t b) {
-        return std::make_pair(key(a), a) < std::make_pair(key(b), b);
-    });
+    std::sort(records.begin(), records.end(),
+              [&](uint32_t a, uint32_t b) { return std::make_pair(key(a), a) < std::make_pair(key(b), b); });
 
     struct Holder {
         uint64_t blocks;
@@ -68,8 +64,7 @@ void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& ass
         const auto [size_class, row] = key(records[run]);
         Counters share;
         for (; run < records.size() && key(records[run]) == std::make_pair(size_class, row); ++run)
-            share += estimated_counters(snapshot.sites[records[run]].counters(),
-                                        snapshot.sample_interval);
+            share += estimated_counters(snapshot.sites[records[run]].counters(), snapshot.sample_interval);
         if (const uint64_t blocks = share.live_blocks(); blocks > 0) {
             const Holder holder{blocks, row};
             const auto at = std::find_if(top.begin(), top.end(), [&](const Holder& other) {

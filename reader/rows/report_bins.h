@@ -22,12 +22,10 @@ struct SizeClassEntry {
 };
 
 // The classes that ever had an allocation, ascending.
-std::vector<SizeClassEntry> size_class_table(const Snapshot& snapshot,
-                                             const std::vector<ReportRow>& rows);
+std::vector<SizeClassEntry> size_class_table(const Snapshot& snapshot, const std::vector<ReportRow>& rows);
 // Marks in `wanted` (by row number) the rows that size_class_table puts at the top of a class,
 // out of every row of the assignment: made with them, any rows give the table of every row.
-void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& assignment,
-                              std::vector<bool>& wanted);
+void mark_size_class_top_rows(const Snapshot& snapshot, const RowAssignment& assignment, std::vector<bool>& wanted);
 // The entries point into the rows, which must outlive them.
 std::vector<SizeClassEntry> size_class_table(const Snapshot&, std::vector<ReportRow>&&) = delete;
 

@@ -67,8 +67,7 @@ std::string size_class_label(uint32_t size_class) {
 
 bool is_runtime_module(std::string_view module_path) {
     // libruby-3.1.so.3.1 and libruby.so alike.
-    constexpr std::array<std::string_view, 4> kRuntimes = {"libc.so", "libstdc++.so",
-                                                           "libgcc_s.so", "libruby"};
+    constexpr std::array<std::string_view, 4> kRuntimes = {"libc.so", "libstdc++.so", "libgcc_s.so", "libruby"};
     const std::string name = std::filesystem::path(module_path).filename().string();
     return std::any_of(kRuntimes.begin(), kRuntimes.end(),
                        [&](std::string_view runtime) { return name.starts_with(runtime); });
@@ -78,12 +77,10 @@ std::string ruby_location_text(const RubyLocation& location) {
     return location.file.str() + ":" + std::to_string(location.line);
 }
 
-std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer,
-                        bool short_names) {
+std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer, bool short_names) {
     if (row.overflow) return "[overflow]";
     if (grouping == Grouping::ruby)
-        return row.innermost_ruby() ? "ruby: " + ruby_location_text(*row.innermost_ruby())
-                                    : "(no Ruby frame)";
+        return row.innermost_ruby() ? "ruby: " + ruby_location_text(*row.innermost_ruby()) : "(no Ruby frame)";
     std::string summary =
         row.frames().empty()
             ? "(no stack)"

@@ -49,7 +49,6 @@ auto innermost_frame_outside_runtimes(const Frames& frames, ModuleOf module_of) 
 // Where a row allocates, in a few words: the innermost function (and the Ruby location, if
 // any), the Ruby location alone under --by ruby, or "[overflow]". short_names: the function as
 // short_function_name gives it, for text.
-std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer,
-                        bool short_names = false);
+std::string row_summary(const ReportRow& row, Grouping grouping, Symbolizer& symbolizer, bool short_names = false);
 
 }  // namespace leakwrap

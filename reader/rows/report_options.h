@@ -27,13 +27,13 @@ struct ReportOptions {
     SortKey sort = SortKey::live;
     ReportFormat format = ReportFormat::text;
     Grouping by = Grouping::native;
-    bool bins = false;  // text and CSV: the size-class table instead of the rows
+    bool bins = false;                  // text and CSV: the size-class table instead of the rows
     ValueKind value = ValueKind::live;  // folded
-    uint64_t min_live_bytes = 0;  // rows holding fewer live bytes are left out (watch's --min-bytes)
-    FocusPatterns focus;          // --focus, --ignore: which rows are kept (row_selection.h)
-    std::optional<uint32_t> site;  // --site: that row alone, shown in full
-    bool hide_runtime = false;     // --hide-runtime: stacks without the runtimes' frames
-    bool full_names = false;       // --full-names: text shows C++ names unshortened
+    uint64_t min_live_bytes = 0;        // rows holding fewer live bytes are left out (watch's --min-bytes)
+    FocusPatterns focus;                // --focus, --ignore: which rows are kept (row_selection.h)
+    std::optional<uint32_t> site;       // --site: that row alone, shown in full
+    bool hide_runtime = false;          // --hide-runtime: stacks without the runtimes' frames
+    bool full_names = false;            // --full-names: text shows C++ names unshortened
 };
 
 // What a row is ranked by: its live bytes and blocks and the sort key's counter.
@@ -64,7 +64,6 @@ private:
 };
 
 // The rows a report shows, in the order RowRanking gives.
-std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows,
-                                          const ReportOptions& options);
+std::vector<const ReportRow*> ranked_rows(const std::vector<ReportRow>& rows, const ReportOptions& options);
 
 }  // namespace leakwrap

@@ -43,8 +43,7 @@ RubyBacktrace ruby_key(const Site& site, Grouping grouping) {
 
 RowKey row_key(const Site& site, Grouping grouping) {
     if (site.overflow()) return {true, {}, {}};
-    return {false, grouping == Grouping::native ? site.frames() : NativeFrames(),
-            ruby_key(site, grouping)};
+    return {false, grouping == Grouping::native ? site.frames() : NativeFrames(), ruby_key(site, grouping)};
 }
 
 // Which row a record joins, by its key: rows numbered as first seen, found by key in FlatSlots,
@@ -100,9 +99,9 @@ std::vector<uint32_t> ReportRow::records() const {
 std::vector<SizeClassCounters> ReportRow::size_classes() const {
     std::vector<SizeClassCounters> size_classes;
     for (const Site* site : record_sites) {
-        auto at = std::lower_bound(
-            size_classes.begin(), size_classes.end(), site->size_class(),
-            [](const SizeClassCounters& entry, uint32_t wanted) { return entry.size_class < wanted; });
+        auto at =
+            std::lower_bound(size_classes.begin(), size_classes.end(), site->size_class(),
+                             [](const SizeClassCounters& entry, uint32_t wanted) { return entry.size_class < wanted; });
         if (at == size_classes.end() || at->size_class != site->size_class())
             at = size_classes.insert(at, {site->size_class(), {}});
         at->counters += estimated_counters(site->counters(), record_table->sample_interval);
@@ -124,12 +123,9 @@ std::optional<Grouping> grouping_from_name(std::string_view name) {
     return std::nullopt;
 }
 
-std::string_view grouping_name(Grouping grouping) {
-    return grouping == Grouping::ruby ? "ruby" : "native";
-}
+std::string_view grouping_name(Grouping grouping) { return grouping == Grouping::ruby ? "ruby" : "native"; }
 
-RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
-                          const std::vector<bool>* kept) {
+RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping, const std::vector<bool>* kept) {
     RowAssignment assignment;
     assignment.row_of_site.assign(snapshot.sites.size(), RowAssignment::kNoRow);
     RowNumbers row_numbers(snapshot.sites, grouping);
@@ -150,8 +146,8 @@ RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
 }
 
 // Allocated once, at their size: grown as they came, the rows would take up to twice theirs.
-std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping,
-                                 const RowAssignment& assignment, const std::vector<bool>* wanted) {
+std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping, const RowAssignment& assignment,
+                                 const std::vector<bool>* wanted) {
     constexpr uint32_t kNoRow = RowAssignment::kNoRow;
     // The rows made, by number: all, or those `wanted` marks. A row's place in `rows` is its rank
     // among them, rows being made in the order of their numbers, which is the order of their first
@@ -202,8 +198,7 @@ std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping,
     return rows;
 }
 
-std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping,
-                                   const std::vector<bool>* kept) {
+std::vector<ReportRow> report_rows(const Snapshot& snapshot, Grouping grouping, const std::vector<bool>* kept) {
     return make_rows(snapshot, grouping, assign_rows(snapshot, grouping, kept), nullptr);
 }
 

@@ -56,7 +56,7 @@ struct ReportRow {
     bool estimated = false;  // sampling mode: the counters are estimates, not counts
     bool reduced = false;    // the writer kept only the innermost frames of a record (tables nearly full)
     Grouping by = Grouping::native;
-    Counters counters;       // summed over the records
+    Counters counters;  // summed over the records
     // The merged records, ascending by id, and what keeps their list; never empty. Their ids and
     // the size classes are worked out from them when asked for, not kept in vectors of every
     // row's own for a report that prints a few. The stack too is the first record's, read when
@@ -66,9 +66,7 @@ struct ReportRow {
 
     // The stack of the row's first record, a view into the snapshot's stacks, which must outlive
     // the row; empty for the overflow row and under --by ruby.
-    NativeFrames frames() const {
-        return by == Grouping::native ? record_sites.front()->frames() : NativeFrames();
-    }
+    NativeFrames frames() const { return by == Grouping::native ? record_sites.front()->frames() : NativeFrames(); }
     uint32_t module_generation() const { return record_sites.front()->module_generation(); }
     // The Ruby backtrace of the row's first record, innermost first; under --by ruby only the
     // innermost frame, which is the row's key.
@@ -99,13 +97,11 @@ struct RowAssignment {
     std::vector<uint32_t> records_of_row;
     std::size_t row_count() const { return records_of_row.size(); }
 };
-RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping,
-                          const std::vector<bool>* kept = nullptr);
+RowAssignment assign_rows(const Snapshot& snapshot, Grouping grouping, const std::vector<bool>* kept = nullptr);
 
 // The rows of an assignment, ordered by id; with `wanted` (by row number), only those it marks,
 // their records alone listed.
-std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping,
-                                 const RowAssignment& assignment,
+std::vector<ReportRow> make_rows(const Snapshot& snapshot, Grouping grouping, const RowAssignment& assignment,
                                  const std::vector<bool>* wanted = nullptr);
 
 // Every row of the snapshot, ordered by id; with `kept`, made only of the records it marks (by

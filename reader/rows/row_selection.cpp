@@ -29,15 +29,12 @@ bool RowMatcher::keeps(const ReportRow& row) {
     for (const RubyLocation& location : row.ruby()) {
         std::string text = ruby_location_text(location);
         const auto found = ruby_.find(text);
-        verdict |= found != ruby_.end()
-                       ? found->second
-                       : ruby_.emplace(text, patterns_.verdict(text)).first->second;
+        verdict |= found != ruby_.end() ? found->second : ruby_.emplace(text, patterns_.verdict(text)).first->second;
     }
     return patterns_.keeps(verdict);
 }
 
-std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<ReportRow> rows,
-                                    RowMatcher& matcher) {
+std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<ReportRow> rows, RowMatcher& matcher) {
     if (rows.empty() || rows.front().by == Grouping::native) {
         std::erase_if(rows, [&](const ReportRow& row) { return !matcher.keeps(row); });
         return rows;
@@ -58,9 +55,8 @@ std::vector<bool> records_of_kept_native_rows(const Snapshot& snapshot, RowMatch
         if (row == RowAssignment::kNoRow) continue;
         // Rows are numbered by their first records, which come first in the sites.
         if (verdicts[row] == kUnknown)
-            verdicts[row] = matcher.keeps(FirstRecordRow(snapshot.sites[position], Grouping::native).row())
-                                ? kKept
-                                : kLeftOut;
+            verdicts[row] =
+                matcher.keeps(FirstRecordRow(snapshot.sites[position], Grouping::native).row()) ? kKept : kLeftOut;
         kept[position] = verdicts[row] == kKept;
     }
     return kept;
@@ -134,8 +130,7 @@ RowSelection ranked_selection(const Snapshot& snapshot, const ReportOptions& opt
 
 }  // namespace
 
-std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& selection,
-                                const ReportOptions& options,
+std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& selection, const ReportOptions& options,
                                 const std::function<void(const ReportRow&)>& visit) {
     if (!selection.rows_made_when_visited) {
         const auto ranked = ranked_rows(selection.rows, options);
@@ -162,8 +157,7 @@ std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& se
     return selection.ranked.size();
 }
 
-RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
-                           Symbolizer& symbolizer) {
+RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options, Symbolizer& symbolizer) {
     if (!options.site && options.focus.empty()) return ranked_selection(snapshot, options);
     RowSelection selection;
     selection.rows = report_rows(snapshot, options.by);

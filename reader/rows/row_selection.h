@@ -20,8 +20,7 @@ namespace leakwrap {
 // kept per resolved frame, which many rows share.
 class RowMatcher {
 public:
-    RowMatcher(const FocusPatterns& patterns, Symbolizer& symbolizer)
-        : patterns_(patterns), symbolizer_(symbolizer) {}
+    RowMatcher(const FocusPatterns& patterns, Symbolizer& symbolizer) : patterns_(patterns), symbolizer_(symbolizer) {}
 
     bool keeps(const ReportRow& row);
 
@@ -65,17 +64,16 @@ private:
 // Ruby line keeps under --focus. A native row is matched by its first record.
 std::vector<bool> records_of_kept_native_rows(const Snapshot& snapshot, RowMatcher& matcher);
 
-std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<ReportRow> rows,
-                                    RowMatcher& matcher);
+std::vector<ReportRow> focused_rows(const Snapshot& snapshot, std::vector<ReportRow> rows, RowMatcher& matcher);
 
 struct RowSelection {
     // Ordered by id, as report_rows gives them: every row kept, or with rows_made_when_visited,
     // only those size_class_table names.
     std::vector<ReportRow> rows;
-    std::size_t all_rows = 0;     // before --focus, --ignore or --site
-    std::size_t kept_rows = 0;    // after them
-    bool selected = false;        // whether any of them was given
-    Counters counters;            // summed over the rows kept
+    std::size_t all_rows = 0;   // before --focus, --ignore or --site
+    std::size_t kept_rows = 0;  // after them
+    bool selected = false;      // whether any of them was given
+    Counters counters;          // summed over the rows kept
     // The rows shown are made by for_each_ranked_row, from these: which row each record joins,
     // and the numbers of the rows shown, in rank order.
     bool rows_made_when_visited = false;
@@ -89,14 +87,12 @@ struct RowSelection {
 // process made at once costs 72 bytes a row and a pointer a record.
 // Either way for_each_ranked_row and size_class_table of the result give what they give of
 // every row kept.
-RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options,
-                           Symbolizer& symbolizer);
+RowSelection selected_rows(const Snapshot& snapshot, const ReportOptions& options, Symbolizer& symbolizer);
 
 // Hands `visit` the rows ranked_rows would give of every row kept, in that order, made a few
 // thousand at a time; a row lives for its visit only. `options` are those selected_rows was
 // given. Returns how many were visited.
-std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& selection,
-                                const ReportOptions& options,
+std::size_t for_each_ranked_row(const Snapshot& snapshot, const RowSelection& selection, const ReportOptions& options,
                                 const std::function<void(const ReportRow&)>& visit);
 
 }  // namespace leakwrap

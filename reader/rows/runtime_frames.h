@@ -17,7 +17,6 @@ bool is_runtime_frame(const ResolvedFrame& frame);
 // and the function holding them go together) to show, innermost first: all of them, or with
 // hide_runtime those outside the runtimes. A row whose native frames are all runtime keeps its
 // innermost one when it has no Ruby frame to name it, so that no row is left without a frame.
-std::vector<std::size_t> shown_frame_indexes(const ReportRow& row, Symbolizer& symbolizer,
-                                             bool hide_runtime);
+std::vector<std::size_t> shown_frame_indexes(const ReportRow& row, Symbolizer& symbolizer, bool hide_runtime);
 
 }  // namespace leakwrap

@@ -20,8 +20,8 @@ struct Scaled {
 
 Scaled scale(uint64_t count, uint64_t bytes, uint64_t sample_interval) {
     if (count == 0) return {0, 0};
-    const double probability = sampling_probability(
-        static_cast<double>(bytes) / static_cast<double>(count), sample_interval);
+    const double probability =
+        sampling_probability(static_cast<double>(bytes) / static_cast<double>(count), sample_interval);
     // A zero-byte block has no chance of being sampled by bytes, so any the writer counted were
     // counted for another reason; leave them as they are rather than divide by zero.
     if (probability <= 0) return {count, bytes};

@@ -29,8 +29,8 @@ namespace {
 std::string readable_function_name(const char* symbol) {
     const std::string name(symbol, std::strcspn(symbol, "@"));
     int status = 0;
-    std::unique_ptr<char, decltype(&std::free)> demangled(
-        abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+    std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
+                                                          &std::free);
     return status == 0 && demangled ? std::string(demangled.get()) : name;
 }
 
@@ -72,8 +72,8 @@ int open_regular_file(const std::string& path, std::string& problem) {
 // A separate debug file in the module's directory or its .debug, where elfutils would look too.
 // It must carry the module's build-id: a module without one has nothing to tell its debug file
 // by (elfutils would check a CRC of the whole file instead) and goes without.
-int open_debug_file_beside(Dwfl_Module* module, const std::filesystem::path& module_path,
-                           const std::string& name, char** found) {
+int open_debug_file_beside(Dwfl_Module* module, const std::filesystem::path& module_path, const std::string& name,
+                           char** found) {
     const unsigned char* module_id = nullptr;
     GElf_Addr id_address = 0;
     const int module_id_length = dwfl_module_build_id(module, &module_id, &id_address);
@@ -114,8 +114,7 @@ bool debuginfod_configured() {
 }
 
 int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name, Dwarf_Addr base,
-                   const char* file_name, const char* debuglink, GElf_Word debuglink_crc,
-                   char** debuginfo_file_name) {
+                   const char* file_name, const char* debuglink, GElf_Word debuglink_crc, char** debuginfo_file_name) {
     // A debuglink names a file: a crafted one with directories in it ("../../tmp/fifo") would
     // lead out of the debug directories.
     const std::string link =
@@ -124,23 +123,22 @@ int find_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name
     // carry the module's build-id), and better than a download.
     if (file_name != nullptr) {
         const std::filesystem::path module_path(file_name);
-        const int fd = open_debug_file_beside(
-            module, module_path, debuglink == nullptr ? module_path.filename().string() + ".debug" : link,
-            debuginfo_file_name);
+        const int fd = open_debug_file_beside(module, module_path,
+                                              debuglink == nullptr ? module_path.filename().string() + ".debug" : link,
+                                              debuginfo_file_name);
         if (fd >= 0) return fd;
     }
     const char* named_link = debuglink == nullptr ? nullptr : link.c_str();
     if (debuginfod_configured())
-        return dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name,
-                                            named_link, debuglink_crc, debuginfo_file_name);
+        return dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name, named_link, debuglink_crc,
+                                            debuginfo_file_name);
     // By build-id (and a dwz file by its own), then by name under the module's path, as elfutils
     // would; a file found by name must carry the module's build-id here too.
-    const int fd = dwfl_build_id_find_debuginfo(module, userdata, module_name, base, file_name,
-                                                named_link, debuglink_crc, debuginfo_file_name);
+    const int fd = dwfl_build_id_find_debuginfo(module, userdata, module_name, base, file_name, named_link,
+                                                debuglink_crc, debuginfo_file_name);
     if (fd >= 0 || file_name == nullptr || debuglink == nullptr) return fd;
-    return open_debug_file_beside(
-        module, std::filesystem::path(g_system_debug_directory + std::string(file_name)), link,
-        debuginfo_file_name);
+    return open_debug_file_beside(module, std::filesystem::path(g_system_debug_directory + std::string(file_name)),
+                                  link, debuginfo_file_name);
 }
 
 const Dwfl_Callbacks kOfflineCallbacks = {
@@ -168,8 +166,7 @@ std::optional<std::string> dwarf_function_name(Dwarf_Die* function) {
     };
     const char* linkage = attribute_text(DW_AT_linkage_name);
     if (linkage == nullptr) linkage = attribute_text(DW_AT_MIPS_linkage_name);
-    if (linkage != nullptr && std::string_view(linkage).starts_with("_Z"))
-        return readable_function_name(linkage);
+    if (linkage != nullptr && std::string_view(linkage).starts_with("_Z")) return readable_function_name(linkage);
     if (const char* name = attribute_text(DW_AT_name)) return std::string(name);
     if (linkage != nullptr) return std::string(linkage);
     return std::nullopt;
@@ -178,8 +175,7 @@ std::optional<std::string> dwarf_function_name(Dwarf_Die* function) {
 std::optional<uint32_t> call_line(Dwarf_Die* inlined) {
     Dwarf_Attribute attribute;
     Dwarf_Word line = 0;
-    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attribute), &line) != 0 || line == 0 ||
-        line > UINT32_MAX)
+    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attribute), &line) != 0 || line == 0 || line > UINT32_MAX)
         return std::nullopt;
     return static_cast<uint32_t>(line);
 }
@@ -188,13 +184,12 @@ std::optional<uint32_t> call_line(Dwarf_Die* inlined) {
 std::optional<std::string> call_file(Dwarf_Die* inlined) {
     Dwarf_Attribute attribute;
     Dwarf_Word index = 0;
-    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attribute), &index) != 0)
-        return std::nullopt;
+    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attribute), &index) != 0) return std::nullopt;
     Dwarf_Die unit;
     Dwarf_Files* files = nullptr;
     std::size_t count = 0;
-    if (dwarf_diecu(inlined, &unit, nullptr, nullptr) == nullptr ||
-        dwarf_getsrcfiles(&unit, &files, &count) != 0 || index >= count)
+    if (dwarf_diecu(inlined, &unit, nullptr, nullptr) == nullptr || dwarf_getsrcfiles(&unit, &files, &count) != 0 ||
+        index >= count)
         return std::nullopt;
     const char* name = dwarf_filesrc(files, index, nullptr, nullptr);
     return name == nullptr ? std::nullopt : std::optional<std::string>(name);
@@ -223,8 +218,7 @@ std::vector<InlinedCall> inlined_calls(Dwfl_Module* module, uint64_t address) {
     DwarfScopes lexical;
     lexical.count = dwarf_getscopes(unit, address - bias, &lexical.dies);
     const auto is_inlined = [](Dwarf_Die& die) { return dwarf_tag(&die) == DW_TAG_inlined_subroutine; };
-    if (lexical.count <= 0 || std::none_of(lexical.dies, lexical.dies + lexical.count, is_inlined))
-        return {};
+    if (lexical.count <= 0 || std::none_of(lexical.dies, lexical.dies + lexical.count, is_inlined)) return {};
     // Past an inlined instance, dwarf_getscopes goes on with the scopes around the inlined
     // function's own definition (for looking up names). The DIEs the innermost scope is nested
     // in lead to the callers instead: each inlined instance sits in the function it was inlined
@@ -277,9 +271,8 @@ public:
         auto at = std::prev(after);
         while (at != functions_.begin() && std::prev(at)->start == at->start) --at;
         const uint64_t end = at->size != 0 ? uint64_t{at->start} + at->size
-                             : after != functions_.end() && after->section == at->section
-                                 ? after->start
-                                 : uint64_t{at->start} + 1;
+                             : after != functions_.end() && after->section == at->section ? after->start
+                                                                                          : uint64_t{at->start} + 1;
         return offset < end ? at->name : nullptr;
     }
 
@@ -305,8 +298,7 @@ private:
             GElf_Sym symbol{};
             GElf_Addr address = 0;
             GElf_Word section = SHN_UNDEF;
-            const char* name =
-                dwfl_module_getsym_info(module_, i, &symbol, &address, &section, nullptr, nullptr);
+            const char* name = dwfl_module_getsym_info(module_, i, &symbol, &address, &section, nullptr, nullptr);
             const int type = GELF_ST_TYPE(symbol.st_info);
             // An undefined symbol names code of another module; in a non-PIE executable its
             // value is the address of its PLT entry, which would otherwise stretch over the
@@ -351,8 +343,7 @@ Symbolizer::Symbolizer(std::vector<Module> modules, SymbolizerOptions options)
 
 Symbolizer::~Symbolizer() = default;
 
-std::optional<std::size_t> Symbolizer::module_at(uint64_t address,
-                                                 uint32_t module_generation) const {
+std::optional<std::size_t> Symbolizer::module_at(uint64_t address, uint32_t module_generation) const {
     // Several candidates mean a record was not marked unloaded in time: the latest load wins.
     const auto later = [&](std::optional<std::size_t> best, std::size_t candidate) {
         return !best || modules_[candidate].load_generation > modules_[*best].load_generation;
@@ -363,8 +354,8 @@ std::optional<std::size_t> Symbolizer::module_at(uint64_t address,
         const Module& module = modules_[i];
         if (address < module.start || address >= module.end) continue;
         if (later(in_range_only, i)) in_range_only = i;
-        const bool was_mapped = module.load_generation <= module_generation &&
-                                module_generation < module.unload_generation;
+        const bool was_mapped =
+            module.load_generation <= module_generation && module_generation < module.unload_generation;
         if (was_mapped && later(mapped_then, i)) mapped_then = i;
     }
     // The writer may record a generation older than its module scan (it never waits for a scan
@@ -388,8 +379,7 @@ Symbolizer::DebugInfo& Symbolizer::debug_info(std::size_t module_index) {
     dwfl_report_begin(slot->dwfl);
     const std::string name = std::filesystem::path(module.path).filename().string();
     // On success the module owns fd; on failure it is still ours.
-    Dwfl_Module* reported =
-        dwfl_report_elf(slot->dwfl, name.c_str(), module.path.c_str(), fd, module.load_bias, false);
+    Dwfl_Module* reported = dwfl_report_elf(slot->dwfl, name.c_str(), module.path.c_str(), fd, module.load_bias, false);
     dwfl_report_end(slot->dwfl, nullptr, nullptr);
     if (reported == nullptr) {
         slot->problem = std::string("cannot read ") + module.path + ": " + dwfl_errmsg(-1);
@@ -416,8 +406,7 @@ const char* Symbolizer::function_at(DebugInfo& info, uint64_t address) {
     if (info.functions->usable()) return info.functions->name_at(address);
     GElf_Off symbol_offset = 0;
     GElf_Sym symbol{};
-    return dwfl_module_addrinfo(info.module, address, &symbol_offset, &symbol, nullptr, nullptr,
-                                nullptr);
+    return dwfl_module_addrinfo(info.module, address, &symbol_offset, &symbol, nullptr, nullptr, nullptr);
 }
 
 AddressFrames Symbolizer::symbolize(uint64_t address, std::size_t module_index) {
@@ -441,8 +430,7 @@ AddressFrames Symbolizer::symbolize(uint64_t address, std::size_t module_index) 
     if (Dwfl_Line* line = dwfl_module_getsrc(info.module, call_address)) {
         Dwarf_Addr line_address = 0;
         int line_number = 0;
-        if (const char* file =
-                dwfl_lineinfo(line, &line_address, &line_number, nullptr, nullptr, nullptr)) {
+        if (const char* file = dwfl_lineinfo(line, &line_address, &line_number, nullptr, nullptr, nullptr)) {
             frame.file = file;
             if (line_number > 0) frame.line = static_cast<uint32_t>(line_number);
         }
@@ -496,8 +484,7 @@ const AddressFrames& Symbolizer::resolve(uint64_t address, uint32_t module_gener
     AddressFrames frames;
     // address - 1 for the same reason as in symbolize(): a call ending a module still belongs to
     // it.
-    if (const auto module_index =
-            address == 0 ? std::nullopt : module_at(address - 1, module_generation)) {
+    if (const auto module_index = address == 0 ? std::nullopt : module_at(address - 1, module_generation)) {
         frames = symbolize(address, *module_index);
         drop_file_pages(*module_index);
     } else {

@@ -24,9 +24,9 @@ namespace leakwrap {
 // modules, notes) are SharedText, 4 bytes each, where strings would copy them (a module's path)
 // into every frame.
 struct ResolvedFrame {
-    uint64_t address = 0;                 // as recorded: a return address
-    std::optional<SharedText> function;   // demangled
-    std::optional<SharedText> file;       // as DWARF gives it, possibly absolute
+    uint64_t address = 0;                // as recorded: a return address
+    std::optional<SharedText> function;  // demangled
+    std::optional<SharedText> file;      // as DWARF gives it, possibly absolute
     std::optional<uint32_t> line;
     std::optional<SharedText> module;       // path, or the name of a pathless module like [vdso]
     std::optional<uint64_t> module_offset;  // address - load_bias

@@ -16,7 +16,7 @@ void translate_old_header(layout::Header& header) {
 }
 
 void leave_out_what_old_layouts_lack(uint32_t version, Snapshot& snapshot) {
-    if (version < 7) snapshot.writer_private_bytes.reset();  // Header::private_kib was reserved
+    if (version < 7) snapshot.writer_private_bytes.reset();           // Header::private_kib was reserved
     if (version < 10) snapshot.counted_at_allocator_reading.reset();  // AllocatorStatistics::counted was padding
 }
 
@@ -26,8 +26,8 @@ bool has_its_stack_records(uint32_t version) { return version == 5; }
 
 StackRecordFields load_stack_record(std::span<const std::byte> bytes, uint64_t at) {
     const auto record = load<layout::StackRecordV5>(bytes, at);
-    return {record.state, record.module_generation, record.native_depth, record.ruby_depth,
-            layout::kNoRubyFrame, (record.flags & layout::kStackReduced) != 0};
+    return {record.state,      record.module_generation, record.native_depth,
+            record.ruby_depth, layout::kNoRubyFrame,     (record.flags & layout::kStackReduced) != 0};
 }
 
 uint64_t whole_stack_record_size(const StackRecordFields& record) {

@@ -19,9 +19,12 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t at) {
     const uint8_t lead = byte(0);
     std::size_t length = 0;
     uint8_t second_low = 0x80, second_high = 0xbf;
-    if (lead >= 0xc2 && lead <= 0xdf) length = 2;
-    else if (lead >= 0xe0 && lead <= 0xef) length = 3;
-    else if (lead >= 0xf0 && lead <= 0xf4) length = 4;
+    if (lead >= 0xc2 && lead <= 0xdf)
+        length = 2;
+    else if (lead >= 0xe0 && lead <= 0xef)
+        length = 3;
+    else if (lead >= 0xf0 && lead <= 0xf4)
+        length = 4;
     if (lead == 0xe0) second_low = 0xa0;
     if (lead == 0xed) second_high = 0x9f;
     if (lead == 0xf0) second_low = 0x90;
@@ -41,8 +44,10 @@ std::string printable(std::string_view text) {
     for (std::size_t at = 0; at < text.size();) {
         const auto byte = static_cast<uint8_t>(text[at]);
         if (byte < 0x80) {
-            if (byte < 0x20 || byte == 0x7f) append_escaped(out, byte);
-            else out += text[at];
+            if (byte < 0x20 || byte == 0x7f)
+                append_escaped(out, byte);
+            else
+                out += text[at];
             ++at;
             continue;
         }

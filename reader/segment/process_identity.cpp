@@ -18,9 +18,7 @@ std::string read_small_file(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
 }
 
-std::string without_trailing_space(const std::string& text) {
-    return std::string(proc::without_trailing_space(text));
-}
+std::string without_trailing_space(const std::string& text) { return std::string(proc::without_trailing_space(text)); }
 
 }  // namespace
 
@@ -47,9 +45,7 @@ std::optional<uint64_t> process_start_time_ticks(pid_t pid) {
     return stat ? std::optional(stat->start_time_ticks) : std::nullopt;
 }
 
-std::string current_boot_id() {
-    return without_trailing_space(read_small_file(proc::kBootIdPath));
-}
+std::string current_boot_id() { return without_trailing_space(read_small_file(proc::kBootIdPath)); }
 
 OwnerState owner_state(const Snapshot& snapshot) {
     if (snapshot.process_state == layout::kProcessExited) return OwnerState::exited;
@@ -64,14 +60,10 @@ OwnerState owner_state(const Snapshot& snapshot) {
 
 std::string_view owner_state_name(OwnerState state) {
     switch (state) {
-        case OwnerState::alive:
-            return "alive";
-        case OwnerState::dead:
-            return "dead";
-        case OwnerState::exited:
-            return "exited";
-        case OwnerState::stale:
-            return "stale";
+        case OwnerState::alive: return "alive";
+        case OwnerState::dead: return "dead";
+        case OwnerState::exited: return "exited";
+        case OwnerState::stale: return "stale";
     }
     return "unknown";
 }

@@ -11,14 +11,11 @@ namespace {
 
 constexpr uint64_t kKibibyte = 1024;
 
-std::string proc_file(pid_t pid, const char* name) {
-    return "/proc/" + std::to_string(pid) + "/" + name;
-}
+std::string proc_file(pid_t pid, const char* name) { return "/proc/" + std::to_string(pid) + "/" + name; }
 
 // "RssAnon:	   12345 kB" → bytes; the field must be `name` exactly.
 std::optional<uint64_t> kilobyte_field(const std::string& line, std::string_view name) {
-    if (!line.starts_with(name) || line.size() <= name.size() || line[name.size()] != ':')
-        return std::nullopt;
+    if (!line.starts_with(name) || line.size() <= name.size() || line[name.size()] != ':') return std::nullopt;
     std::istringstream value(line.substr(name.size() + 1));
     uint64_t kilobytes = 0;
     if (!(value >> kilobytes)) return std::nullopt;
@@ -55,12 +52,10 @@ std::optional<Mapping> mapping_header(const std::string& line) {
     return mapping;
 }
 
-bool anonymous(const Mapping& mapping) {
-    return mapping.path.empty() || mapping.path.starts_with("[anon");
-}
+bool anonymous(const Mapping& mapping) { return mapping.path.empty() || mapping.path.starts_with("[anon"); }
 
-void classify(const Mapping& mapping, const Mapping* below, const std::string& segment,
-              ProcessMemory& memory, ResidentMappings& mappings) {
+void classify(const Mapping& mapping, const Mapping* below, const std::string& segment, ProcessMemory& memory,
+              ResidentMappings& mappings) {
     if (mapping.path == segment) {
         memory.segment_resident += mapping.resident;
     } else if (mapping.path == "[heap]") {
@@ -117,8 +112,7 @@ std::optional<ProcessMemory> read_process_memory(pid_t pid, const std::filesyste
     memory.leakwrap_private = leakwrap_private;
     int found = 0;
     for (std::string line; std::getline(status, line);) {
-        for (auto [name, field] : {std::pair{"RssAnon", &memory.rss_anon},
-                                   std::pair{"RssFile", &memory.rss_file},
+        for (auto [name, field] : {std::pair{"RssAnon", &memory.rss_anon}, std::pair{"RssFile", &memory.rss_file},
                                    std::pair{"RssShmem", &memory.rss_shmem}}) {
             if (const auto bytes = kilobyte_field(line, name)) {
                 *field = *bytes;

@@ -30,8 +30,8 @@ struct ResidentMappings {
     std::vector<MallocHeap> heaps;  // in address order
     uint64_t thread_stacks = 0;     // [stack], and anonymous mappings right above a guard page
     uint32_t thread_stack_count = 0;
-    uint64_t files = 0;             // file-backed (code, data files) and other shared memory
-    uint64_t other_anonymous = 0;   // anonymous, neither heaps nor stacks (mmap'd blocks, ...)
+    uint64_t files = 0;            // file-backed (code, data files) and other shared memory
+    uint64_t other_anonymous = 0;  // anonymous, neither heaps nor stacks (mmap'd blocks, ...)
     // The file name of an allocator library mapped in the process (libjemalloc.so.2, say), whose
     // heaps are not glibc's; empty if there is none.
     std::string allocator_library;

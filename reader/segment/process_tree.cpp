@@ -25,8 +25,7 @@ bool same_module(const Module& a, const Module& b) {
 }
 
 TreeMember member_of(const Snapshot& snapshot, uint64_t first_site_id, uint64_t end_site_id) {
-    return {snapshot.pid, snapshot.command_line, snapshot.totals, snapshot.memory, first_site_id,
-            end_site_id};
+    return {snapshot.pid, snapshot.command_line, snapshot.totals, snapshot.memory, first_site_id, end_site_id};
 }
 
 uint64_t end_of_ids(const Snapshot& snapshot) {
@@ -76,8 +75,7 @@ Snapshot merge_process_tree(Snapshot root, std::vector<Snapshot> others) {
             site.id = static_cast<uint32_t>(first + site.id);
             root.sites.push_back(std::move(site));
         }
-        root.stack_stores.insert(root.stack_stores.end(), other.stack_stores.begin(),
-                                 other.stack_stores.end());
+        root.stack_stores.insert(root.stack_stores.end(), other.stack_stores.begin(), other.stack_stores.end());
         next_id = first + end_of_ids(other);
         root.members.push_back(member_of(other, first, next_id));
         for (const Module& module : other.modules)

@@ -35,8 +35,8 @@ public:
         // Checked against the capacity, not strings_used: a record copied after the header may
         // point at strings handed out after strings_used was read.
         if (ref.offset > pool_.size() || ref.length > pool_.size() - ref.offset)
-            fail(owner + " string [" + number(ref.offset) + ", +" + number(ref.length) +
-                 ") lies outside the " + number(pool_.size()) + "-byte string pool");
+            fail(owner + " string [" + number(ref.offset) + ", +" + number(ref.length) + ") lies outside the " +
+                 number(pool_.size()) + "-byte string pool");
         const auto* begin = reinterpret_cast<const char*>(pool_.data()) + ref.offset;
         return std::string(begin, ref.length);
     }
@@ -48,8 +48,8 @@ public:
         const std::string_view pool(reinterpret_cast<const char*>(pool_.data()), pool_.size());
         const auto end = offset < pool.size() ? pool.find('\0', offset) : std::string_view::npos;
         if (end == std::string_view::npos)
-            fail(owner() + " string at offset " + number(offset) + " has no NUL inside the " +
-                 number(pool_.size()) + "-byte string pool");
+            fail(owner() + " string at offset " + number(offset) + " has no NUL inside the " + number(pool_.size()) +
+                 "-byte string pool");
         return std::string(pool.substr(offset, end - offset));
     }
 

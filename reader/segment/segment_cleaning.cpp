@@ -17,8 +17,7 @@ namespace {
 
 bool is_own_regular_file(const std::filesystem::path& path) {
     struct stat status {};
-    return ::lstat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode) &&
-           status.st_uid == ::geteuid();
+    return ::lstat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode) && status.st_uid == ::geteuid();
 }
 
 // Why the segment may go, or nullopt if it must stay.
@@ -31,8 +30,7 @@ std::optional<std::string> removal_reason(const SegmentEntry& entry) {
         // Without a readable header only the name's pid is left to go by; a running process
         // under it may be the writer, so its file stays.
         if (process_exists(entry.pid)) return std::nullopt;
-        return std::string("unreadable, no process ") + std::to_string(entry.pid) + ": " +
-               error.what();
+        return std::string("unreadable, no process ") + std::to_string(entry.pid) + ": " + error.what();
     }
 }
 
@@ -54,8 +52,7 @@ CleanResult clean_segments(std::ostream& out, const std::filesystem::path& direc
             // Gone since it was listed (its process exited cleanly, another --clean ran): what
             // was wanted, not a failure.
             if (errno == ENOENT) continue;
-            out << "could not remove " << entry.path.string() << ": " << std::strerror(errno)
-                << '\n';
+            out << "could not remove " << entry.path.string() << ": " << std::strerror(errno) << '\n';
             ++result.failed;
             continue;
         }

@@ -18,7 +18,6 @@ struct CleanResult {
 // Removes segments whose owner is dead, stale or exited, and unreadable ones whose pid (from the
 // file name) is not running. Never touches a live owner's segment, another user's file, or
 // anything that is not a regular file. Prints one line per removal and a summary.
-CleanResult clean_segments(std::ostream& out,
-                           const std::filesystem::path& directory = layout::kShmDirectory);
+CleanResult clean_segments(std::ostream& out, const std::filesystem::path& directory = layout::kShmDirectory);
 
 }  // namespace leakwrap

@@ -16,8 +16,7 @@ std::optional<pid_t> pid_from_segment_name(std::string_view file_name) {
     if (!file_name.starts_with(prefix)) return std::nullopt;
     const std::string_view digits = file_name.substr(prefix.size());
     if (digits.empty() || digits.front() == '0') return std::nullopt;
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return std::nullopt;
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
     pid_t pid = 0;
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
     if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
@@ -31,8 +30,7 @@ std::filesystem::path segment_path(pid_t pid, const std::filesystem::path& direc
 std::vector<SegmentEntry> find_segments(const std::filesystem::path& directory) {
     std::vector<SegmentEntry> entries;
     std::error_code error;
-    for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
-         it.increment(error)) {
+    for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
         if (const auto pid = pid_from_segment_name(it->path().filename().string()))
             entries.push_back({*pid, it->path()});
     }
@@ -46,8 +44,7 @@ Snapshot read_segment(const SegmentEntry& entry) {
     for (uint32_t read = 1;; ++read) {
         auto snapshot = read_segment_file(entry.path);
         if (snapshot.pid != entry.pid)
-            throw SegmentError(entry.path.string() + " claims to belong to pid " +
-                               std::to_string(snapshot.pid));
+            throw SegmentError(entry.path.string() + " claims to belong to pid " + std::to_string(snapshot.pid));
         snapshot.reads = read;
         // A copy of a live segment can catch a site in the middle of an update; a segment that
         // shows more frees than allocations read after read is not in the middle of anything.

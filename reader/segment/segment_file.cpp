@@ -34,8 +34,7 @@ std::string quoted(const std::filesystem::path& path) { return path.string(); }
 
 [[noreturn]] void fail_errno(const std::string& what, const std::filesystem::path& path) {
     const int error = errno;
-    throw SegmentFileError("cannot " + what + " " + quoted(path) + ": " + std::strerror(error),
-                           error);
+    throw SegmentFileError("cannot " + what + " " + quoted(path) + ": " + std::strerror(error), error);
 }
 
 [[noreturn]] void refuse(const std::filesystem::path& path, const std::string& reason) {
@@ -75,8 +74,7 @@ std::optional<std::string> user_name(uid_t uid) {
     struct passwd entry {};
     struct passwd* found = nullptr;
     char buffer[4096];
-    if (::getpwuid_r(uid, &entry, buffer, sizeof(buffer), &found) != 0 || found == nullptr)
-        return std::nullopt;
+    if (::getpwuid_r(uid, &entry, buffer, sizeof(buffer), &found) != 0 || found == nullptr) return std::nullopt;
     return found->pw_name;
 }
 
@@ -90,8 +88,8 @@ std::string user_description(uid_t uid) {
 // What to do about a segment of another user: read it as that user. Root is no way around it,
 // since the reader trusts no segment but its own user's.
 std::string read_as_owner_advice(uid_t owner) {
-    return "run leakwrap-report as that user (sudo -u " +
-           user_name(owner).value_or("#" + std::to_string(owner)) + " leakwrap-report ...)";
+    return "run leakwrap-report as that user (sudo -u " + user_name(owner).value_or("#" + std::to_string(owner)) +
+           " leakwrap-report ...)";
 }
 
 FileDescriptor open_segment(const std::filesystem::path& path) {
@@ -99,13 +97,11 @@ FileDescriptor open_segment(const std::filesystem::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         const int error = errno;
-        if (error == ELOOP)
-            throw SegmentFileError(quoted(path) + " is a symbolic link; refusing", ELOOP);
+        if (error == ELOOP) throw SegmentFileError(quoted(path) + " is a symbolic link; refusing", ELOOP);
         struct stat status {};
         if (error == EACCES && ::lstat(path.c_str(), &status) == 0 && status.st_uid != ::geteuid())
             throw SegmentFileError("cannot open " + quoted(path) + ": it belongs to " +
-                                       user_description(status.st_uid) + "; " +
-                                       read_as_owner_advice(status.st_uid),
+                                       user_description(status.st_uid) + "; " + read_as_owner_advice(status.st_uid),
                                    EACCES);
         errno = error;
         fail_errno("open", path);
@@ -125,9 +121,8 @@ void require_trustworthy(const struct stat& status, const std::filesystem::path&
     if (!S_ISREG(status.st_mode)) refuse(path, "is not a regular file");
     const uid_t me = ::geteuid();
     if (status.st_uid != me)
-        throw SegmentFileError(quoted(path) + " belongs to " + user_description(status.st_uid) +
-                                   ", not to you, " + user_description(me) +
-                                   ": only your own segments are trusted; " +
+        throw SegmentFileError(quoted(path) + " belongs to " + user_description(status.st_uid) + ", not to you, " +
+                                   user_description(me) + ": only your own segments are trusted; " +
                                    read_as_owner_advice(status.st_uid),
                                0);
     if (status.st_mode & (S_IWGRP | S_IWOTH)) {
@@ -176,8 +171,7 @@ void copy_in_publication_order(std::byte* destination, const std::byte* source, 
         std::memcpy(destination + i * sizeof(uint64_t), &word, sizeof(word));
     }
     for (size_t i = whole_words * sizeof(uint64_t); i < size; ++i)
-        destination[i] = std::byte{
-            __atomic_load_n(reinterpret_cast<const uint8_t*>(source) + i, __ATOMIC_ACQUIRE)};
+        destination[i] = std::byte{__atomic_load_n(reinterpret_cast<const uint8_t*>(source) + i, __ATOMIC_ACQUIRE)};
 }
 
 uint64_t page_size() {
@@ -217,8 +211,7 @@ void copy_and_drop(std::byte* destination, const std::byte* source, uint64_t fro
 // zero, which `destination` (standing for `offset`) already is, so only the file's data is
 // copied; a page the writer fills after this look holds nothing published before it, like a page
 // copied earlier. A file system that cannot tell says the whole file is data.
-void copy_data_in_range(int fd, std::byte* destination, const std::byte* source, uint64_t offset,
-                        uint64_t end) {
+void copy_data_in_range(int fd, std::byte* destination, const std::byte* source, uint64_t offset, uint64_t end) {
     const uint64_t start = offset;
     while (offset < end) {
         const off_t data = ::lseek(fd, static_cast<off_t>(offset), SEEK_DATA);
@@ -239,8 +232,8 @@ class PrivateCopy {
 public:
     PrivateCopy(uint64_t size, const std::filesystem::path& path) : size_(size) {
         if (size == 0) return;
-        void* address = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void* address =
+            ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (address == MAP_FAILED) fail_errno("allocate memory for", path);
         data_ = static_cast<std::byte*>(address);
     }
@@ -312,8 +305,7 @@ public:
             // After the sites (rule R5: a site is published after its stack): every stack a site
             // read names was ready before stacks_used is loaded here.
             const uint64_t stacks_used = __atomic_load_n(
-                reinterpret_cast<const uint64_t*>(source() + offsetof(layout::Header, stacks_used)),
-                __ATOMIC_ACQUIRE);
+                reinterpret_cast<const uint64_t*>(source() + offsetof(layout::Header, stacks_used)), __ATOMIC_ACQUIRE);
             copy_in_place(header.stacks_offset, std::min(stacks_used, header.stacks_capacity));
             copy_in_place(header.modules_offset, uint64_t{std::min(header.modules_claimed, header.module_capacity)} *
                                                      header.module_record_size);
@@ -321,8 +313,7 @@ public:
             // record naming it is published; so strings_used loaded after the records covers all
             // they name.
             const uint32_t strings_used = __atomic_load_n(
-                reinterpret_cast<const uint32_t*>(source() + offsetof(layout::Header, strings_used)),
-                __ATOMIC_ACQUIRE);
+                reinterpret_cast<const uint32_t*>(source() + offsetof(layout::Header, strings_used)), __ATOMIC_ACQUIRE);
             copy_in_place(header.strings_offset, std::min(strings_used, header.strings_capacity));
             mark_deltas(header, deltas_before_sites_);
         });
@@ -371,10 +362,12 @@ public:
         const auto mark = [&](uint64_t entry) {
             DeltaMark loaded{layout::kNoDeltaSite, 0};
             if (entry + sizeof(layout::SiteDelta) > size_) return loaded;
-            loaded.site = __atomic_load_n(
-                reinterpret_cast<const uint32_t*>(source() + entry + offsetof(layout::SiteDelta, site)), __ATOMIC_ACQUIRE);
+            loaded.site =
+                __atomic_load_n(reinterpret_cast<const uint32_t*>(source() + entry + offsetof(layout::SiteDelta, site)),
+                                __ATOMIC_ACQUIRE);
             loaded.moves = __atomic_load_n(
-                reinterpret_cast<const uint32_t*>(source() + entry + offsetof(layout::SiteDelta, moves)), __ATOMIC_ACQUIRE);
+                reinterpret_cast<const uint32_t*>(source() + entry + offsetof(layout::SiteDelta, moves)),
+                __ATOMIC_ACQUIRE);
             return loaded;
         };
         // Calls visit(record, entries) for each slot: the offsets of its record and of its entries.
@@ -384,10 +377,9 @@ public:
                 std::vector<uint64_t> entries;
                 if (header.site_delta_slots != 0)
                     for (uint32_t shard = 0; shard < header.bin_shards; ++shard)
-                        entries.push_back(header.site_deltas_offset +
-                                          (uint64_t{shard} * header.site_delta_slots +
-                                           (slots[i] & (header.site_delta_slots - 1))) *
-                                              sizeof(layout::SiteDelta));
+                        entries.push_back(header.site_deltas_offset + (uint64_t{shard} * header.site_delta_slots +
+                                                                       (slots[i] & (header.site_delta_slots - 1))) *
+                                                                          sizeof(layout::SiteDelta));
                 visit(i, record, entries);
             }
         };
@@ -530,8 +522,7 @@ private:
 
 uint64_t file_size(const FileDescriptor& fd, const std::filesystem::path& path) {
     const auto size = static_cast<uint64_t>(status_of(fd, path).st_size);
-    if (size > kMaxSegmentBytes)
-        refuse(path, "is " + std::to_string(size) + " bytes, too large for a segment");
+    if (size > kMaxSegmentBytes) refuse(path, "is " + std::to_string(size) + " bytes, too large for a segment");
     return size;
 }
 
@@ -573,7 +564,8 @@ Snapshot read_segment_file(const std::filesystem::path& path, const ReadOptions&
             [&](uint64_t offset, uint64_t record_size, uint32_t count, const SiteRecordSource::Visit& visit) {
                 reading.read_site_records(offset, record_size, count, visit);
             },
-            [&] { reading.copy_after_names(); }, [&] { reading.copy_after_sites(); },
+            [&] { reading.copy_after_names(); },
+            [&] { reading.copy_after_sites(); },
             [&]() -> const std::vector<DeltaMark>& { return reading.deltas_before_sites(); },
             [&] { return reading.late_records(); },
             [&]() -> const std::vector<DeltaMark>& { return reading.deltas_after_late_records(); },

@@ -11,12 +11,12 @@ namespace {
 
 // COMMAND comes last, since it tells apart processes of one executable (puma workers, say) and
 // is the longest.
-void write_row(std::ostream& out, const std::string& pid, std::string_view state,
-               const std::string& live_bytes, const std::string& live_blocks,
-               const std::string& sites, const std::string& exe, const std::string& command) {
-    out << std::left << std::setw(10) << pid << ' ' << std::setw(10) << state << ' ' << std::right
-        << std::setw(16) << live_bytes << ' ' << std::setw(12) << live_blocks << ' ' << std::setw(8)
-        << sites << "  " << std::left << std::setw(24) << exe << "  " << command << '\n';
+void write_row(std::ostream& out, const std::string& pid, std::string_view state, const std::string& live_bytes,
+               const std::string& live_blocks, const std::string& sites, const std::string& exe,
+               const std::string& command) {
+    out << std::left << std::setw(10) << pid << ' ' << std::setw(10) << state << ' ' << std::right << std::setw(16)
+        << live_bytes << ' ' << std::setw(12) << live_blocks << ' ' << std::setw(8) << sites << "  " << std::left
+        << std::setw(24) << exe << "  " << command << '\n';
 }
 
 // How the owner ended, as far as the segment tells: a normal exit either removes the segment or
@@ -37,12 +37,10 @@ void list_segments(std::ostream& out, const std::filesystem::path& directory) {
             const auto snapshot = read_segment(entry);
             const OwnerState state = owner_state(snapshot);
             write_row(out, pid, listed_state(state), std::to_string(snapshot.totals.live_bytes()),
-                      std::to_string(snapshot.totals.live_blocks()),
-                      std::to_string(snapshot.sites_in_use()), printable(snapshot.exe),
-                      printable(current_command_line(snapshot, state)));
+                      std::to_string(snapshot.totals.live_blocks()), std::to_string(snapshot.sites_in_use()),
+                      printable(snapshot.exe), printable(current_command_line(snapshot, state)));
         } catch (const std::exception& error) {
-            write_row(out, pid, "unreadable", "-", "-", "-", "-",
-                      "error: " + printable(error.what()));
+            write_row(out, pid, "unreadable", "-", "-", "-", "-", "error: " + printable(error.what()));
         }
     }
 }

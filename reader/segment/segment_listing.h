@@ -9,7 +9,6 @@
 namespace leakwrap {
 
 // Unreadable segments are listed too, with the reason in place of the executable.
-void list_segments(std::ostream& out,
-                   const std::filesystem::path& directory = layout::kShmDirectory);
+void list_segments(std::ostream& out, const std::filesystem::path& directory = layout::kShmDirectory);
 
 }  // namespace leakwrap

@@ -42,8 +42,8 @@ struct Region {
 void check_region(const Region& region, uint64_t header_size, uint64_t segment_size) {
     if (region.size == 0) return;
     if (region.offset < header_size)
-        fail(std::string(region.name) + " at offset " + number(region.offset) +
-             " overlaps the header (" + number(header_size) + " bytes)");
+        fail(std::string(region.name) + " at offset " + number(region.offset) + " overlaps the header (" +
+             number(header_size) + " bytes)");
     if (region.offset > segment_size || region.size > segment_size - region.offset)
         fail(std::string(region.name) + " [" + number(region.offset) + ", +" + number(region.size) +
              ") lies outside the " + number(segment_size) + "-byte segment");
@@ -51,8 +51,7 @@ void check_region(const Region& region, uint64_t header_size, uint64_t segment_s
 
 void check_disjoint(const Region& a, const Region& b) {
     if (a.size == 0 || b.size == 0) return;
-    if (a.offset < b.offset + b.size && b.offset < a.offset + a.size)
-        fail(std::string(a.name) + " overlaps " + b.name);
+    if (a.offset < b.offset + b.size && b.offset < a.offset + a.size) fail(std::string(a.name) + " overlaps " + b.name);
 }
 
 // Adds `more` to `sum`; returns the name of the first counter that overflowed, or nullptr.
@@ -60,10 +59,8 @@ void check_disjoint(const Region& a, const Region& b) {
 const char* add_checked(Counters& sum, const Counters& more) {
     if (__builtin_add_overflow(sum.allocs, more.allocs, &sum.allocs)) return "allocations";
     if (__builtin_add_overflow(sum.frees, more.frees, &sum.frees)) return "frees";
-    if (__builtin_add_overflow(sum.alloc_bytes, more.alloc_bytes, &sum.alloc_bytes))
-        return "allocated bytes";
-    if (__builtin_add_overflow(sum.free_bytes, more.free_bytes, &sum.free_bytes))
-        return "freed bytes";
+    if (__builtin_add_overflow(sum.alloc_bytes, more.alloc_bytes, &sum.alloc_bytes)) return "allocated bytes";
+    if (__builtin_add_overflow(sum.free_bytes, more.free_bytes, &sum.free_bytes)) return "freed bytes";
     return nullptr;
 }
 
@@ -77,15 +74,15 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
     // Policy (segment_layout.h): the current layout and the previous one are parsed; say why
     // not for others.
     if (version < layout::kOldestReadableVersion)
-        fail("segment layout version " + number(version) + " was written by an older "
+        fail("segment layout version " + number(version) +
+             " was written by an older "
              "libleakwrap.so (this reader reads versions " +
              number(layout::kOldestReadableVersion) + " to " + number(layout::kLayoutVersion) +
              ", whose size-class bins are kept shard-major): read it with the "
              "leakwrap-report of the libleakwrap.so that wrote it");
     if (version > layout::kLayoutVersion)
         fail("segment layout version " + number(version) + ", this reader understands " +
-             number(layout::kLayoutVersion) +
-             ": read it with the leakwrap-report of the libleakwrap.so that wrote it");
+             number(layout::kLayoutVersion) + ": read it with the leakwrap-report of the libleakwrap.so that wrote it");
     if (bytes.size() < sizeof(layout::Header))
         fail("segment truncated: " + number(bytes.size()) + " bytes, the header alone needs " +
              number(sizeof(layout::Header)));
@@ -97,8 +94,8 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
              "): the writer has not finished creating it");
     const uint32_t expected_header_size = header_size_of_layout(version);
     if (header.header_size != expected_header_size)
-        fail("header_size " + number(header.header_size) + " does not match layout version " +
-             number(version) + " (" + number(expected_header_size) + " bytes)");
+        fail("header_size " + number(header.header_size) + " does not match layout version " + number(version) + " (" +
+             number(expected_header_size) + " bytes)");
     translate_old_header(header);
     if (header.allocator_stats_offset != 0 &&
         (header.allocator_stats_offset < header.header_size ||
@@ -108,17 +105,13 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
         fail("allocator_stats_offset " + number(header.allocator_stats_offset) +
              " is not an aligned place after the header with room for the allocator's statistics");
     if (header.birth_cells > layout::kMaxBirthCells)
-        fail("birth_cells " + number(header.birth_cells) + " exceeds the limit of " +
-             number(layout::kMaxBirthCells));
+        fail("birth_cells " + number(header.birth_cells) + " exceeds the limit of " + number(layout::kMaxBirthCells));
     if (header.birth_cells != 0 && (header.birth_floor_ns == 0 || header.birth_floor_ns > kMaxBirthFloorNs))
-        fail("birth_floor_ns " + number(header.birth_floor_ns) + " is outside [1, " +
-             number(kMaxBirthFloorNs) + "]");
+        fail("birth_floor_ns " + number(header.birth_floor_ns) + " is outside [1, " + number(kMaxBirthFloorNs) + "]");
     if (header.segment_size != bytes.size())
-        fail("segment_size says " + number(header.segment_size) + " bytes but there are " +
-             number(bytes.size()));
+        fail("segment_size says " + number(header.segment_size) + " bytes but there are " + number(bytes.size()));
     if (header.max_depth > layout::kMaxDepth)
-        fail("max_depth " + number(header.max_depth) + " exceeds the limit of " +
-             number(layout::kMaxDepth));
+        fail("max_depth " + number(header.max_depth) + " exceeds the limit of " + number(layout::kMaxDepth));
     if (header.max_ruby_depth > layout::kMaxRubyDepth)
         fail("max_ruby_depth " + number(header.max_ruby_depth) + " exceeds the limit of " +
              number(layout::kMaxRubyDepth));
@@ -126,10 +119,9 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
         fail("stacks_capacity " + number(header.stacks_capacity) + " exceeds the limit of " +
              number(layout::kMaxStackTableBytes));
     // The overflow sites of every size class come first; a table without them is no segment.
-    if (header.site_capacity < layout::kMinSiteCapacity ||
-        header.site_capacity > layout::kMaxSiteCapacity)
-        fail("site_capacity " + number(header.site_capacity) + " is outside [" +
-             number(layout::kMinSiteCapacity) + ", " + number(layout::kMaxSiteCapacity) + "]");
+    if (header.site_capacity < layout::kMinSiteCapacity || header.site_capacity > layout::kMaxSiteCapacity)
+        fail("site_capacity " + number(header.site_capacity) + " is outside [" + number(layout::kMinSiteCapacity) +
+             ", " + number(layout::kMaxSiteCapacity) + "]");
     if (header.site_record_size < sizeof(layout::SiteRecord) || header.site_record_size > kMaxSiteRecordSize)
         fail("site_record_size " + number(header.site_record_size) + " is outside [" +
              number(sizeof(layout::SiteRecord)) + ", " + number(kMaxSiteRecordSize) + "]");
@@ -137,33 +129,27 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
         fail("module_record_size " + number(header.module_record_size) + " is below " +
              number(sizeof(layout::ModuleRecord)));
     if (header.bin_shards < 1 || header.bin_shards > kMaxBinShards)
-        fail("bin_shards " + number(header.bin_shards) + " is outside [1, " +
-             number(kMaxBinShards) + "]");
+        fail("bin_shards " + number(header.bin_shards) + " is outside [1, " + number(kMaxBinShards) + "]");
     // 0: no delta table (its offset is then never used).
     if (header.site_delta_slots > kMaxSiteDeltaSlots)
         fail("site_delta_slots " + number(header.site_delta_slots) + " exceeds the limit of " +
              number(kMaxSiteDeltaSlots));
     if ((header.site_delta_slots & (header.site_delta_slots - 1)) != 0)
-        fail("site_delta_slots " + number(header.site_delta_slots) +
-             " is not a power of two (nor 0)");
+        fail("site_delta_slots " + number(header.site_delta_slots) + " is not a power of two (nor 0)");
 
     // 32-bit counts times 32-bit sizes cannot overflow 64 bits.
-    const Region sites{"site table", header.sites_offset,
-                       uint64_t{header.site_capacity} * header.site_record_size};
+    const Region sites{"site table", header.sites_offset, uint64_t{header.site_capacity} * header.site_record_size};
     const Region stacks{"stack table", header.stacks_offset, header.stacks_capacity};
     const Region modules{"module table", header.modules_offset,
                          uint64_t{header.module_capacity} * header.module_record_size};
     const Region strings{"string pool", header.strings_offset, header.strings_capacity};
-    const Region bins{
-        "bin table", header.bins_offset,
-        uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters)};
+    const Region bins{"bin table", header.bins_offset,
+                      uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters)};
     // Both factors are bounded above, so this cannot overflow either.
-    const Region deltas{
-        "site delta table", header.site_deltas_offset,
-        uint64_t{header.bin_shards} * header.site_delta_slots * sizeof(layout::SiteDelta)};
+    const Region deltas{"site delta table", header.site_deltas_offset,
+                        uint64_t{header.bin_shards} * header.site_delta_slots * sizeof(layout::SiteDelta)};
     const Region regions[] = {sites, stacks, modules, strings, bins, deltas};
-    for (const auto& region : regions)
-        check_region(region, header.header_size, header.segment_size);
+    for (const auto& region : regions) check_region(region, header.header_size, header.segment_size);
     for (size_t i = 0; i < std::size(regions); ++i)
         for (size_t j = i + 1; j < std::size(regions); ++j) check_disjoint(regions[i], regions[j]);
     return header;
@@ -179,13 +165,13 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
     std::vector<Module> modules;
     const uint32_t count = std::min(header.modules_claimed, header.module_capacity);
     for (uint32_t slot = 0; slot < count; ++slot) {
-        const auto record = load<layout::ModuleRecord>(
-            bytes, header.modules_offset + uint64_t{slot} * header.module_record_size);
+        const auto record =
+            load<layout::ModuleRecord>(bytes, header.modules_offset + uint64_t{slot} * header.module_record_size);
         if (record.state != layout::kReady) continue;
         const std::string owner = "module " + number(slot);
         if (record.build_id_length > layout::kBuildIdMax)
-            fail(owner + " has a build-id of " + number(record.build_id_length) +
-                 " bytes, more than " + number(layout::kBuildIdMax));
+            fail(owner + " has a build-id of " + number(record.build_id_length) + " bytes, more than " +
+                 number(layout::kBuildIdMax));
         if (record.start > record.end) fail(owner + " starts after it ends");
         Module module;
         module.path = strings.get(record.path, owner + " path");
@@ -204,7 +190,9 @@ std::vector<Module> parse_modules(std::span<const std::byte> bytes, const layout
 class SiteRecordChunks {
 public:
     SiteRecordChunks(std::span<const std::byte> bytes, const layout::Header& header, const SiteRecordSource* streamed)
-        : bytes_(bytes), header_(header), streamed_(streamed),
+        : bytes_(bytes),
+          header_(header),
+          streamed_(streamed),
           count_(std::min(header.sites_claimed, header.site_capacity)) {}
 
     uint32_t count() const { return count_; }
@@ -224,8 +212,8 @@ public:
             return;
         }
         for_each_record_chunk(count_, record_size, kChunkBytes, [&](uint32_t first, uint32_t slots) {
-            const auto records = bytes_.subspan(header_.sites_offset + uint64_t{first} * record_size,
-                                                uint64_t{slots} * record_size);
+            const auto records =
+                bytes_.subspan(header_.sites_offset + uint64_t{first} * record_size, uint64_t{slots} * record_size);
             visit_chunk(first, records);
             if (done_with) done_with(records);
         });
@@ -252,9 +240,8 @@ private:
 // late_records), a few kilobytes; more are made by growing the vector.
 constexpr std::size_t kRoomForLateSites = 256;
 
-std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header,
-                              const StringPool& strings, const SiteRecordSource* streamed,
-                              std::vector<std::shared_ptr<const StackStore>>& stores,
+std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::Header& header, const StringPool& strings,
+                              const SiteRecordSource* streamed, std::vector<std::shared_ptr<const StackStore>>& stores,
                               const DoneWithBytes& done_with, std::vector<uint32_t>& ready_only_later) {
     const SiteRecordChunks records(bytes, header, streamed);
     // Whether the record names a stack; throws if it is not a record the writer makes.
@@ -269,8 +256,8 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         const bool overflow = layout::is_overflow_site(slot);
         if (overflow && (record.stack != layout::kNoStack || record.size_class != slot || record.birth_cell != 0))
             fail("overflow " + owner() + " must have no stack, size class " + number(slot) +
-                 " and birth cell 0, has stack " + number(record.stack) + ", size class " +
-                 number(record.size_class) + " and birth cell " + number(record.birth_cell));
+                 " and birth cell 0, has stack " + number(record.stack) + ", size class " + number(record.size_class) +
+                 " and birth cell " + number(record.birth_cell));
         if (!overflow && record.stack == layout::kNoStack) fail(owner() + " has no stack");
         return !overflow;
     };
@@ -294,8 +281,7 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
         return "site " + number(first.value_or(records.count()));
     });
     const std::shared_ptr<const StackStore> store = stacks.store(done_with);
-    if (done_with)
-        done_with(bytes.subspan(header.stacks_offset, std::min(header.stacks_used, header.stacks_capacity)));
+    if (done_with) done_with(bytes.subspan(header.stacks_offset, std::min(header.stacks_used, header.stacks_capacity)));
 
     // Once, at its size and room for the records that become ready meanwhile: grown by doubling,
     // it took twice that for a moment.
@@ -317,8 +303,8 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
     records.for_each(make_site, done_with);
     if (streamed != nullptr) {
         streamed->after_sites();
-        const std::span<const std::byte> late = streamed->late_records ? streamed->late_records()
-                                                                       : std::span<const std::byte>{};
+        const std::span<const std::byte> late =
+            streamed->late_records ? streamed->late_records() : std::span<const std::byte>{};
         const uint64_t late_count = late.size() / header.site_record_size;
         for (uint64_t i = 0; i < late_count; ++i)
             make_site(records.count() + static_cast<uint32_t>(i),
@@ -330,8 +316,7 @@ std::vector<Site> parse_sites(std::span<const std::byte> bytes, const layout::He
 
 Counters checked_sum(const Counters& a, const Counters& b) {
     Counters sum = a;
-    if (const char* counter = add_checked(sum, b))
-        fail(std::string("total ") + counter + " overflows 64 bits");
+    if (const char* counter = add_checked(sum, b)) fail(std::string("total ") + counter + " overflows 64 bits");
     return sum;
 }
 
@@ -341,8 +326,8 @@ Counters checked_sum(const Counters& a, const Counters& b) {
 // writer's benign race, not corruption, so such entries are ignored like the slots themselves.
 // An entry naming a late record (one read after the entries, SiteRecordSource::late_records)
 // that moved before that record was read may have moved its counts into it: it is left out.
-void add_site_deltas(std::span<const std::byte> bytes, const layout::Header& header,
-                     const SiteRecordSource* streamed, std::vector<Site>& sites) {
+void add_site_deltas(std::span<const std::byte> bytes, const layout::Header& header, const SiteRecordSource* streamed,
+                     std::vector<Site>& sites) {
     if (header.site_delta_slots == 0 || sites.empty()) return;
     const uint32_t first_late = std::min(header.sites_claimed, header.site_capacity);
     static const std::vector<DeltaMark> kNoMarks;
@@ -350,23 +335,22 @@ void add_site_deltas(std::span<const std::byte> bytes, const layout::Header& hea
         streamed != nullptr && streamed->deltas_after_late_records ? streamed->deltas_after_late_records() : kNoMarks;
     const uint64_t entries = uint64_t{header.bin_shards} * header.site_delta_slots;
     for (uint64_t entry = 0; entry < entries; ++entry) {
-        const auto delta = load<layout::SiteDelta>(
-            bytes, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
+        const auto delta =
+            load<layout::SiteDelta>(bytes, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
         if (delta.site == layout::kNoDeltaSite) continue;
         // Found by id in the sites (slot order, with gaps where slots were not ready): a table of
         // every slot's position took 500 KiB at the parse's peak, for the writer's 16,384 entries.
         const auto site = std::lower_bound(sites.begin(), sites.end(), delta.site,
                                            [](const Site& record, uint32_t id) { return record.id < id; });
         if (site == sites.end() || site->id != delta.site) continue;
-        if (delta.site >= first_late &&
-            (entry >= after_late.size() || after_late[entry].site != delta.site ||
-             after_late[entry].moves != delta.moves))
+        if (delta.site >= first_late && (entry >= after_late.size() || after_late[entry].site != delta.site ||
+                                         after_late[entry].moves != delta.moves))
             continue;
         Counters counters = site->counters();
         if (const char* counter =
                 add_checked(counters, {delta.allocs, delta.frees, delta.alloc_bytes, delta.free_bytes}))
-            fail("site " + number(delta.site) + " " + counter +
-                 " overflow 64 bits with delta entry " + number(entry) + " added");
+            fail("site " + number(delta.site) + " " + counter + " overflow 64 bits with delta entry " + number(entry) +
+                 " added");
         site->set_counters(counters);
     }
 }
@@ -377,10 +361,8 @@ std::vector<Counters> parse_bins(std::span<const std::byte> bytes, const layout:
     for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
         for (uint32_t shard = 0; shard < header.bin_shards; ++shard) {
             const auto bin = load<layout::BinCounters>(
-                bytes, header.bins_offset +
-                           layout::bin_index(size_class, shard) * sizeof(layout::BinCounters));
-            bins[size_class] = checked_sum(
-                bins[size_class], {bin.allocs, bin.frees, bin.alloc_bytes, bin.free_bytes});
+                bytes, header.bins_offset + layout::bin_index(size_class, shard) * sizeof(layout::BinCounters));
+            bins[size_class] = checked_sum(bins[size_class], {bin.allocs, bin.frees, bin.alloc_bytes, bin.free_bytes});
         }
     return bins;
 }
@@ -401,7 +383,8 @@ std::optional<std::unordered_set<uint32_t>> sites_in_transit(std::span<const std
     const std::vector<DeltaMark>& before = streamed->deltas_before_sites();
     const uint64_t entries = std::min<uint64_t>(before.size(), uint64_t{header.bin_shards} * header.site_delta_slots);
     for (uint64_t entry = 0; entry < entries; ++entry) {
-        const auto after = load<layout::SiteDelta>(bytes, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
+        const auto after =
+            load<layout::SiteDelta>(bytes, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
         const bool moving_before = before[entry].site == layout::kNoDeltaSite;
         if (after.moves == before[entry].moves && (moving_before || after.site != layout::kNoDeltaSite))
             continue;  // not moved meanwhile (an entry a forked child emptied stays so)
@@ -495,8 +478,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     Snapshot snapshot;
     // First: a streamed segment's other parts are copied after its site records are read.
     std::vector<uint32_t> ready_only_later;
-    snapshot.sites =
-        parse_sites(bytes, header, strings, streamed, snapshot.stack_stores, done_with, ready_only_later);
+    snapshot.sites = parse_sites(bytes, header, strings, streamed, snapshot.stack_stores, done_with, ready_only_later);
     snapshot.pid = header.pid;
     snapshot.parent_pid = header.parent_pid;
     snapshot.start_time_ticks = header.start_time_ticks;
@@ -531,9 +513,8 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     auto in_transit = sites_in_transit(bytes, header, streamed);
     if (in_transit) in_transit->insert(ready_only_later.begin(), ready_only_later.end());
     if (done_with)
-        done_with(bytes.subspan(header.site_deltas_offset, uint64_t{header.bin_shards} *
-                                                               header.site_delta_slots *
-                                                               sizeof(layout::SiteDelta)));
+        done_with(bytes.subspan(header.site_deltas_offset,
+                                uint64_t{header.bin_shards} * header.site_delta_slots * sizeof(layout::SiteDelta)));
     flag_impossible_sites(snapshot, in_transit, streamed);
     snapshot.bins = parse_bins(bytes, header);
     snapshot.totals = sum_bins(snapshot.bins);

@@ -66,7 +66,8 @@ Site::Site(const Site& other) : id(other.id), tagged_{other.tagged_[0], other.ta
 }
 
 Site::Site(Site&& other) noexcept
-    : id(other.id), counts_{other.counts_[0], other.counts_[1], other.counts_[2], other.counts_[3]},
+    : id(other.id),
+      counts_{other.counts_[0], other.counts_[1], other.counts_[2], other.counts_[3]},
       tagged_{other.tagged_[0], other.tagged_[1]} {
     other.set_tagged(other.tagged() & ~kWideBit);
 }
@@ -152,21 +153,21 @@ Counters Snapshot::sum_over_sites() const {
 
 std::optional<std::string> impossible_counts_warning(const Snapshot& snapshot) {
     if (snapshot.impossible_sites == 0) return std::nullopt;
-    const auto first = std::find_if(snapshot.sites.begin(), snapshot.sites.end(), [&](const Site& site) {
-        return site.id == snapshot.first_impossible_site;
-    });
+    const auto first = std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
+                                    [&](const Site& site) { return site.id == snapshot.first_impossible_site; });
     const Counters counters = first->counters();
     std::string line = "site " + std::to_string(first->id) + " counts more frees than allocations (" +
-                       std::to_string(counters.allocs) + " allocs, " + std::to_string(counters.frees) +
-                       " frees, " + std::to_string(counters.alloc_bytes) + " B allocated, " +
-                       std::to_string(counters.free_bytes) + " B freed)";
+                       std::to_string(counters.allocs) + " allocs, " + std::to_string(counters.frees) + " frees, " +
+                       std::to_string(counters.alloc_bytes) + " B allocated, " + std::to_string(counters.free_bytes) +
+                       " B freed)";
     if (snapshot.impossible_sites > 1)
         line += ", and " + std::to_string(snapshot.impossible_sites - 1) + " more site(s) do";
     if (snapshot.reads > 1)
         return line + ": shown with 0 live; it did so in each of " + std::to_string(snapshot.reads) +
                " copies of the live segment, so the segment is corrupt";
-    return line + ": shown with 0 live; the segment is corrupt, or its process was killed in the "
-                  "middle of an update";
+    return line +
+           ": shown with 0 live; the segment is corrupt, or its process was killed in the "
+           "middle of an update";
 }
 
 }  // namespace leakwrap

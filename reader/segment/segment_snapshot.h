@@ -77,18 +77,12 @@ public:
     operator std::string_view() const { return str(); }
 
     // Equal texts have one number (or none and the empty one's).
-    bool operator==(const SharedText& other) const {
-        return number_ == other.number_ || str() == other.str();
-    }
+    bool operator==(const SharedText& other) const { return number_ == other.number_ || str() == other.str(); }
     bool operator==(const char* other) const { return str() == other; }
     bool operator==(const std::string& other) const { return str() == other; }
     bool operator==(std::string_view other) const { return str() == other; }
-    std::strong_ordering operator<=>(const SharedText& other) const {
-        return str().compare(other.str()) <=> 0;
-    }
-    friend std::ostream& operator<<(std::ostream& out, const SharedText& text) {
-        return out << text.str();
-    }
+    std::strong_ordering operator<=>(const SharedText& other) const { return str().compare(other.str()) <=> 0; }
+    friend std::ostream& operator<<(std::ostream& out, const SharedText& text) { return out << text.str(); }
 
 private:
     static uint32_t intern(std::string_view text);  // from 1
@@ -205,8 +199,7 @@ public:
         using reference = uint64_t;
 
         Iterator() = default;
-        Iterator(const uint32_t* index, const uint64_t* addresses)
-            : index_(index), addresses_(addresses) {}
+        Iterator(const uint32_t* index, const uint64_t* addresses) : index_(index), addresses_(addresses) {}
         uint64_t operator*() const { return addresses_[*index_]; }
         Iterator& operator++() {
             ++index_;
@@ -325,9 +318,7 @@ public:
     // What tells the records of one call site apart from others': its stack and size class.
     uint64_t key_without_birth() const { return tagged() & (kAddressMask | kClassBits | kOverflowBit); }
 
-    NativeFrames frames() const {
-        return stack() ? stack()->frames() : NativeFrames();
-    }
+    NativeFrames frames() const { return stack() ? stack()->frames() : NativeFrames(); }
     RubyBacktrace ruby() const { return stack() ? stack()->ruby() : RubyBacktrace(); }
     uint32_t module_generation() const { return stack() ? stack()->module_generation : 0; }
     bool reduced() const { return stack() && stack()->reduced; }
@@ -382,7 +373,7 @@ struct Snapshot {
     uint32_t max_depth = 0;
     uint32_t max_ruby_depth = 0;
     uint32_t site_capacity = 0;
-    uint32_t sites_claimed = 0;  // as recorded; may exceed site_capacity
+    uint32_t sites_claimed = 0;    // as recorded; may exceed site_capacity
     uint64_t stacks_capacity = 0;  // bytes of the stack table
     uint64_t stacks_used = 0;      // as recorded; may exceed stacks_capacity
     uint64_t lost_sites = 0;
@@ -409,7 +400,7 @@ struct Snapshot {
     // What --born-after / --born-before left of the sites (birth_window.h); none when all are here.
     std::optional<BirthSelection> birth_selection;
     std::vector<Module> modules;
-    std::vector<Site> sites;     // the ready records, in slot order
+    std::vector<Site> sites;  // the ready records, in slot order
     // What the sites' stacks are kept in: one store for a segment, one per process of a merged
     // tree. Shared, so that a copy of the snapshot (or of its sites) keeps them.
     std::vector<std::shared_ptr<const StackStore>> stack_stores;

@@ -38,17 +38,21 @@ private:
 
 StackTableReader::StackTableReader(std::span<const std::byte> bytes, const layout::Header& header,
                                    const StringPool& strings)
-    : bytes_(bytes), header_(header), strings_(strings),
+    : bytes_(bytes),
+      header_(header),
+      strings_(strings),
       // Checked against the capacity, like strings: a stack copied after the header may lie past
       // the stacks_used read first.
-      size_(header.stacks_capacity), ruby_inline_(layout5::has_its_stack_records(header.layout_version)),
+      size_(header.stacks_capacity),
+      ruby_inline_(layout5::has_its_stack_records(header.layout_version)),
       record_size_(ruby_inline_ ? layout5::kStackRecordSize : sizeof(layout::StackRecord)) {}
 
 StackRecordFields StackTableReader::record_at(uint32_t reference) const {
     if (ruby_inline_) return layout5::load_stack_record(bytes_, in_segment(reference));
     const auto record = load<layout::StackRecord>(bytes_, in_segment(reference));
-    return {record.state, record.module_generation, record.native_depth, record.ruby_depth,
-            record.ruby, (record.flags & layout::kStackReduced) != 0};
+    return {record.state,        record.module_generation,
+            record.native_depth, record.ruby_depth,
+            record.ruby,         (record.flags & layout::kStackReduced) != 0};
 }
 
 // Each file once, by its place in the string pool (the writer stores each name once).
@@ -67,30 +71,25 @@ void StackTableReader::check_ruby_file(uint32_t offset, const Owner& owner) {
 template <class Name>
 void StackTableReader::check_ruby_frames(const StackRecordFields& stack, const Name& name) {
     if (stack.ruby_depth == 0 && stack.ruby != layout::kNoRubyFrame)
-        fail(name() + " has no Ruby frames but names a Ruby frame record at " +
-             number(in_table(stack.ruby)));
+        fail(name() + " has no Ruby frames but names a Ruby frame record at " + number(in_table(stack.ruby)));
     if (stack.ruby_depth > 0 && stack.ruby == layout::kNoRubyFrame)
-        fail(name() + " has " + number(stack.ruby_depth) +
-             " Ruby frames but names no Ruby frame record");
+        fail(name() + " has " + number(stack.ruby_depth) + " Ruby frames but names no Ruby frame record");
     uint32_t reference = stack.ruby;
     for (uint32_t depth = stack.ruby_depth; depth > 0; --depth) {
         const uint64_t at = in_table(reference);
         const auto frame_name = [&] { return "Ruby frame record at " + number(at) + " of " + name(); };
-        if (at >= size_)
-            fail(frame_name() + " lies outside the " + number(size_) + "-byte stack table");
+        if (at >= size_) fail(frame_name() + " lies outside the " + number(size_) + "-byte stack table");
         if (sizeof(layout::RubyFrameRecord) > size_ - at)
             fail(frame_name() + " runs past the end of the " + number(size_) + "-byte stack table");
         const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(reference));
         if (record.depth != depth)
             fail(frame_name() + " has depth " + number(record.depth) + ", but " +
-                 (depth == stack.ruby_depth
-                      ? "the stack has " + number(depth) + " Ruby frames"
-                      : "the frame it calls has depth " + number(depth + 1)));
+                 (depth == stack.ruby_depth ? "the stack has " + number(depth) + " Ruby frames"
+                                            : "the frame it calls has depth " + number(depth + 1)));
         if (!checked_frames_.insert(reference)) return;
         check_ruby_file(record.frame.file, [&] { return frame_name() + ": Ruby file"; });
         if (depth == 1 && record.caller != layout::kNoRubyFrame)
-            fail(frame_name() + " has depth 1 but names a caller at " +
-                 number(in_table(record.caller)));
+            fail(frame_name() + " has depth 1 but names a caller at " + number(in_table(record.caller)));
         if (depth > 1 && record.caller == layout::kNoRubyFrame)
             fail(frame_name() + " has depth " + number(depth) + " but names no caller");
         reference = record.caller;
@@ -107,13 +106,12 @@ bool StackTableReader::check(uint32_t reference, const Owner& owner) {
         fail(name() + " has " + number(record.native_depth) + " native frames, more than max_depth " +
              number(header_.max_depth));
     if (record.ruby_depth > header_.max_ruby_depth)
-        fail(name() + " has " + number(record.ruby_depth) +
-             " Ruby frames, more than max_ruby_depth " + number(header_.max_ruby_depth));
+        fail(name() + " has " + number(record.ruby_depth) + " Ruby frames, more than max_ruby_depth " +
+             number(header_.max_ruby_depth));
     // Both depths are at most 64, so this cannot overflow.
-    const uint64_t record_size = ruby_inline_ ? layout5::whole_stack_record_size(record)
-                                              : layout::stack_record_size(record.native_depth);
-    if (record_size > size_ - at)
-        fail(name() + " runs past the end of the " + number(size_) + "-byte stack table");
+    const uint64_t record_size =
+        ruby_inline_ ? layout5::whole_stack_record_size(record) : layout::stack_record_size(record.native_depth);
+    if (record_size > size_ - at) fail(name() + " runs past the end of the " + number(size_) + "-byte stack table");
     if (ruby_inline_) {
         const auto check_file = [&](const layout::RubyFrame& frame, uint32_t) {
             check_ruby_file(frame.file, [&] { return name() + " Ruby file"; });
@@ -149,10 +147,9 @@ std::shared_ptr<const StackStore> StackTableReader::store(const DoneWithBytes& d
     std::size_t next_node = 0;
     const auto add_frame = [&](uint32_t reference) {
         const auto record = load<layout::RubyFrameRecord>(bytes_, in_segment(reference));
-        store->ruby[next_node++].set(location(record.frame),
-                                     record.caller == layout::kNoRubyFrame
-                                         ? nullptr
-                                         : &store->ruby[checked_frames_.rank(record.caller)]);
+        store->ruby[next_node++].set(location(record.frame), record.caller == layout::kNoRubyFrame
+                                                                 ? nullptr
+                                                                 : &store->ruby[checked_frames_.rank(record.caller)]);
     };
     DistinctAddresses addresses(store->addresses);
     const auto add_stack = [&](uint32_t reference) {
@@ -176,8 +173,8 @@ std::shared_ptr<const StackStore> StackTableReader::store(const DoneWithBytes& d
             layout5::for_each_ruby_frame(bytes_, in_segment(reference), record, add_node);
         }
         store->stacks.push_back({store.get(), first_frame, innermost, record.module_generation,
-                                 static_cast<uint8_t>(record.native_depth),
-                                 static_cast<uint8_t>(record.ruby_depth), record.reduced});
+                                 static_cast<uint8_t>(record.native_depth), static_cast<uint8_t>(record.ruby_depth),
+                                 record.reduced});
     };
     // Nothing below the record read next is read again.
     uint64_t given_back = 0;

@@ -48,8 +48,7 @@ public:
     void name(uint32_t reference, const Owner& owner) {
         const uint64_t at = in_table(reference);
         if (at > size_ || record_size_ > size_ - at)
-            fail(owner() + "'s stack at " + number(at) + " lies outside the " + number(size_) +
-                 "-byte stack table");
+            fail(owner() + "'s stack at " + number(at) + " lies outside the " + number(size_) + "-byte stack table");
         named_.insert(reference);
     }
 
@@ -59,9 +58,7 @@ public:
     void check_named(const std::function<std::string(uint32_t reference)>& first_owner);
 
     // The index in the store of the stack at `reference`, kNotReady if it was not ready.
-    uint32_t index(uint32_t reference) const {
-        return named_.contains(reference) ? named_.rank(reference) : kNotReady;
-    }
+    uint32_t index(uint32_t reference) const { return named_.contains(reference) ? named_.rank(reference) : kNotReady; }
 
     // Every ready stack, copied out of the segment in reference order, with its Ruby backtrace:
     // layout 6's frame records become nodes (in reference order too) that share their callers as
@@ -73,9 +70,7 @@ public:
 
 private:
     // The offset in the table of a record named by a reference (stack or Ruby frame).
-    static uint64_t in_table(uint32_t reference) {
-        return uint64_t{reference} * layout::kStackAlignment;
-    }
+    static uint64_t in_table(uint32_t reference) { return uint64_t{reference} * layout::kStackAlignment; }
     uint64_t in_segment(uint32_t reference) const { return header_.stacks_offset + in_table(reference); }
     uint64_t native_frames_offset(uint32_t reference) const { return in_segment(reference) + record_size_; }
 

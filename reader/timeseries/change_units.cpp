@@ -12,9 +12,7 @@ std::string signed_human_bytes(double bytes) {
     return (bytes < 0 && magnitude > 0 ? "-" : "+") + human_bytes(magnitude);
 }
 
-std::string bytes_per_hour(double bytes_per_hour) {
-    return signed_human_bytes(bytes_per_hour) + "/h";
-}
+std::string bytes_per_hour(double bytes_per_hour) { return signed_human_bytes(bytes_per_hour) + "/h"; }
 
 std::string elapsed_clock(double seconds, bool with_tenths) {
     const double rounded = with_tenths ? std::round(seconds * 10) / 10 : std::round(seconds);
@@ -26,8 +24,7 @@ std::string elapsed_clock(double seconds, bool with_tenths) {
     else
         std::snprintf(text, sizeof(text), "%lld:%02lld", minutes, secs);
     std::string result = text;
-    if (with_tenths)
-        result += "." + std::to_string(static_cast<long long>(std::llround(rounded * 10)) % 10);
+    if (with_tenths) result += "." + std::to_string(static_cast<long long>(std::llround(rounded * 10)) % 10);
     return result;
 }
 

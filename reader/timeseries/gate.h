@@ -28,7 +28,7 @@ struct GateOptions {
 
 // One line per finding, for people and CI logs; none when the series passes. Throws
 // std::runtime_error for a check the series cannot answer (rss without RSS).
-std::vector<std::string> gate_failures(const std::vector<Sample>& series,
-                                       const SuspectRanking& ranking, const GateOptions& options);
+std::vector<std::string> gate_failures(const std::vector<Sample>& series, const SuspectRanking& ranking,
+                                       const GateOptions& options);
 
 }  // namespace leakwrap

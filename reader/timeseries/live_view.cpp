@@ -34,8 +34,8 @@ std::string fitted(const std::string& line, std::size_t width) {
 std::string table_row(const std::string& id, const std::string& live, const std::string& blocks,
                       const std::string& growth, const std::string& site) {
     char cells[96];
-    std::snprintf(cells, sizeof(cells), "%10s %12s %10s %12s  ", id.c_str(), live.c_str(),
-                  blocks.c_str(), growth.c_str());
+    std::snprintf(cells, sizeof(cells), "%10s %12s %10s %12s  ", id.c_str(), live.c_str(), blocks.c_str(),
+                  growth.c_str());
     return cells + site;
 }
 
@@ -47,8 +47,7 @@ std::optional<LiveOrder> live_order_from_name(std::string_view name) {
     return std::nullopt;
 }
 
-LiveView::LiveView(LiveViewOptions options)
-    : options_(std::move(options)), symbolizers_(options_.symbolizer) {}
+LiveView::LiveView(LiveViewOptions options) : options_(std::move(options)), symbolizers_(options_.symbolizer) {}
 
 LiveView::RowKey LiveView::key_of(const ReportRow& row, Grouping by) const {
     if (by == Grouping::ruby) {
@@ -82,8 +81,7 @@ bool key_before(const std::pair<StackDigest, uint64_t>& entry, const StackDigest
 }  // namespace
 
 LiveView::RowKey LiveView::key_of(uint32_t row) const {
-    return key_of(FirstRecordRow(snapshot_.sites[current_.rows[row].first_site], options_.by).row(),
-                  options_.by);
+    return key_of(FirstRecordRow(snapshot_.sites[current_.rows[row].first_site], options_.by).row(), options_.by);
 }
 
 void LiveView::remember_first_live(const Tallies& tallies, Grouping by) {
@@ -128,8 +126,8 @@ void LiveView::update(Snapshot snapshot, double seconds_since_start) {
 }
 
 // A Ruby line is focused by the records it keeps (records_of_kept_native_rows, as a report's
-// focused_rows), so it is counted of those alone; a native row is kept or not whole, which kept() remembers by key from sample to
-// sample.
+// focused_rows), so it is counted of those alone; a native row is kept or not whole, which kept() remembers by key from
+// sample to sample.
 LiveView::Tallies LiveView::tally(Grouping by) {
     Tallies tallies;
     tallies.assignment = assign_rows(snapshot_, by);
@@ -179,8 +177,8 @@ bool LiveView::kept(uint32_t row) {
     if (options_.focus.empty() || options_.by == Grouping::ruby) return true;
     const auto [entry, is_new] = memory().kept.try_emplace(key_of(row), false);
     if (is_new)
-        entry->second = matcher_->keeps(
-            FirstRecordRow(snapshot_.sites[current_.rows[row].first_site], options_.by).row());
+        entry->second =
+            matcher_->keeps(FirstRecordRow(snapshot_.sites[current_.rows[row].first_site], options_.by).row());
     return entry->second;
 }
 
@@ -205,8 +203,7 @@ std::vector<LiveView::ShownRow> LiveView::ranked(std::size_t count) {
                                                    : std::make_tuple(live, shown.growth);
     };
     const auto before = [&](const ShownRow& a, const ShownRow& b) {
-        return std::make_tuple(key(a), current_.rows[b.row].id) >
-               std::make_tuple(key(b), current_.rows[a.row].id);
+        return std::make_tuple(key(a), current_.rows[b.row].id) > std::make_tuple(key(b), current_.rows[a.row].id);
     };
     // The rows that fit, not every row sorted at each redraw.
     BestOf<ShownRow, decltype(before)> best(count, before);
@@ -219,20 +216,17 @@ std::vector<std::string> LiveView::header() {
     const Counters& totals = snapshot_.totals;
     std::vector<std::string> lines;
     lines.push_back("leakwrap-report top  pid " + std::to_string(snapshot_.pid) + "  " +
-                    printable(snapshot_.command_line) + "  (sample " + std::to_string(samples_) +
-                    ", " + elapsed_clock(seconds_, false) + ")");
-    lines.push_back("live " + human_bytes(totals.live_bytes()) + " in " +
-                    std::to_string(totals.live_blocks()) + " blocks, " +
-                    signed_human_bytes(static_cast<double>(totals.live_bytes()) -
-                                       static_cast<double>(first_live_bytes_)) +
-                    " since the view started; " + std::to_string(totals.allocs) + " allocs, " +
-                    std::to_string(totals.frees) + " frees; " +
-                    std::to_string(sites_in_use_) + " sites");
+                    printable(snapshot_.command_line) + "  (sample " + std::to_string(samples_) + ", " +
+                    elapsed_clock(seconds_, false) + ")");
+    lines.push_back(
+        "live " + human_bytes(totals.live_bytes()) + " in " + std::to_string(totals.live_blocks()) + " blocks, " +
+        signed_human_bytes(static_cast<double>(totals.live_bytes()) - static_cast<double>(first_live_bytes_)) +
+        " since the view started; " + std::to_string(totals.allocs) + " allocs, " + std::to_string(totals.frees) +
+        " frees; " + std::to_string(sites_in_use_) + " sites");
     if (const auto& memory = snapshot_.memory)
-        lines.push_back("RSS " + human_bytes(memory->rss()) + ": anon " +
-                        human_bytes(memory->rss_anon) + ", file " + human_bytes(memory->rss_file) +
-                        ", shared " + human_bytes(memory->rss_shmem) + " (leakwrap's segment " +
-                        human_bytes(memory->segment_resident) + ", its tables " +
+        lines.push_back("RSS " + human_bytes(memory->rss()) + ": anon " + human_bytes(memory->rss_anon) + ", file " +
+                        human_bytes(memory->rss_file) + ", shared " + human_bytes(memory->rss_shmem) +
+                        " (leakwrap's segment " + human_bytes(memory->segment_resident) + ", its tables " +
                         human_bytes(memory->leakwrap_private) + " in anon)" +
                         // Summed over a tree, RSS counts a shared page in each process.
                         (snapshot_.members.empty() ? "" : "; PSS " + human_bytes(memory->pss)));
@@ -277,13 +271,12 @@ std::vector<std::string> LiveView::table(std::size_t room) {
                 ++kept_rows;
                 kept_live_bytes += current_.rows[row].live_bytes.value();
             }
-        lines.push_back("focus (" + printable(options_.focus.description()) + "): " +
-                        std::to_string(kept_rows) + " of " + std::to_string(current_.all_rows) +
-                        (options_.by == Grouping::ruby ? " Ruby lines, " : " sites, ") +
-                        human_bytes(kept_live_bytes) + " live");
+        lines.push_back("focus (" + printable(options_.focus.description()) + "): " + std::to_string(kept_rows) +
+                        " of " + std::to_string(current_.all_rows) +
+                        (options_.by == Grouping::ruby ? " Ruby lines, " : " sites, ") + human_bytes(kept_live_bytes) +
+                        " live");
     }
-    lines.push_back(table_row("ID", "LIVE", "BLOCKS", "GROWTH",
-                              options_.by == Grouping::ruby ? "RUBY LINE" : "SITE"));
+    lines.push_back(table_row("ID", "LIVE", "BLOCKS", "GROWTH", options_.by == Grouping::ruby ? "RUBY LINE" : "SITE"));
     const std::vector<ShownRow> shown_rows = ranked(room > lines.size() ? room - lines.size() : 0);
     // Made whole, those alone; make_rows gives them in the order of their numbers.
     std::vector<bool> wanted(current_.assignment.row_count());
@@ -295,12 +288,11 @@ std::vector<std::string> LiveView::table(std::size_t room) {
     std::sort(numbers.begin(), numbers.end());
     const std::vector<ReportRow> made = make_rows(snapshot_, options_.by, current_.assignment, &wanted);
     for (const ShownRow& shown : shown_rows) {
-        const ReportRow& row =
-            made[static_cast<std::size_t>(std::lower_bound(numbers.begin(), numbers.end(), shown.row) - numbers.begin())];
+        const ReportRow& row = made[static_cast<std::size_t>(
+            std::lower_bound(numbers.begin(), numbers.end(), shown.row) - numbers.begin())];
         lines.push_back(table_row(std::to_string(row.id), human_bytes(row.counters.live_bytes()),
                                   std::to_string(row.counters.live_blocks()),
-                                  signed_human_bytes(static_cast<double>(shown.growth)),
-                                  label_of(row)));
+                                  signed_human_bytes(static_cast<double>(shown.growth)), label_of(row)));
     }
     return lines;
 }

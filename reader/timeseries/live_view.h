@@ -36,9 +36,9 @@ std::optional<LiveOrder> live_order_from_name(std::string_view name);  // "live"
 struct LiveViewOptions {
     LiveOrder order = LiveOrder::live;
     Grouping by = Grouping::native;  // one row per native site or per Ruby line
-    FocusPatterns focus;      // --focus, --ignore: the rows kept
-    bool full_names = false;  // C++ names as they are, not shortened
-    SymbolizerOptions symbolizer;  // --libc-lines
+    FocusPatterns focus;             // --focus, --ignore: the rows kept
+    bool full_names = false;         // C++ names as they are, not shortened
+    SymbolizerOptions symbolizer;    // --libc-lines
 };
 
 class LiveView {
@@ -123,7 +123,7 @@ private:
     std::string gone_;
     uint64_t first_live_bytes_ = 0;
     bool sample_released_ = false;
-    std::size_t sites_in_use_ = 0;  // of the last sample, which release_sample() gives back
+    std::size_t sites_in_use_ = 0;         // of the last sample, which release_sample() gives back
     std::vector<std::string> last_table_;  // as render() last drew it
 
     // What was resolved stays while the module list does (ProcessSymbolizer); the labels and the

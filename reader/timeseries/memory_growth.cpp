@@ -8,9 +8,7 @@
 namespace leakwrap {
 namespace {
 
-double change(uint64_t first, uint64_t last) {
-    return static_cast<double>(last) - static_cast<double>(first);
-}
+double change(uint64_t first, uint64_t last) { return static_cast<double>(last) - static_cast<double>(first); }
 
 // Blocks allocated and freed during the series, per class: the turnover that leaves holes.
 std::vector<ChurningClass> churning_classes(const Sample& first, const Sample& last) {
@@ -32,8 +30,8 @@ std::vector<ChurningClass> churning_classes(const Sample& first, const Sample& l
 // From the series' first reading (a process read no more before its first allocations has none)
 // to the last sample's.
 std::optional<AllocatorGrowth> allocator_growth(const std::vector<Sample>& series) {
-    const auto first = std::find_if(series.begin(), series.end(),
-                                    [](const Sample& sample) { return sample.allocator.has_value(); });
+    const auto first =
+        std::find_if(series.begin(), series.end(), [](const Sample& sample) { return sample.allocator.has_value(); });
     const Sample& last = series.back();
     if (first == series.end() || !last.allocator || first->allocator->allocator != last.allocator->allocator ||
         first->allocator->taken_since_start_ns == last.allocator->taken_since_start_ns)
@@ -70,7 +68,8 @@ std::optional<AllocatorGrowth> allocator_growth(const std::vector<Sample>& serie
 std::optional<MemoryParts> explain_sample_memory(const Sample& sample) {
     if (!sample.memory || !sample.pids.empty()) return std::nullopt;
     LiveBySize live;
-    for (const SampleBin& bin : sample.bins) live.add(bin.size_class, bin.counters.live_blocks, bin.counters.live_bytes);
+    for (const SampleBin& bin : sample.bins)
+        live.add(bin.size_class, bin.counters.live_blocks, bin.counters.live_bytes);
     return explain_memory(*sample.memory, live, sample.allocator);
 }
 
@@ -98,7 +97,8 @@ std::optional<MemoryGrowth> memory_growth(const std::vector<Sample>& series) {
         const auto parts_before = named_parts(*before);
         const auto parts_after = named_parts(*after);
         for (std::size_t i = 0; i < parts_after.size(); ++i)
-            growth.part_growth.emplace_back(parts_after[i].first, change(parts_before[i].second, parts_after[i].second));
+            growth.part_growth.emplace_back(parts_after[i].first,
+                                            change(parts_before[i].second, parts_after[i].second));
         growth.last_findings = after->findings;
     }
     growth.allocator = allocator_growth(series);

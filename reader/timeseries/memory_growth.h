@@ -58,7 +58,7 @@ struct MemoryGrowth {
     // write) grows the tree by a page and their RSS not at all. A single process's is its RSS's,
     // which the pages others map or unmap do not move.
     bool by_pss = false;
-    bool untracked = false;  // RSS (PSS) grew well beyond what the tracked live bytes explain
+    bool untracked = false;               // RSS (PSS) grew well beyond what the tracked live bytes explain
     std::vector<ChurningClass> churning;  // most blocks freed first; only when untracked
     // RSS explained (memory_parts.h) at the first and the last sample: each part's growth, in
     // named_parts() order, and the findings at the last; empty when a sample has no mappings

@@ -20,8 +20,8 @@ std::string html_report(const std::vector<Sample>& series, const std::string& ch
                         const SuspectRanking& ranking) {
     const std::string title = "leakwrap: pid " + std::to_string(series.front().pid);
     std::ostringstream html;
-    html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
-         << escaped_markup(title) << "</title>\n"
+    html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << escaped_markup(title)
+         << "</title>\n"
          << "<style>body{font-family:'DejaVu Sans',Verdana,sans-serif;margin:24px;color:#222}"
             "table{border-collapse:collapse;font-size:13px}"
             "th,td{padding:4px 10px;border-bottom:1px solid #ddd;text-align:left}"
@@ -45,10 +45,8 @@ std::string html_report(const std::vector<Sample>& series, const std::string& ch
         html << cell(cells.back()) << "</tr>\n";
     }
     html << "</table>\n";
-    if (const std::string note = memory_note(series); !note.empty())
-        html << "<p>" << escaped_markup(note) << "</p>\n";
-    html << "<p class=\"rule\">" << escaped_markup(classification_rules())
-         << "</p>\n</body>\n</html>\n";
+    if (const std::string note = memory_note(series); !note.empty()) html << "<p>" << escaped_markup(note) << "</p>\n";
+    html << "<p class=\"rule\">" << escaped_markup(classification_rules()) << "</p>\n</body>\n</html>\n";
     return html.str();
 }
 

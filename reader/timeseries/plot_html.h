@@ -10,7 +10,6 @@
 
 namespace leakwrap {
 
-std::string html_report(const std::vector<Sample>& series, const std::string& chart_svg,
-                        const SuspectRanking& ranking);
+std::string html_report(const std::vector<Sample>& series, const std::string& chart_svg, const SuspectRanking& ranking);
 
 }  // namespace leakwrap

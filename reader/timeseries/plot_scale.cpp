@@ -23,8 +23,7 @@ double round_step(double span) {
     return 10 * power;
 }
 
-Axis axis_with_step(double max_value, double step,
-                    const std::function<std::string(double)>& label) {
+Axis axis_with_step(double max_value, double step, const std::function<std::string(double)>& label) {
     Axis axis;
     const int steps = std::max(1, static_cast<int>(std::ceil(max_value / step - 1e-9)));
     for (int i = 0; i <= steps; ++i) axis.ticks.push_back({i * step, label(i * step)});
@@ -53,9 +52,8 @@ Axis byte_axis(double max_bytes) {
 }
 
 Axis time_axis(double max_seconds) {
-    constexpr std::array<double, 21> kClockSteps = {
-        0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
-        21600, 43200, 86400};
+    constexpr std::array<double, 21> kClockSteps = {0.1, 0.2, 0.5, 1,    2,    5,    10,    15,    30,    60,   120,
+                                                    300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400};
     const double span = std::max(max_seconds, 0.1);
     double step = kClockSteps.back();
     for (const double candidate : kClockSteps) {
@@ -64,8 +62,7 @@ Axis time_axis(double max_seconds) {
             break;
         }
     }
-    return axis_with_step(span, step,
-                          [&](double seconds) { return elapsed_clock(seconds, step < 1); });
+    return axis_with_step(span, step, [&](double seconds) { return elapsed_clock(seconds, step < 1); });
 }
 
 }  // namespace leakwrap

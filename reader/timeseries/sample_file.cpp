@@ -47,9 +47,8 @@ public:
         if (first == '{' || first == '[') return nested(out);
         if (first < 0) throw SyntaxError("unexpected end of the file");
         // A number, true, false or null: up to the next delimiter.
-        for (int c = peek(); c >= 0 && c != ',' && c != '}' && c != ']' && c != ' ' && c != '\n' &&
-                             c != '\r' && c != '\t';
-             c = peek())
+        for (int c = peek();
+             c >= 0 && c != ',' && c != '}' && c != ']' && c != ' ' && c != '\n' && c != '\r' && c != '\t'; c = peek())
             append(out, static_cast<char>(get()));
     }
 
@@ -135,9 +134,7 @@ public:
     }
 
 private:
-    static bool is_scalar_byte(char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
-    }
+    static bool is_scalar_byte(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'); }
     int peek() const { return at_ < text_.size() ? static_cast<unsigned char>(text_[at_]) : -1; }
     bool take(char c) {
         if (peek() != c) return false;
@@ -196,8 +193,7 @@ std::optional<SampleSite> flat_sample_site(std::string_view text, bool& has_stac
     SampleSite site;
     bool has_id = false, has_label = false, numbers = true;
     has_stack = false;
-    const bool flat = FlatObject(text).read([&](const std::string& key, std::string_view value,
-                                                bool is_string) {
+    const bool flat = FlatObject(text).read([&](const std::string& key, std::string_view value, bool is_string) {
         const auto number = [&](uint64_t& field) {
             const auto parsed = is_string ? std::nullopt : unsigned_number(value);
             if (parsed) field = *parsed;
@@ -236,8 +232,7 @@ SampleSite sample_site_from_text(std::string_view text, bool& has_stack) {
     return sample_site_from_json(json::parse(text), has_stack);
 }
 
-void visit_sample_stream(std::istream& in, const std::string& name,
-                         const std::function<void(const json& head)>& head,
+void visit_sample_stream(std::istream& in, const std::string& name, const std::function<void(const json& head)>& head,
                          const std::function<void(SampleSite&& site, bool has_stack)>& site) {
     const auto not_a_snapshot = [&](const std::string& why) {
         return std::runtime_error(name + ": not one JSON report or series line: " + why);
@@ -293,8 +288,7 @@ void visit_sample_stream(std::istream& in, const std::string& name,
     }
 }
 
-void visit_sample_file(const std::filesystem::path& path,
-                       const std::function<void(const json& head)>& head,
+void visit_sample_file(const std::filesystem::path& path, const std::function<void(const json& head)>& head,
                        const std::function<void(SampleSite&& site, bool has_stack)>& site) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot open " + path.string());

@@ -22,8 +22,7 @@ namespace leakwrap {
 void visit_sample_stream(std::istream& in, const std::string& name,
                          const std::function<void(const nlohmann::json& head)>& head,
                          const std::function<void(SampleSite&& site, bool has_stack)>& site);
-void visit_sample_file(const std::filesystem::path& path,
-                       const std::function<void(const nlohmann::json& head)>& head,
+void visit_sample_file(const std::filesystem::path& path, const std::function<void(const nlohmann::json& head)>& head,
                        const std::function<void(SampleSite&& site, bool has_stack)>& site);
 
 // One element of "sites" from its JSON text: read directly when it is a flat object (a series

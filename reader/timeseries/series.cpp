@@ -35,9 +35,7 @@ std::ifstream open_for_reading(const std::filesystem::path& path) {
     return in;
 }
 
-bool is_report(const json& object) {
-    return object.is_object() && object.contains("sites") && !object.contains("t");
-}
+bool is_report(const json& object) { return object.is_object() && object.contains("sites") && !object.contains("t"); }
 
 // A report where a series belongs is the likely mistake: say which file is wanted.
 std::runtime_error not_a_series(const std::filesystem::path& path) {
@@ -75,13 +73,11 @@ Sample sample_head_from_report(const json& head, double t) {
 std::optional<SampleSite> sample_site_from_report(const json& site, uint64_t min_live_bytes) {
     const SampleCounters counters = counters_from_json(site);
     if (counters.live_bytes < min_live_bytes) return std::nullopt;
-    return SampleSite{site.at("id").get<uint64_t>(), site_label(site), site_stack_key(site),
-                      counters};
+    return SampleSite{site.at("id").get<uint64_t>(), site_label(site), site_stack_key(site), counters};
 }
 
 void add_report_site(Sample& sample, const json& site, uint64_t min_live_bytes) {
-    if (auto kept = sample_site_from_report(site, min_live_bytes))
-        sample.sites.push_back(std::move(*kept));
+    if (auto kept = sample_site_from_report(site, min_live_bytes)) sample.sites.push_back(std::move(*kept));
 }
 
 Sample sample_from_report(const json& report, double t, uint64_t min_live_bytes) {
@@ -95,9 +91,7 @@ namespace {
 using ordered = nlohmann::ordered_json;
 
 // Replace, not throw, on invalid UTF-8: labels come from paths and symbols of the process.
-std::string line_text(const ordered& value) {
-    return value.dump(-1, ' ', false, ordered::error_handler_t::replace);
-}
+std::string line_text(const ordered& value) { return value.dump(-1, ' ', false, ordered::error_handler_t::replace); }
 
 ordered with_counters(ordered object, const SampleCounters& counters) {
     object["live_bytes"] = counters.live_bytes;
@@ -111,14 +105,12 @@ ordered with_counters(ordered object, const SampleCounters& counters) {
 
 // Streamed, member by member and site by site: the document of a line with every site of a large
 // process would be several times the line before it was written.
-SampleLineWriter::SampleLineWriter(std::ostream& out, const Sample& head)
-    : out_(out), stacks_(head.stacks) {
+SampleLineWriter::SampleLineWriter(std::ostream& out, const Sample& head) : out_(out), stacks_(head.stacks) {
     ordered bins = ordered::array();
     for (const SampleBin& bin : head.bins) {
         const std::optional<uint64_t> limit = size_class_limit_bytes(bin.size_class);
-        bins.push_back(with_counters(
-            {{"class", bin.size_class}, {"limit", limit ? ordered(*limit) : ordered(nullptr)}},
-            bin.counters));
+        bins.push_back(with_counters({{"class", bin.size_class}, {"limit", limit ? ordered(*limit) : ordered(nullptr)}},
+                                     bin.counters));
     }
     out_ << "{\"t\":" << line_text(head.t) << ",\"pid\":" << line_text(head.pid);
     if (!head.pids.empty()) out_ << ",\"pids\":" << line_text(head.pids);
@@ -142,8 +134,7 @@ SampleSite sample_site_from_json(const json& site, bool& has_stack) {
     // A report's site has frames to make a label and a key of; a series line's has both.
     if (!site.contains("label")) {
         has_stack = true;
-        return {site.at("id").get<uint64_t>(), site_label(site), site_stack_key(site),
-                counters_from_json(site)};
+        return {site.at("id").get<uint64_t>(), site_label(site), site_stack_key(site), counters_from_json(site)};
     }
     std::string label = site.at("label").get<std::string>();
     has_stack = site.contains("stack");

@@ -25,8 +25,8 @@ struct SampleCounters {
 };
 
 struct SampleSite {
-    uint64_t id = 0;     // the report's row id: stable for the lifetime of one process
-    std::string label;   // "function (file:line)", "ruby file:line", "[overflow]"
+    uint64_t id = 0;    // the report's row id: stable for the lifetime of one process
+    std::string label;  // "function (file:line)", "ruby file:line", "[overflow]"
     // Names the same call stack in another process, where ids and addresses differ: every frame's
     // function and source line, and the Ruby location, when the sample came from a full report;
     // the label for a series line, which keeps no frames.
@@ -63,13 +63,12 @@ Sample sample_from_report(const nlohmann::json& report, double t, uint64_t min_l
 Sample sample_head_from_report(const nlohmann::json& head, double t);
 void add_report_site(Sample& sample, const nlohmann::json& site, uint64_t min_live_bytes);
 // A report's site as a sample keeps it; none if it holds fewer than min_live_bytes live bytes.
-std::optional<SampleSite> sample_site_from_report(const nlohmann::json& site,
-                                                  uint64_t min_live_bytes);
+std::optional<SampleSite> sample_site_from_report(const nlohmann::json& site, uint64_t min_live_bytes);
 
 // The series line: {"t", "pid", "pids" (with --children), "totals", "memory" and "allocator" (as
 // in a report's totals), "bins": [{"class", "limit", "live_bytes", "live_blocks", "allocs",
-// "frees"}], "sites": [{"id", "live_bytes", "live_blocks", "allocs", "frees", "label", "stack"}]}, keys in that order for people reading it. Lines written by
-// earlier versions also end in "labels": {id: label}, the sites' labels again.
+// "frees"}], "sites": [{"id", "live_bytes", "live_blocks", "allocs", "frees", "label", "stack"}]}, keys in that order
+// for people reading it. Lines written by earlier versions also end in "labels": {id: label}, the sites' labels again.
 // It is written as it comes: the head (every member of `head` but its sites, which it
 // should not have), then each site, then the end; nothing of a site is kept once written, since
 // a line of every site of a large process, kept whole, is many times its segment.

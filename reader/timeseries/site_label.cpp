@@ -15,9 +15,7 @@ std::string string_or_empty(const json& object, const char* key) {
     return found != object.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
-std::string file_name(const std::string& path) {
-    return std::filesystem::path(path).filename().string();
-}
+std::string file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
 // "file.cpp:42", "file.cpp", or "".
 std::string short_source(const json& frame) {
@@ -25,8 +23,7 @@ std::string short_source(const json& frame) {
     if (file.empty()) return "";
     const auto line = frame.find("line");
     const bool has_line = line != frame.end() && line->is_number_integer();
-    return has_line ? file_name(file) + ":" + std::to_string(line->get<int64_t>())
-                    : file_name(file);
+    return has_line ? file_name(file) + ":" + std::to_string(line->get<int64_t>()) : file_name(file);
 }
 
 std::string frame_label(const json& frame) {
@@ -52,8 +49,8 @@ std::string site_label(const json& site) {
     if (const std::string ruby = ruby_location(site); !ruby.empty()) return "ruby " + printable(ruby);
     const json frames = site.value("frames", json::array());
     if (frames.empty()) return "(no stack)";
-    const auto named = innermost_frame_outside_runtimes(
-        frames, [](const json& frame) { return string_or_empty(frame, "module"); });
+    const auto named =
+        innermost_frame_outside_runtimes(frames, [](const json& frame) { return string_or_empty(frame, "module"); });
     return printable(frame_label(named != frames.end() ? *named : frames.front()));
 }
 
@@ -67,9 +64,9 @@ std::string site_stack_key(const json& site) {
     for (const json& frame : site.value("frames", json::array())) {
         const std::string function = string_or_empty(frame, "function");
         // Without a function name, the offset in the module still names the code exactly.
-        key += ";" + (function.empty() ? file_name(string_or_empty(frame, "module")) + "+" +
-                                             string_or_empty(frame, "module_offset")
-                                       : function);
+        key += ";" + (function.empty()
+                          ? file_name(string_or_empty(frame, "module")) + "+" + string_or_empty(frame, "module_offset")
+                          : function);
         key += "@" + short_source(frame);
     }
     return key;

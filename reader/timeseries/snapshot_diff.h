@@ -55,13 +55,12 @@ struct DiffSnapshot {
 
 // A file holding one JSON object, a report or one line of a series, read site by site
 // (visit_sample_file): only what DiffSnapshot keeps is kept, of the sites `focus` keeps.
-DiffSnapshot read_diff_snapshot(const std::filesystem::path& path, DiffLabels& labels,
-                                const FocusPatterns& focus);
+DiffSnapshot read_diff_snapshot(const std::filesystem::path& path, DiffLabels& labels, const FocusPatterns& focus);
 
 // One site or size class, with its counters in each snapshot (zero where it is absent).
 struct DiffRow {
-    std::string_view label;  // the site's label (in the diff's labels), or the class's as in "≤320 B"
-    uint64_t id = 0;         // the site's id in the latest snapshot that has it, or the class
+    std::string_view label;                // the site's label (in the diff's labels), or the class's as in "≤320 B"
+    uint64_t id = 0;                       // the site's id in the latest snapshot that has it, or the class
     std::vector<SampleCounters> counters;  // one per snapshot, in the order given
 
     int64_t live_bytes_change(std::size_t from, std::size_t to) const;
@@ -77,15 +76,13 @@ struct SnapshotDiff {
 };
 
 // Lines the snapshots up; rows ordered by id.
-SnapshotDiff align_snapshots(const std::vector<DiffSnapshot>& snapshots,
-                             std::shared_ptr<DiffLabels> labels);
+SnapshotDiff align_snapshots(const std::vector<DiffSnapshot>& snapshots, std::shared_ptr<DiffLabels> labels);
 // The same for samples (taken in full, as tests make them).
 SnapshotDiff align_snapshots(const std::vector<Sample>& snapshots);
 
 // The rows whose live bytes or blocks changed from snapshot `from` to `to`, most growth first:
 // views of `rows`, which must outlive them.
-std::vector<const DiffRow*> changed_rows(const std::vector<DiffRow>& rows, std::size_t from,
-                                         std::size_t to);
+std::vector<const DiffRow*> changed_rows(const std::vector<DiffRow>& rows, std::size_t from, std::size_t to);
 
 inline constexpr double kDefaultKeptPercent = 100;
 

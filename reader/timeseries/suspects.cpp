@@ -87,29 +87,24 @@ SiteRetention retention_of(const SiteHistory& history) {
     retention.allocs = delta(history.allocs);
     retention.frees = delta(history.frees);
     if (retention.allocs > 0)
-        retention.retained_share =
-            static_cast<double>(retention.allocs - std::min(retention.frees, retention.allocs)) /
-            static_cast<double>(retention.allocs);
+        retention.retained_share = static_cast<double>(retention.allocs - std::min(retention.frees, retention.allocs)) /
+                                   static_cast<double>(retention.allocs);
     return retention;
 }
 
 Trend classify(const Suspect& suspect, double whole_spread, double recent_spread, bool worked) {
     if (whole_spread == 0) return Trend::flat;
     if (!worked) return Trend::churn;  // it changed, but not through allocating
-    const bool grew = suspect.last_live_bytes > suspect.first_live_bytes &&
-                      suspect.growth_per_million_allocs > 0;
-    const bool still_growing = suspect.recent_growth_per_million_allocs >=
-                               kStillGrowingShare * suspect.growth_per_million_allocs;
-    const bool never_frees =
-        suspect.retention.retained_share.value_or(0) >= kNeverFreesRetainedShare;
+    const bool grew = suspect.last_live_bytes > suspect.first_live_bytes && suspect.growth_per_million_allocs > 0;
+    const bool still_growing =
+        suspect.recent_growth_per_million_allocs >= kStillGrowingShare * suspect.growth_per_million_allocs;
+    const bool never_frees = suspect.retention.retained_share.value_or(0) >= kNeverFreesRetainedShare;
     if (grew && still_growing && suspect.give_back != GiveBack::in_bursts) {
         if (never_frees && suspect.give_back == GiveBack::never) return Trend::leak;
         // A site seen allocating in the series, not one that crossed --min-bytes with a block.
-        if (suspect.retention.retained_share && suspect.r_squared >= kGrowingMinRSquared)
-            return Trend::growing;
+        if (suspect.retention.retained_share && suspect.r_squared >= kGrowingMinRSquared) return Trend::growing;
     }
-    if (grew && suspect.give_back != GiveBack::in_bursts &&
-        recent_spread <= kPlateauMaxRecentSpread * whole_spread)
+    if (grew && suspect.give_back != GiveBack::in_bursts && recent_spread <= kPlateauMaxRecentSpread * whole_spread)
         return Trend::plateau;
     return Trend::churn;
 }
@@ -123,8 +118,7 @@ std::string_view give_back_name(GiveBack give_back) {
 }
 
 std::string_view trend_name(Trend trend) {
-    constexpr std::array<std::string_view, 5> kNames = {"leak", "growing", "plateau", "churn",
-                                                        "flat"};
+    constexpr std::array<std::string_view, 5> kNames = {"leak", "growing", "plateau", "churn", "flat"};
     return kNames.at(static_cast<std::size_t>(trend));
 }
 
@@ -139,8 +133,7 @@ SuspectRanking rank_suspects(const std::vector<Sample>& series) {
     const std::size_t recent_start = recent_work_start(work);
     const std::span<const double> recent_work(work.begin() + recent_start, work.end());
 
-    SuspectRanking ranking{.process_allocs = static_cast<uint64_t>(std::max(0.0, work.back())),
-                           .suspects = {}};
+    SuspectRanking ranking{.process_allocs = static_cast<uint64_t>(std::max(0.0, work.back())), .suspects = {}};
     for (const SiteHistory& history : site_histories(series)) {
         const std::vector<double>& values = history.live_bytes;
         const std::span<const double> recent_values(values.begin() + recent_start, values.end());
@@ -160,13 +153,10 @@ SuspectRanking rank_suspects(const std::vector<Sample>& series) {
         suspect.trend = classify(suspect, spread(values), spread(recent_values), worked);
         ranking.suspects.push_back(std::move(suspect));
     }
-    std::sort(ranking.suspects.begin(), ranking.suspects.end(),
-              [](const Suspect& a, const Suspect& b) {
-                  return std::make_tuple(a.trend, -a.growth_per_million_allocs,
-                                         -a.growth_per_hour, a.id) <
-                         std::make_tuple(b.trend, -b.growth_per_million_allocs,
-                                         -b.growth_per_hour, b.id);
-              });
+    std::sort(ranking.suspects.begin(), ranking.suspects.end(), [](const Suspect& a, const Suspect& b) {
+        return std::make_tuple(a.trend, -a.growth_per_million_allocs, -a.growth_per_hour, a.id) <
+               std::make_tuple(b.trend, -b.growth_per_million_allocs, -b.growth_per_hour, b.id);
+    });
     return ranking;
 }
 
@@ -177,13 +167,11 @@ std::string classification_rules() {
              "(per hour: the same over time); R2: how well that line fits; RETAINED: the share of "
              "what the site allocated during the series that is still live. "
              "leak: still grows over the last third of the work at >= "
-          << 100 * kStillGrowingShare << "% of GROWTH/M, RETAINED >= "
-          << 100 * kNeverFreesRetainedShare
+          << 100 * kStillGrowingShare << "% of GROWTH/M, RETAINED >= " << 100 * kNeverFreesRetainedShare
           << "%, and no step between two samples freed as many blocks as it allocated or lost "
              "more than "
           << 100 * kGivenBackFallShare
-          << "% of the range. growing: still grows like that and fits the line (R2 >= "
-          << kGrowingMinRSquared
+          << "% of the range. growing: still grows like that and fits the line (R2 >= " << kGrowingMinRSquared
           << ") but frees part of what it allocates (a partial leak, or garbage a collector "
              "has not reached yet)"
           << ". plateau: grew, then varied by <= " << 100 * kPlateauMaxRecentSpread

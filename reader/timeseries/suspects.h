@@ -17,7 +17,7 @@
 namespace leakwrap {
 
 enum class Trend {
-    leak,     // keeps allocating and (almost) never frees: grows with the work to the end
+    leak,  // keeps allocating and (almost) never frees: grows with the work to the end
     // Keeps growing with the work while freeing part of what it allocates: a leak of some of
     // its blocks, or garbage that a collector has not reached within the series.
     growing,
@@ -66,7 +66,7 @@ struct Suspect {
     Trend trend = Trend::flat;
     // Least squares of live bytes over the process's allocations, per million of them.
     double growth_per_million_allocs = 0;
-    double r_squared = 0;  // of that fit; 1 for a site that never changed
+    double r_squared = 0;                         // of that fit; 1 for a site that never changed
     double recent_growth_per_million_allocs = 0;  // the same over the last third of the work
     double growth_per_hour = 0;                   // least squares over time
     SiteRetention retention;

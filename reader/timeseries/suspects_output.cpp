@@ -44,9 +44,8 @@ nlohmann::json allocator_growth_json(const std::optional<AllocatorGrowth>& growt
     if (!growth) return nullptr;
     nlohmann::json arenas = nlohmann::json::array();
     for (const ArenaGrowth& arena : growth->arenas)
-        arenas.push_back({{"arena", arena.index},
-                          {"free_growth_bytes", arena.free},
-                          {"returnable_growth_bytes", arena.returnable}});
+        arenas.push_back(
+            {{"arena", arena.index}, {"free_growth_bytes", arena.free}, {"returnable_growth_bytes", arena.returnable}});
     return {{"allocator", growth->allocator},
             {"first_taken_since_start_seconds", double(growth->first_taken_since_start_ns) / 1e9},
             {"last_taken_since_start_seconds", double(growth->last_taken_since_start_ns) / 1e9},
@@ -83,28 +82,23 @@ nlohmann::json memory_growth_json(const std::optional<MemoryGrowth>& growth) {
 
 }  // namespace
 
-std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& suspect,
-                                                              bool full_names) {
+std::array<std::string, kSuspectColumns.size()> suspect_cells(const Suspect& suspect, bool full_names) {
     return {
         std::string(trend_name(suspect.trend)),
         signed_human_bytes(suspect.growth_per_million_allocs),
         bytes_per_hour(suspect.growth_per_hour),
         fixed(suspect.r_squared, 2),
-        suspect.retention.retained_share
-            ? fixed(100 * *suspect.retention.retained_share, 0) + "%"
-            : "-",
+        suspect.retention.retained_share ? fixed(100 * *suspect.retention.retained_share, 0) + "%" : "-",
         human_bytes(whole_bytes(suspect.first_live_bytes)),
         human_bytes(whole_bytes(suspect.last_live_bytes)),
-        (full_names ? suspect.label : short_site_label(suspect.label)) + "  [id " +
-            std::to_string(suspect.id) + "]",
+        (full_names ? suspect.label : short_site_label(suspect.label)) + "  [id " + std::to_string(suspect.id) + "]",
     };
 }
 
 std::string series_summary(const std::vector<Sample>& series, const SuspectRanking& ranking) {
     const double seconds = series.back().t - series.front().t;
-    std::string summary = std::to_string(series.size()) + " samples of pid " +
-                          std::to_string(series.front().pid) + " over " +
-                          elapsed_clock(seconds, seconds < 60) + "; ";
+    std::string summary = std::to_string(series.size()) + " samples of pid " + std::to_string(series.front().pid) +
+                          " over " + elapsed_clock(seconds, seconds < 60) + "; ";
     if (ranking.process_allocs == 0)
         return summary + "the process allocated nothing, so no site can be judged by its work";
     return summary + "the process made " + count_text(ranking.process_allocs) + " allocations";
@@ -129,8 +123,9 @@ std::string part_growth_note(const MemoryGrowth& growth) {
 // What the allocator's own count says grew, and in which arenas.
 std::string allocator_growth_note(const std::optional<AllocatorGrowth>& growth) {
     if (!growth) return "";
-    std::string note = " " + growth->allocator + "'s own count, read at " + birth_time_text(growth->first_taken_since_start_ns) +
-                       " and at " + birth_time_text(growth->last_taken_since_start_ns) + " since the start: in use " +
+    std::string note = " " + growth->allocator + "'s own count, read at " +
+                       birth_time_text(growth->first_taken_since_start_ns) + " and at " +
+                       birth_time_text(growth->last_taken_since_start_ns) + " since the start: in use " +
                        signed_human_bytes(growth->in_use) + ", free " + signed_human_bytes(growth->free) + " (" +
                        (growth->allocator == "glibc" ? "in whole pages " : "dirty pages ") +
                        signed_human_bytes(growth->returnable) + ")";
@@ -148,9 +143,8 @@ std::string allocator_growth_note(const std::optional<AllocatorGrowth>& growth) 
 std::string memory_note(const std::vector<Sample>& series) {
     const std::optional<MemoryGrowth> growth = memory_growth(series);
     if (!growth) return "";
-    std::string note = "RSS " + signed_human_bytes(growth->rss) + " (anon " +
-                       signed_human_bytes(growth->rss_anon) + "; leakwrap's segment " +
-                       signed_human_bytes(growth->segment) + " and tables " +
+    std::string note = "RSS " + signed_human_bytes(growth->rss) + " (anon " + signed_human_bytes(growth->rss_anon) +
+                       "; leakwrap's segment " + signed_human_bytes(growth->segment) + " and tables " +
                        signed_human_bytes(growth->leakwrap_private) + ", left out), ";
     if (growth->by_pss)
         note += "PSS " + signed_human_bytes(*growth->pss) +
@@ -167,19 +161,17 @@ std::string memory_note(const std::vector<Sample>& series) {
     note += " The size classes that churned most, the likely fragmenters:";
     const char* separator = " ";
     for (const ChurningClass& entry : growth->churning) {
-        note += separator + size_class_label(entry.size_class) + " (" +
-                std::to_string(entry.frees) + " blocks freed, " + std::to_string(entry.allocs) +
-                " allocated)";
+        note += separator + size_class_label(entry.size_class) + " (" + std::to_string(entry.frees) +
+                " blocks freed, " + std::to_string(entry.allocs) + " allocated)";
         separator = ", ";
     }
     return note + ".";
 }
 
-void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
-                         const SuspectRanking& ranking, std::size_t top, bool full_names) {
+void write_suspects_text(std::ostream& out, const std::vector<Sample>& series, const SuspectRanking& ranking,
+                         std::size_t top, bool full_names) {
     const std::vector<Suspect>& suspects = ranking.suspects;
-    out << series_summary(series, ranking) << "; " << suspects.size()
-        << " sites, leaks first\n\n";
+    out << series_summary(series, ranking) << "; " << suspects.size() << " sites, leaks first\n\n";
     constexpr std::array<int, kSuspectColumns.size() - 1> kWidths = {9, 13, 15, 6, 10, 12, 12};
     for (std::size_t column = 0; column < kWidths.size(); ++column)
         out << std::left << std::setw(kWidths[column]) << kSuspectColumns[column];
@@ -196,8 +188,7 @@ void write_suspects_text(std::ostream& out, const std::vector<Sample>& series,
     out << '\n' << classification_rules() << '\n';
 }
 
-nlohmann::json suspects_json(const std::vector<Sample>& series, const SuspectRanking& ranking,
-                             std::size_t top) {
+nlohmann::json suspects_json(const std::vector<Sample>& series, const SuspectRanking& ranking, std::size_t top) {
     nlohmann::json entries = nlohmann::json::array();
     for (std::size_t i = 0; i < shown(ranking.suspects, top); ++i) {
         const Suspect& suspect = ranking.suspects[i];
@@ -211,9 +202,8 @@ nlohmann::json suspects_json(const std::vector<Sample>& series, const SuspectRan
             {"r_squared", suspect.r_squared},
             {"allocs", suspect.retention.allocs},
             {"frees", suspect.retention.frees},
-            {"retained_share", suspect.retention.retained_share
-                                   ? nlohmann::json(*suspect.retention.retained_share)
-                                   : nlohmann::json(nullptr)},
+            {"retained_share", suspect.retention.retained_share ? nlohmann::json(*suspect.retention.retained_share)
+                                                                : nlohmann::json(nullptr)},
             {"gives_back", give_back_name(suspect.give_back)},
             {"first_live_bytes", whole_bytes(suspect.first_live_bytes)},
             {"last_live_bytes", whole_bytes(suspect.last_live_bytes)},

@@ -27,8 +27,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double unix_seconds_now() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string local_clock_time() {
@@ -67,9 +66,8 @@ public:
         for (;;) {
             const auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
             const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
-            const timespec wait{
-                static_cast<time_t>(seconds.count()),
-                static_cast<long>(std::chrono::nanoseconds(left - seconds).count())};
+            const timespec wait{static_cast<time_t>(seconds.count()),
+                                static_cast<long>(std::chrono::nanoseconds(left - seconds).count())};
             if (sigtimedwait(&stop_, nullptr, &wait) > 0) return false;
             if (errno == EAGAIN) return true;
         }
@@ -93,15 +91,12 @@ bool same_modules(const std::vector<Module>& a, const std::vector<Module>& b) {
 class SampleTaker {
 public:
     SampleTaker(uint64_t min_bytes, FocusPatterns focus, SymbolizerOptions symbolizer_options)
-        : min_bytes_(min_bytes),
-          focus_(std::move(focus)),
-          symbolizer_options_(symbolizer_options) {}
+        : min_bytes_(min_bytes), focus_(std::move(focus)), symbolizer_options_(symbolizer_options) {}
 
     // Writes the snapshot's series line to `series` site by site, each site also handed to
     // `on_site`, and returns the sample without its sites: a Sample of every site of a large
     // process (--min-bytes 0) would hold their labels and stack keys until its line was written.
-    Sample take(const Snapshot& snapshot, std::ostream& series,
-                const std::function<void(const SampleSite&)>& on_site) {
+    Sample take(const Snapshot& snapshot, std::ostream& series, const std::function<void(const SampleSite&)>& on_site) {
         if (!symbolizer_ || !same_modules(modules_, snapshot.modules)) {
             modules_ = snapshot.modules;
             symbolizer_ = std::make_unique<Symbolizer>(modules_, symbolizer_options_);
@@ -145,14 +140,10 @@ private:
 std::string gone_reason(pid_t pid, OwnerState state) {
     const std::string process = "process " + std::to_string(pid);
     switch (state) {
-        case OwnerState::alive:
-            break;
-        case OwnerState::dead:
-            return process + " died";
-        case OwnerState::exited:
-            return process + " exited";
-        case OwnerState::stale:
-            return "pid " + std::to_string(pid) + " now belongs to another process";
+        case OwnerState::alive: break;
+        case OwnerState::dead: return process + " died";
+        case OwnerState::exited: return process + " exited";
+        case OwnerState::stale: return "pid " + std::to_string(pid) + " now belongs to another process";
     }
     return process + " is running";
 }
@@ -178,14 +169,13 @@ public:
         if (number_ == 1) {
             if (site.counters.live_bytes == 0) return;
             if (site.id <= UINT32_MAX && site.counters.live_bytes < UINT32_MAX)
-                start_.push_back({static_cast<uint32_t>(site.id),
-                                  static_cast<uint32_t>(site.counters.live_bytes)});
+                start_.push_back({static_cast<uint32_t>(site.id), static_cast<uint32_t>(site.counters.live_bytes)});
             else
                 wide_start_.emplace_back(site.id, site.counters.live_bytes);
             return;
         }
-        const double growth = static_cast<double>(site.counters.live_bytes) -
-                              static_cast<double>(start_live_bytes(site.id));
+        const double growth =
+            static_cast<double>(site.counters.live_bytes) - static_cast<double>(start_live_bytes(site.id));
         if (growth > top_growth_) {
             top_label_ = site.label;
             top_growth_ = growth;
@@ -195,20 +185,18 @@ public:
     void end(const Sample& sample) {
         if (number_ == 1) {
             start_total_ = sample.totals.live_bytes;
-            std::sort(start_.begin(), start_.end(),
-                      [](const Start& a, const Start& b) { return a.id < b.id; });
+            std::sort(start_.begin(), start_.end(), [](const Start& a, const Start& b) { return a.id < b.id; });
             std::sort(wide_start_.begin(), wide_start_.end());
         }
-        out_ << local_clock_time() << " sample " << number_ << ": live "
-             << human_bytes(sample.totals.live_bytes) << ", "
-             << signed_human_bytes(static_cast<double>(sample.totals.live_bytes) -
-                                   static_cast<double>(start_total_))
+        out_ << local_clock_time() << " sample " << number_ << ": live " << human_bytes(sample.totals.live_bytes)
+             << ", "
+             << signed_human_bytes(static_cast<double>(sample.totals.live_bytes) - static_cast<double>(start_total_))
              << " since start; ";
         if (sample.memory)
-            out_ << "RSS " << human_bytes(sample.memory->rss()) << " (anon "
-                 << human_bytes(sample.memory->rss_anon) << ", leakwrap's segment "
-                 << human_bytes(sample.memory->segment_resident) << ", its tables "
-                 << human_bytes(sample.memory->leakwrap_private) << ")"
+            out_ << "RSS " << human_bytes(sample.memory->rss()) << " (anon " << human_bytes(sample.memory->rss_anon)
+                 << ", leakwrap's segment " << human_bytes(sample.memory->segment_resident) << ", its tables "
+                 << human_bytes(sample.memory->leakwrap_private)
+                 << ")"
                  // Summed over a tree, RSS counts a shared page in each process.
                  << (sample.pids.empty() ? "" : "; PSS " + human_bytes(sample.memory->pss)) << "; ";
         if (const std::optional<MemoryParts> parts = explain_sample_memory(sample))
@@ -229,13 +217,11 @@ private:
 
     uint64_t start_live_bytes(uint64_t id) const {
         if (id <= UINT32_MAX) {
-            const auto start =
-                std::lower_bound(start_.begin(), start_.end(), id,
-                                 [](const Start& entry, uint64_t wanted) { return entry.id < wanted; });
+            const auto start = std::lower_bound(start_.begin(), start_.end(), id,
+                                                [](const Start& entry, uint64_t wanted) { return entry.id < wanted; });
             if (start != start_.end() && start->id == id) return start->live_bytes;
         }
-        const auto wide =
-            std::lower_bound(wide_start_.begin(), wide_start_.end(), std::make_pair(id, uint64_t{0}));
+        const auto wide = std::lower_bound(wide_start_.begin(), wide_start_.end(), std::make_pair(id, uint64_t{0}));
         return wide != wide_start_.end() && wide->first == id ? wide->second : 0;
     }
 
@@ -254,8 +240,8 @@ private:
 
 }  // namespace
 
-WatchResult watch_process(const WatchOptions& options, const ProcessReader& read_process,
-                          std::ostream& series, std::ostream& summary) {
+WatchResult watch_process(const WatchOptions& options, const ProcessReader& read_process, std::ostream& series,
+                          std::ostream& summary) {
     StopSignals stop_signals;
     SampleTaker taker(options.min_bytes, options.focus, options.symbolizer);
     SummaryWriter summary_writer(summary);
@@ -265,8 +251,7 @@ WatchResult watch_process(const WatchOptions& options, const ProcessReader& read
     Snapshot previous;
     const Clock::time_point start = Clock::now();
     // A sample that took longer than the interval delays the next one instead of bunching them.
-    for (Clock::time_point next = start;;
-         next = std::max(next + options.interval, Clock::now())) {
+    for (Clock::time_point next = start;; next = std::max(next + options.interval, Clock::now())) {
         if (options.count && result.samples >= *options.count) {
             result.stop_reason = "--count reached";
             return result;
@@ -291,15 +276,13 @@ WatchResult watch_process(const WatchOptions& options, const ProcessReader& read
         }
         if (const OwnerState state = owner_state(snapshot); state != OwnerState::alive) {
             if (result.samples == 0)
-                throw std::runtime_error(gone_reason(options.pid, state) +
-                                         ": nothing to watch (see leakwrap-report " +
+                throw std::runtime_error(gone_reason(options.pid, state) + ": nothing to watch (see leakwrap-report " +
                                          std::to_string(options.pid) + " for its last state)");
             result.stop_reason = gone_reason(options.pid, state);
             return result;
         }
         summary_writer.begin(result.samples + 1);
-        const Sample sample =
-            taker.take(snapshot, series, [&](const SampleSite& site) { summary_writer.site(site); });
+        const Sample sample = taker.take(snapshot, series, [&](const SampleSite& site) { summary_writer.site(site); });
         series << std::endl;
         if (!series) throw std::runtime_error("cannot write the series");
         summary_writer.end(sample);

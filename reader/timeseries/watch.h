@@ -51,7 +51,7 @@ std::string gone_reason(pid_t pid, OwnerState state);
 // Samples until the count or duration is reached, the process is gone, or SIGINT/SIGTERM
 // arrives; every line is flushed as soon as it is written, so whatever was sampled is kept. The
 // first sample must succeed (else it throws); a process that goes away later just ends the watch.
-WatchResult watch_process(const WatchOptions& options, const ProcessReader& read_process,
-                          std::ostream& series, std::ostream& summary);
+WatchResult watch_process(const WatchOptions& options, const ProcessReader& read_process, std::ostream& series,
+                          std::ostream& summary);
 
 }  // namespace leakwrap

@@ -55,8 +55,12 @@ void aligned_alloc_free_pair(benchmark::State& state) {
         std::free(block);
     }
 }
-BENCHMARK(aligned_alloc_free_pair)->ArgNames({"align", "size"})->Args({64, 64})->Args({64, 1024})
-    ->Args({4096, 64})->Args({4096, 4096});
+BENCHMARK(aligned_alloc_free_pair)
+    ->ArgNames({"align", "size"})
+    ->Args({64, 64})
+    ->Args({64, 1024})
+    ->Args({4096, 64})
+    ->Args({4096, 4096});
 
 // Cross-thread free: threads work in producer/consumer pairs (even thread index allocates, the
 // next odd one frees), handing blocks over through a single-producer single-consumer ring. Every

@@ -49,7 +49,7 @@ void expect_same_behaviour_under_preload(const Workload& workload) {
 }
 
 // Tools the machine may lack are skipped, not failed; the build passes "" for a missing one.
-#define SKIP_UNLESS_INSTALLED(tool)                                                        \
+#define SKIP_UNLESS_INSTALLED(tool) \
     if (std::string(tool).empty()) GTEST_SKIP() << #tool " is not installed"
 
 TEST(Compat, PythonStandardLibrary) {
@@ -131,9 +131,8 @@ int main(void) {
 }
 
 TEST(Compat, CmakeConfiguresAProject) {
-    expect_same_behaviour_under_preload(
-        {{LEAKWRAP_CMAKE, "-S", ".", "-B", "build", "-G", "Unix Makefiles"},
-         {{"CMakeLists.txt", R"script(cmake_minimum_required(VERSION 3.20)
+    expect_same_behaviour_under_preload({{LEAKWRAP_CMAKE, "-S", ".", "-B", "build", "-G", "Unix Makefiles"},
+                                         {{"CMakeLists.txt", R"script(cmake_minimum_required(VERSION 3.20)
 project(compat LANGUAGES C)
 include(CheckIncludeFile)
 include(CheckSymbolExists)
@@ -144,14 +143,14 @@ configure_file(config.h.in config.h)
 message(STATUS "configured with ${HAVE_MALLOC_H} ${HAVE_MALLOC_USABLE_SIZE}")
 add_executable(hello hello.c)
 )script"},
-          {"config.h.in", "#cmakedefine HAVE_MALLOC_H\n"},
-          {"hello.c", "int main(void) { return 0; }\n"}}});
+                                          {"config.h.in", "#cmakedefine HAVE_MALLOC_H\n"},
+                                          {"hello.c", "int main(void) { return 0; }\n"}}});
 }
 
 TEST(Compat, Sqlite3RunsAScriptedWorkload) {
     SKIP_UNLESS_INSTALLED(LEAKWRAP_SQLITE3);
-    expect_same_behaviour_under_preload({{LEAKWRAP_SQLITE3, "compat.db", ".read workload.sql"},
-                                         {{"workload.sql", R"script(
+    expect_same_behaviour_under_preload(
+        {{LEAKWRAP_SQLITE3, "compat.db", ".read workload.sql"}, {{"workload.sql", R"script(
 create table item (id integer primary key, name text, weight real, bucket integer);
 with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000)
 insert into item (name, weight, bucket) select hex(i * 7919), (i * 37 % 1000) / 10.0, i % 50 from n;

@@ -23,8 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 void expect_one_warning_naming(const std::string& variable, const std::string& value) {
-    const std::string warning = expect_same_output_and_one_warning(
-        {paths::program("semantics")}, Environment::profiled().set(variable, value));
+    const std::string warning =
+        expect_same_output_and_one_warning({paths::program("semantics")}, Environment::profiled().set(variable, value));
     EXPECT_NE(warning.find(variable + "=" + value), std::string::npos) << warning;
 }
 
@@ -48,8 +48,7 @@ TEST(Faults, NegativeSiteCapacityWarnsOnceAndKeepsTheDefault) {
     Target target({paths::program("many_sites")}, Environment::profiled().set("LEAKWRAP_MAX_SITES", "-5"));
     target.wait_ready();
     const nlohmann::json report = report_json(target.pid());
-    EXPECT_EQ(sites_calling_function_containing(report, "many_sites_leak<", 1).sites,
-              ground_truth::many_sites::kSites);
+    EXPECT_EQ(sites_calling_function_containing(report, "many_sites_leak<", 1).sites, ground_truth::many_sites::kSites);
     EXPECT_EQ(report.at("totals").at("lost_sites").get<long long>(), 0);
     EXPECT_EQ(target.release_and_wait(), 0);
 }
@@ -83,10 +82,17 @@ TEST(Faults, FullSiteTableWarnsOncePerStep) {
 
 // A private mount namespace with its own /dev/shm, made by `mount_options`; only `program` runs
 // under the preload (the shell and mount would create segments on the real /dev/shm first).
-std::vector<std::string> in_private_dev_shm(const std::string& mount_options, const std::string& script,
-                                            bool profiled, const std::string& program) {
-    return {"unshare", "--mount", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
-            "set -e; mount -t tmpfs -o " + mount_options + " tmpfs /dev/shm; " + script, "sh",
+std::vector<std::string> in_private_dev_shm(const std::string& mount_options, const std::string& script, bool profiled,
+                                            const std::string& program) {
+    return {"unshare",
+            "--mount",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "/bin/sh",
+            "-c",
+            "set -e; mount -t tmpfs -o " + mount_options + " tmpfs /dev/shm; " + script,
+            "sh",
             profiled ? "LD_PRELOAD=" + paths::preload_library : "LEAKWRAP_UNPROFILED=1",
             paths::program(program)};
 }
@@ -118,8 +124,7 @@ TEST(Faults, ReadOnlyDevShmWarnsOnceAndTheProgramRunsUnprofiled) {
 
 TEST(Faults, DevShmWithoutRoomForASegmentWarnsOnceAndTheProgramRunsUnprofiled) {
     if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
-    const std::string warning = expect_one_warning_in_private_dev_shm(
-        "size=4k", "env \"$1\" \"$2\"; ls /dev/shm");
+    const std::string warning = expect_one_warning_in_private_dev_shm("size=4k", "env \"$1\" \"$2\"; ls /dev/shm");
     EXPECT_NE(warning.find("no space"), std::string::npos) << warning;
 }
 
@@ -142,13 +147,24 @@ TEST(Faults, DevShmFillingUpWhileTheProgramRunsWarnsOnceThatItIsFull) {
 Completed run_in_private_dev_shm(const std::string& size, const std::string& body, const std::string& program,
                                  const fs::path& directory, const std::vector<std::string>& more = {}) {
     const std::string script =
-        "set -e; mount -t tmpfs -o size=" + size + " tmpfs /dev/shm; P=\"$1\"; PROGRAM=\"$2\"; d=\"$3\"; "
+        "set -e; mount -t tmpfs -o size=" + size +
+        " tmpfs /dev/shm; P=\"$1\"; PROGRAM=\"$2\"; d=\"$3\"; "
         "start() { mkfifo \"$d/in$1\" \"$d/out$1\"; "
         "  env $EXTRA_ENVIRONMENT LD_PRELOAD=\"$P\" \"$PROGRAM\" < \"$d/in$1\" > \"$d/out$1\" & pid=$!; "
-        "  exec 3> \"$d/in$1\" 4< \"$d/out$1\"; read ready <&4; }; " + body;
-    std::vector<std::string> argv{"unshare", "--mount",   "--pid",      "--fork",
-                                  "--mount-proc", "/bin/sh", "-c", script, "sh", paths::preload_library,
-                                  paths::program(program), directory.string()};
+        "  exec 3> \"$d/in$1\" 4< \"$d/out$1\"; read ready <&4; }; " +
+        body;
+    std::vector<std::string> argv{"unshare",
+                                  "--mount",
+                                  "--pid",
+                                  "--fork",
+                                  "--mount-proc",
+                                  "/bin/sh",
+                                  "-c",
+                                  script,
+                                  "sh",
+                                  paths::preload_library,
+                                  paths::program(program),
+                                  directory.string()};
     argv.insert(argv.end(), more.begin(), more.end());
     return run(argv, Environment::bare());
 }
@@ -179,7 +195,8 @@ TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
         long long overflowed = 0;
         if (const nlohmann::json* overflow = overflow_site(report))
             for (const auto& entry : overflow->at("size_classes"))
-                if (entry.at("class").get<uint32_t>() == block_class) overflowed = entry.at("live_blocks").get<long long>();
+                if (entry.at("class").get<uint32_t>() == block_class)
+                    overflowed = entry.at("live_blocks").get<long long>();
         EXPECT_GT(overflowed, 0) << name << ": /dev/shm did not fill up";
         EXPECT_EQ(sites_calling_function_containing(report, "many_sites_leak<", 1).counters.live_blocks + overflowed,
                   kSites)
@@ -193,8 +210,7 @@ TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
     EXPECT_NE(text.find("\nwarning: /dev/shm was full: "), std::string::npos) << text;
     EXPECT_EQ(text.find("site table overflowed"), std::string::npos) << text;
     EXPECT_EQ(text.find("LEAKWRAP_MAX_SITES to see"), std::string::npos) << text;
-    EXPECT_NE(text.find("overflow site (allocations from stacks that found no room in /dev/shm)"),
-              std::string::npos)
+    EXPECT_NE(text.find("overflow site (allocations from stacks that found no room in /dev/shm)"), std::string::npos)
         << text;
 }
 
@@ -210,9 +226,12 @@ std::set<std::string> words_of(const fs::path& file) {
 // younger; their pids are in $d/killed, in that order.
 std::string leave_dead_segments(int count) {
     const std::string n = std::to_string(count);
-    return "i=1; while [ $i -le " + n + " ]; do "
+    return "i=1; while [ $i -le " + n +
+           " ]; do "
            "  start $i; kill -TERM $pid; wait $pid 2> /dev/null || true; exec 3>&- 4<&-; "
-           "  echo $pid >> \"$d/killed\"; touch -m -d \"$((" + n + " + 1 - i)) minutes ago\" /dev/shm/leakwrap.$pid; "
+           "  echo $pid >> \"$d/killed\"; touch -m -d \"$((" +
+           n +
+           " + 1 - i)) minutes ago\" /dev/shm/leakwrap.$pid; "
            "  i=$((i + 1)); done; ";
 }
 
@@ -228,14 +247,14 @@ TEST(Faults, SegmentsOfKilledProcessesAreTrimmedToTheNewestWhenAProfiledProgramS
     const Completed shell = run_in_private_dev_shm(
         "64m",
         leave_dead_segments(6) +
-        "start 7; echo $pid > \"$d/alive\"; "
-        "touch -m -d '10 days ago' /dev/shm/leakwrap.$(sed -n 1p \"$d/killed\"); "
-        "chown 65534 /dev/shm/leakwrap.$(sed -n 2p \"$d/killed\"); "
-        "mkfifo /dev/shm/leakwrap.424242; ln -s leakwrap.$(sed -n 3p \"$d/killed\") /dev/shm/leakwrap.434343; "
-        "ls /dev/shm > \"$d/before\"; "
-        "LEAKWRAP_KEEP_DEAD=8 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep8\"; "
-        "LEAKWRAP_KEEP_DEAD=3 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep3\"; "
-        "echo release >&3; wait $pid",
+            "start 7; echo $pid > \"$d/alive\"; "
+            "touch -m -d '10 days ago' /dev/shm/leakwrap.$(sed -n 1p \"$d/killed\"); "
+            "chown 65534 /dev/shm/leakwrap.$(sed -n 2p \"$d/killed\"); "
+            "mkfifo /dev/shm/leakwrap.424242; ln -s leakwrap.$(sed -n 3p \"$d/killed\") /dev/shm/leakwrap.434343; "
+            "ls /dev/shm > \"$d/before\"; "
+            "LEAKWRAP_KEEP_DEAD=8 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep8\"; "
+            "LEAKWRAP_KEEP_DEAD=3 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm > \"$d/keep3\"; "
+            "echo release >&3; wait $pid",
         "alloc_kinds", directory);
     ASSERT_EQ(shell.exit_code, 0) << shell.err;
     EXPECT_EQ(shell.err, "");
@@ -271,11 +290,11 @@ TEST(Faults, AFloodPlantedInDevShmBoundsTheStartAndLosesNoSegment) {
     const Completed shell = run_in_private_dev_shm(
         "256m",
         leave_dead_segments(5) +
-        "seq 1000000 1019999 | sed 's|^|/dev/shm/leakwrap.|' | xargs touch; "
-        "LEAKWRAP_KEEP_DEAD=2 strace -f -qq -e trace=openat -o \"$d/opens\" env LD_PRELOAD=\"$P\" /bin/true; "
-        "ls /dev/shm | grep -c . > \"$d/flooded\"; "
-        "find /dev/shm -name 'leakwrap.10[0-9][0-9][0-9][0-9][0-9]' -delete; "
-        "LEAKWRAP_KEEP_DEAD=2 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm | grep -c . > \"$d/trimmed\"",
+            "seq 1000000 1019999 | sed 's|^|/dev/shm/leakwrap.|' | xargs touch; "
+            "LEAKWRAP_KEEP_DEAD=2 strace -f -qq -e trace=openat -o \"$d/opens\" env LD_PRELOAD=\"$P\" /bin/true; "
+            "ls /dev/shm | grep -c . > \"$d/flooded\"; "
+            "find /dev/shm -name 'leakwrap.10[0-9][0-9][0-9][0-9][0-9]' -delete; "
+            "LEAKWRAP_KEEP_DEAD=2 LD_PRELOAD=\"$P\" /bin/true; ls /dev/shm | grep -c . > \"$d/trimmed\"",
         "alloc_kinds", directory);
     ASSERT_EQ(shell.exit_code, 0) << shell.err;
     std::ifstream opens(directory / "opens");
@@ -290,9 +309,8 @@ TEST(Faults, AFloodPlantedInDevShmBoundsTheStartAndLosesNoSegment) {
 // In a fresh pid namespace the program gets a small pid: every name up to kPlantedPids is taken
 // before it starts, and afterwards each planted file must be exactly as it was.
 constexpr const char* kPlantedPids = "300";
-const std::string kPlantEveryName =
-    std::string("mkdir /dev/shm/planted; i=1; while [ $i -le ") + kPlantedPids +
-    " ]; do echo planted > /dev/shm/planted/leakwrap.$i; i=$((i + 1)); done; ";
+const std::string kPlantEveryName = std::string("mkdir /dev/shm/planted; i=1; while [ $i -le ") + kPlantedPids +
+                                    " ]; do echo planted > /dev/shm/planted/leakwrap.$i; i=$((i + 1)); done; ";
 const std::string kRunThenShowThePlantedFiles =
     "env \"$1\" \"$2\"; cat /dev/shm/planted/* /dev/shm/leakwrap.* | sort | uniq -c; ls /dev/shm | wc -l";
 

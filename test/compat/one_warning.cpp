@@ -26,8 +26,7 @@ std::string expect_same_output_and_one_warning(const Completed& bare, const Comp
     return warnings.empty() ? std::string() : warnings.front();
 }
 
-std::string expect_same_output_and_one_warning(const std::vector<std::string>& argv,
-                                               const Environment& profiled) {
+std::string expect_same_output_and_one_warning(const std::vector<std::string>& argv, const Environment& profiled) {
     return expect_same_output_and_one_warning(run(argv, Environment::bare()), run(argv, profiled));
 }
 

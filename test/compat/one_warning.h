@@ -14,7 +14,6 @@ std::vector<std::string> lines_of(const std::string& text);
 // stderr, which is returned.
 std::string expect_same_output_and_one_warning(const Completed& bare, const Completed& with);
 // Runs argv bare and with `profiled`, as above.
-std::string expect_same_output_and_one_warning(const std::vector<std::string>& argv,
-                                               const Environment& profiled);
+std::string expect_same_output_and_one_warning(const std::vector<std::string>& argv, const Environment& profiled);
 
 }  // namespace leakwrap::e2e

@@ -40,11 +40,10 @@ std::string planted_state(const std::string& path) {
     if (lstat(path.c_str(), &status) != 0) return path + " is gone: " + std::strerror(errno);
     std::error_code not_a_link;
     std::ostringstream state;
-    state << path << ": mode 0" << std::oct << status.st_mode << std::dec << ", inode "
-          << status.st_dev << ':' << status.st_ino << ", owner " << status.st_uid << ", links "
-          << status.st_nlink << ", modified " << status.st_mtim.tv_sec << '.'
-          << status.st_mtim.tv_nsec << ", link to '" << fs::read_symlink(path, not_a_link).string()
-          << "'";
+    state << path << ": mode 0" << std::oct << status.st_mode << std::dec << ", inode " << status.st_dev << ':'
+          << status.st_ino << ", owner " << status.st_uid << ", links " << status.st_nlink << ", modified "
+          << status.st_mtim.tv_sec << '.' << status.st_mtim.tv_nsec << ", link to '"
+          << fs::read_symlink(path, not_a_link).string() << "'";
     return state.str();
 }
 
@@ -117,8 +116,7 @@ void expect_planted_segment_name_left_alone(Planted planted) {
                                                             : mkdir(path, 0700);
         if (made != 0) _exit(kCannotPlant);
         raise(SIGSTOP);  // until the parent has noted what was planted
-        if (dup2(null.fd, STDIN_FILENO) < 0 || dup2(out.fd, STDOUT_FILENO) < 0 ||
-            dup2(err.fd, STDERR_FILENO) < 0)
+        if (dup2(null.fd, STDIN_FILENO) < 0 || dup2(out.fd, STDOUT_FILENO) < 0 || dup2(err.fd, STDERR_FILENO) < 0)
             _exit(kCannotExec);
         execve(argv[0], argv, environment_pointers.data());
         _exit(kCannotExec);

@@ -21,19 +21,15 @@ struct Expected {
     Counters counters;
 };
 
-void PrintTo(const Expected& expected, std::ostream* out) {
-    *out << expected.function;
-}
+void PrintTo(const Expected& expected, std::ostream* out) { *out << expected.function; }
 
 Counters counted(std::size_t live_blocks, std::size_t live_bytes, std::size_t allocs, std::size_t frees) {
-    return {static_cast<long long>(live_blocks), static_cast<long long>(live_bytes),
-            static_cast<long long>(allocs), static_cast<long long>(frees)};
+    return {static_cast<long long>(live_blocks), static_cast<long long>(live_bytes), static_cast<long long>(allocs),
+            static_cast<long long>(frees)};
 }
 
 // For functions that free nothing.
-Counters all_live(std::size_t blocks, std::size_t bytes) {
-    return counted(blocks, bytes, blocks, 0);
-}
+Counters all_live(std::size_t blocks, std::size_t bytes) { return counted(blocks, bytes, blocks, 0); }
 
 template <std::size_t N>
 Counters all_live(const AlignedRequest (&requests)[N]) {
@@ -52,8 +48,7 @@ std::vector<Expected> expectations() {
     const std::size_t churn_allocs = kChurnRounds * kChurnAllocsPerRound;
     return {
         {"leak_malloc",
-         counted(kMallocCount - kMallocFreed, (kMallocCount - kMallocFreed) * kMallocSize, kMallocCount,
-                 kMallocFreed)},
+         counted(kMallocCount - kMallocFreed, (kMallocCount - kMallocFreed) * kMallocSize, kMallocCount, kMallocFreed)},
         {"leak_calloc", all_live(kCallocCount, kCallocCount * kCallocElements * kCallocElementSize)},
         // A realloc frees the old block where it was allocated and allocates anew at its caller.
         {"leak_realloc_chain",
@@ -94,9 +89,7 @@ TEST_P(AllocKinds, FunctionHasExactlyItsLiveBlocksAndBytes) {
 INSTANTIATE_TEST_SUITE_P(EveryEntryPoint, AllocKinds, ::testing::ValuesIn(expectations()),
                          [](const auto& test) { return std::string(test.param.function); });
 
-TEST(AllocKindsReport, TotalsAreTheSumOfTheSites) {
-    expect_consistent_totals(profile_alloc_kinds());
-}
+TEST(AllocKindsReport, TotalsAreTheSumOfTheSites) { expect_consistent_totals(profile_alloc_kinds()); }
 
 TEST(AllocKindsReport, InnermostFrameIsTheCallerOfMallocAndResolvesToItsSource) {
     const nlohmann::json report = profile_alloc_kinds();

@@ -12,9 +12,7 @@
 namespace leakwrap::e2e {
 namespace {
 
-long long as_count(std::size_t value) {
-    return static_cast<long long>(value);
-}
+long long as_count(std::size_t value) { return static_cast<long long>(value); }
 
 TEST(ThreadsCrossFree, FreesByOtherThreadsAreChargedToTheAllocatingSite) {
     using namespace ground_truth::threads_cross_free;
@@ -42,9 +40,9 @@ TEST(ThreadSuccession, ThreadsReusingExitedThreadsCachesCountAtTheirOwnSites) {
     Target target({paths::program("thread_succession")}, Environment::profiled());
     target.wait_ready();
     const nlohmann::json report = report_json(target.pid());
-    const Counters each_path{as_count(kThreadsPerPath * kLivePerThread), as_count(kThreadsPerPath * kLivePerThread * kBlockSize),
-                             as_count(kThreadsPerPath * kBlocksPerThread),
-                             as_count(kThreadsPerPath * (kBlocksPerThread - kLivePerThread))};
+    const Counters each_path{
+        as_count(kThreadsPerPath * kLivePerThread), as_count(kThreadsPerPath * kLivePerThread * kBlockSize),
+        as_count(kThreadsPerPath * kBlocksPerThread), as_count(kThreadsPerPath * (kBlocksPerThread - kLivePerThread))};
     for (const char* path : {"left_path", "right_path"}) {
         const SiteMatch match = sites_calling(report, path, 4);
         EXPECT_EQ(match.sites, 1u) << path;
@@ -63,8 +61,9 @@ TEST(ForkLeak, ParentAndChildEachReportTheirOwnBlocks) {
     const nlohmann::json child_report = report_json(child);
 
     EXPECT_EQ(parent_report.at("pid").get<pid_t>(), parent.pid());
-    EXPECT_EQ(sites_calling(parent_report, "parent_site_alloc", 2).counters,
-              (Counters{as_count(kParentBlocks), as_count(kParentBlocks * kParentBlockSize), as_count(kParentBlocks), 0}));
+    EXPECT_EQ(
+        sites_calling(parent_report, "parent_site_alloc", 2).counters,
+        (Counters{as_count(kParentBlocks), as_count(kParentBlocks * kParentBlockSize), as_count(kParentBlocks), 0}));
     EXPECT_EQ(sites_calling(parent_report, "child_site_alloc", 2).sites, 0u);
 
     EXPECT_EQ(child_report.at("pid").get<pid_t>(), child);
@@ -90,8 +89,9 @@ TEST(ForkLeak, AChildMadeByUnderscoreForkCountsNothingInItsParentsSegment) {
     const pid_t child = fork_leak_child_pid(parent.wait_ready());
     ASSERT_NE(child, parent.pid());
     const nlohmann::json report = report_json(parent.pid());
-    EXPECT_EQ(sites_calling(report, "parent_site_alloc", 2).counters,
-              (Counters{as_count(kParentBlocks), as_count(kParentBlocks * kParentBlockSize), as_count(kParentBlocks), 0}));
+    EXPECT_EQ(
+        sites_calling(report, "parent_site_alloc", 2).counters,
+        (Counters{as_count(kParentBlocks), as_count(kParentBlocks * kParentBlockSize), as_count(kParentBlocks), 0}));
     EXPECT_EQ(sites_calling(report, "child_site_alloc", 2).sites, 0u);
     EXPECT_FALSE(segment_exists(child)) << "the child has no segment of its own";
     expect_consistent_totals(report);
@@ -121,24 +121,18 @@ TEST(ForkLeak, ChildrenMergesParentAndChildWithTheSplitPerProcess) {
     const SiteMatch parent_site = sites_calling(tree, "parent_site_alloc", 2);
     ASSERT_EQ(parent_site.sites, 1u) << "the parent's and the child's records share the stack";
     EXPECT_EQ(parent_site.counters.live_blocks, as_count(kParentBlocks + still_inherited));
-    EXPECT_EQ(sites_calling(tree, "child_site_alloc", 2).counters.live_bytes,
-              as_count(kChildBlocks * kChildBlockSize));
+    EXPECT_EQ(sites_calling(tree, "child_site_alloc", 2).counters.live_bytes, as_count(kChildBlocks * kChildBlockSize));
 
-    const auto row = std::find_if(tree.at("sites").begin(), tree.at("sites").end(),
-                                  [](const nlohmann::json& site) {
-                                      const auto& frames = site.at("frames");
-                                      return std::any_of(frames.begin(),
-                                                         frames.begin() + std::min<std::ptrdiff_t>(2, frames.size()),
-                                                         [](const nlohmann::json& frame) {
-                                                             return frame.at("function") == "parent_site_alloc";
-                                                         });
-                                  });
+    const auto row = std::find_if(tree.at("sites").begin(), tree.at("sites").end(), [](const nlohmann::json& site) {
+        const auto& frames = site.at("frames");
+        return std::any_of(frames.begin(), frames.begin() + std::min<std::ptrdiff_t>(2, frames.size()),
+                           [](const nlohmann::json& frame) { return frame.at("function") == "parent_site_alloc"; });
+    });
     ASSERT_NE(row, tree.at("sites").end());
     std::map<pid_t, uint64_t> live_blocks_by_pid;
     for (const nlohmann::json& share : row->at("processes"))
         live_blocks_by_pid[share.at("pid").get<pid_t>()] = share.at("live_blocks").get<uint64_t>();
-    EXPECT_EQ(live_blocks_by_pid, (std::map<pid_t, uint64_t>{{parent.pid(), kParentBlocks},
-                                                              {child, still_inherited}}));
+    EXPECT_EQ(live_blocks_by_pid, (std::map<pid_t, uint64_t>{{parent.pid(), kParentBlocks}, {child, still_inherited}}));
     EXPECT_EQ(parent.release_and_wait(), 0);
 }
 

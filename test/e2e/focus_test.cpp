@@ -64,12 +64,10 @@ protected:
 
 Target* Focus::target_ = nullptr;
 
-const Counters kPlain{as_count(kPlainCount), as_count(kPlainCount * kPlainSize),
-                      as_count(kPlainCount), 0};
-const Counters kStrdup{as_count(kStrdupCount), as_count(kStrdupCount * (kStrdupLength + 1)),
-                       as_count(kStrdupCount), 0};
-const Counters kRegistry{as_count(kRegistryCount), as_count(kRegistryCount * kRegistrySize),
-                         as_count(kRegistryCount), 0};
+const Counters kPlain{as_count(kPlainCount), as_count(kPlainCount* kPlainSize), as_count(kPlainCount), 0};
+const Counters kStrdup{as_count(kStrdupCount), as_count(kStrdupCount*(kStrdupLength + 1)), as_count(kStrdupCount), 0};
+const Counters kRegistry{as_count(kRegistryCount), as_count(kRegistryCount* kRegistrySize), as_count(kRegistryCount),
+                         0};
 
 TEST_F(Focus, FocusKeepsOnlyTheRowsWithAFrameItMatchesAndTheTotalsStayWhole) {
     const nlohmann::json all = json_with({});
@@ -118,8 +116,7 @@ TEST_F(Focus, FocusAppliesBeforeTopInEveryFormat) {
     // The plain row holds less than the template's, so --top 1 without --focus would not show it.
     const std::string text = with({});
     EXPECT_NE(text.find("focus (--focus leak_in_plain): 1 of "), std::string::npos) << text;
-    EXPECT_NE(text.find("#1 site " + std::to_string(plain) + ": " +
-                        std::to_string(kPlainCount * kPlainSize) + " B"),
+    EXPECT_NE(text.find("#1 site " + std::to_string(plain) + ": " + std::to_string(kPlainCount * kPlainSize) + " B"),
               std::string::npos)
         << text;
 
@@ -178,12 +175,9 @@ TEST_F(Focus, TextShortensLongCppNamesAndJsonAndFullNamesKeepThem) {
     EXPECT_NE(text.find(" leak_in_plain_function() at "), std::string::npos) << text;
 
     const std::string full = text_with({"--full-names"});
-    EXPECT_NE(full.find("focus_targets::Registry<std::map<std::__cxx11::basic_string<char"),
-              std::string::npos)
-        << full;
+    EXPECT_NE(full.find("focus_targets::Registry<std::map<std::__cxx11::basic_string<char"), std::string::npos) << full;
     EXPECT_EQ(sites_calling_function_containing(json_with({}),
-                                                "focus_targets::Registry<std::map<std::__cxx11::basic_string<char",
-                                                2)
+                                                "focus_targets::Registry<std::map<std::__cxx11::basic_string<char", 2)
                   .counters,
               kRegistry);
 }
@@ -217,8 +211,8 @@ TEST_F(Focus, SiteShowsOneRowInFullWithEverySizeClassAndFullNames) {
 TEST_F(Focus, WatchKeepsOnlyTheFocusedSitesInItsSeries) {
     const TemporaryDirectory directory;
     const std::string series = directory.path() / "series.jsonl";
-    const Completed watch = run_report({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out",
-                                        series, "--focus", "Registry", "--focus", "strdup"});
+    const Completed watch = run_report({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", series, "--focus",
+                                        "Registry", "--focus", "strdup"});
     ASSERT_EQ(watch.exit_code, 0) << watch.err;
     std::ifstream in(series);
     std::string line;

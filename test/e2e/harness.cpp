@@ -28,12 +28,8 @@ const std::string cxx_compiler = LEAKWRAP_CXX_COMPILER;
 const std::string python3 = LEAKWRAP_PYTHON3;
 const std::string perl = LEAKWRAP_PERL;
 const std::string git = LEAKWRAP_GIT;
-std::string program(std::string_view name) {
-    return std::string(LEAKWRAP_TEST_PROGRAM_DIR) + "/" + std::string(name);
-}
-std::string example(std::string_view name) {
-    return std::string(LEAKWRAP_EXAMPLE_DIR) + "/" + std::string(name);
-}
+std::string program(std::string_view name) { return std::string(LEAKWRAP_TEST_PROGRAM_DIR) + "/" + std::string(name); }
+std::string example(std::string_view name) { return std::string(LEAKWRAP_EXAMPLE_DIR) + "/" + std::string(name); }
 }  // namespace paths
 
 namespace {
@@ -43,9 +39,7 @@ using Clock = std::chrono::steady_clock;
 // Writing the release line to a target that already died must fail the test, not kill it.
 const bool g_sigpipe_ignored = [] { return std::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
 
-[[noreturn]] void throw_errno(const std::string& what) {
-    throw std::runtime_error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void throw_errno(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
 
 struct Pipe {
     int read_end = -1;
@@ -81,16 +75,17 @@ bool read_available(int fd, std::string& into) {
 }
 
 // Starts argv with the given stdin/stdout/stderr (-1: inherit ours) and working directory.
-pid_t spawn(const std::vector<std::string>& argv, const Environment& environment, int stdin_fd,
-            int stdout_fd, int stderr_fd, const std::string& working_directory) {
+pid_t spawn(const std::vector<std::string>& argv, const Environment& environment, int stdin_fd, int stdout_fd,
+            int stderr_fd, const std::string& working_directory) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    if (stdin_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
-    else posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (stdin_fd >= 0)
+        posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
+    else
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
     if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stderr_fd, STDERR_FILENO);
-    if (!working_directory.empty())
-        posix_spawn_file_actions_addchdir_np(&actions, working_directory.c_str());
+    if (!working_directory.empty()) posix_spawn_file_actions_addchdir_np(&actions, working_directory.c_str());
 
     std::vector<char*> argv_pointers;
     for (const auto& argument : argv) argv_pointers.push_back(const_cast<char*>(argument.c_str()));
@@ -101,8 +96,8 @@ pid_t spawn(const std::vector<std::string>& argv, const Environment& environment
     environment_pointers.push_back(nullptr);
 
     pid_t pid = -1;
-    const int error = posix_spawnp(&pid, argv_pointers[0], &actions, nullptr, argv_pointers.data(),
-                                   environment_pointers.data());
+    const int error =
+        posix_spawnp(&pid, argv_pointers[0], &actions, nullptr, argv_pointers.data(), environment_pointers.data());
     posix_spawn_file_actions_destroy(&actions);
     if (error != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(error));
     return pid;
@@ -135,16 +130,13 @@ Environment Environment::bare() {
         const std::string name(text.substr(0, equals));
         // DEBUGINFOD_URLS would have every report ask a server for the debug info of every
         // module without it: slow, and the answers depend on the network.
-        if (name == "LD_PRELOAD" || name.starts_with("LEAKWRAP_") || name == "DEBUGINFOD_URLS")
-            continue;
+        if (name == "LD_PRELOAD" || name.starts_with("LEAKWRAP_") || name == "DEBUGINFOD_URLS") continue;
         environment.variables_[name] = std::string(text.substr(equals + 1));
     }
     return environment;
 }
 
-Environment Environment::profiled() {
-    return bare().set("LD_PRELOAD", paths::preload_library);
-}
+Environment Environment::profiled() { return bare().set("LD_PRELOAD", paths::preload_library); }
 
 Environment& Environment::set(const std::string& name, const std::string& value) {
     variables_[name] = value;
@@ -295,9 +287,7 @@ pid_t fork_leak_child_pid(const std::vector<std::string>& lines_before_ready) {
     throw std::runtime_error("no CHILD line before READY");
 }
 
-std::string segment_path(pid_t pid) {
-    return "/dev/shm/leakwrap." + std::to_string(pid);
-}
+std::string segment_path(pid_t pid) { return "/dev/shm/leakwrap." + std::to_string(pid); }
 
 bool segment_exists(pid_t pid) {
     struct stat info;
@@ -328,8 +318,8 @@ long reader_peak_kib(const std::vector<std::string>& arguments) {
     argv.insert(argv.end(), arguments.begin(), arguments.end());
     const Completed completed = run(argv, Environment::bare());
     if (completed.exit_code != 0)
-        throw std::runtime_error("leakwrap-report failed: exit " + std::to_string(completed.exit_code) +
-                                 ": " + completed.err);
+        throw std::runtime_error("leakwrap-report failed: exit " + std::to_string(completed.exit_code) + ": " +
+                                 completed.err);
     return std::stol(completed.out);
 }
 
@@ -344,8 +334,8 @@ nlohmann::json report_json(pid_t pid, const std::vector<std::string>& more_argum
 }
 
 void PrintTo(const Counters& counters, std::ostream* out) {
-    *out << "{live_blocks " << counters.live_blocks << ", live_bytes " << counters.live_bytes
-         << ", allocs " << counters.allocs << ", frees " << counters.frees << "}";
+    *out << "{live_blocks " << counters.live_blocks << ", live_bytes " << counters.live_bytes << ", allocs "
+         << counters.allocs << ", frees " << counters.frees << "}";
 }
 
 namespace {
@@ -371,17 +361,14 @@ SiteMatch sites_matching(const nlohmann::json& report, std::size_t frames_to_sea
 
 }  // namespace
 
-SiteMatch sites_calling(const nlohmann::json& report, std::string_view function,
-                        std::size_t frames_to_search) {
-    return sites_matching(report, frames_to_search,
-                          [function](std::string_view name) { return name == function; });
+SiteMatch sites_calling(const nlohmann::json& report, std::string_view function, std::size_t frames_to_search) {
+    return sites_matching(report, frames_to_search, [function](std::string_view name) { return name == function; });
 }
 
 SiteMatch sites_calling_function_containing(const nlohmann::json& report, std::string_view fragment,
                                             std::size_t frames_to_search) {
-    return sites_matching(report, frames_to_search, [fragment](std::string_view name) {
-        return name.find(fragment) != std::string_view::npos;
-    });
+    return sites_matching(report, frames_to_search,
+                          [fragment](std::string_view name) { return name.find(fragment) != std::string_view::npos; });
 }
 
 const nlohmann::json* overflow_site(const nlohmann::json& report) {

@@ -84,8 +84,7 @@ public:
 private:
     int wait_for_exit(std::chrono::steady_clock::time_point deadline);
     // The lines before the first one containing `marker`, then that line.
-    std::pair<std::vector<std::string>, std::string> read_until(std::string_view marker,
-                                                                std::chrono::seconds timeout);
+    std::pair<std::vector<std::string>, std::string> read_until(std::string_view marker, std::chrono::seconds timeout);
 
     pid_t pid_ = -1;
     int stdin_fd_ = -1;
@@ -133,8 +132,7 @@ struct SiteMatch {
 };
 
 // The sites with a frame of exactly `function` among their first `frames_to_search` frames.
-SiteMatch sites_calling(const nlohmann::json& report, std::string_view function,
-                        std::size_t frames_to_search);
+SiteMatch sites_calling(const nlohmann::json& report, std::string_view function, std::size_t frames_to_search);
 // Same, for a function whose name contains `fragment` (template instances, say).
 SiteMatch sites_calling_function_containing(const nlohmann::json& report, std::string_view fragment,
                                             std::size_t frames_to_search);

@@ -27,12 +27,9 @@ bool in_program(const nlohmann::json& frame) {
 const nlohmann::json& site_of(const nlohmann::json& report, std::size_t block_size) {
     for (const auto& site : report.at("sites")) {
         const auto& frames = site.at("frames");
-        if (!frames.empty() && in_program(frames[0]) &&
-            site.at("live_bytes") == kRequests * block_size)
-            return site;
+        if (!frames.empty() && in_program(frames[0]) && site.at("live_bytes") == kRequests * block_size) return site;
     }
-    throw std::runtime_error("no site of " + std::to_string(block_size) + "-byte blocks: " +
-                             report.dump(1));
+    throw std::runtime_error("no site of " + std::to_string(block_size) + "-byte blocks: " + report.dump(1));
 }
 
 void expect_frames(const nlohmann::json& site, const ExpectedSite& expected) {
@@ -61,8 +58,8 @@ void expect_frames(const nlohmann::json& site, const ExpectedSite& expected) {
 class InlineFrames : public ::testing::Test {
 protected:
     void SetUp() override {
-        target_ = std::make_unique<Target>(std::vector<std::string>{paths::program("inline_leak")},
-                                           Environment::profiled());
+        target_ =
+            std::make_unique<Target>(std::vector<std::string>{paths::program("inline_leak")}, Environment::profiled());
         target_->wait_ready();
     }
     void TearDown() override { EXPECT_EQ(target_->release_and_wait(), 0); }
@@ -100,8 +97,8 @@ TEST_F(InlineFrames, TextNumbersInlinedFunctionsAsFramesAndMarksThem) {
         for (std::size_t i = 0; i < site.frames.size(); ++i) {
             const auto& frame = site.frames[i];
             lines += "    #" + std::to_string(i) + " 0x[0-9a-f]+ " +
-                     std::regex_replace(frame.function, std::regex(R"([()])"), R"(\$&)") + " at \\S*/inline_leak\\.cpp:" +
-                     std::to_string(frame.line) + " \\(inline_leak\\)" +
+                     std::regex_replace(frame.function, std::regex(R"([()])"), R"(\$&)") +
+                     " at \\S*/inline_leak\\.cpp:" + std::to_string(frame.line) + " \\(inline_leak\\)" +
                      (frame.inlined ? " \\[inlined\\]" : "") + "\n";
         }
         EXPECT_TRUE(std::regex_search(text, std::regex(lines))) << lines << "\nnot in\n" << text;

@@ -19,7 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ground_truth::focus_targets;
 
-
 constexpr std::size_t kStrdupBytes = kStrdupCount * (kStrdupLength + 1);
 
 std::string file_name(const nlohmann::json& path) {
@@ -36,15 +35,12 @@ bool in_glibc(const nlohmann::json& frame) {
 // main, then the program's start, __libc_start_call_main and __libc_start_main among them.
 nlohmann::json strdup_row_frames(const nlohmann::json& report) {
     for (const nlohmann::json& site : report.at("sites"))
-        if (site.at("live_bytes") == kStrdupBytes && site.at("live_blocks") == kStrdupCount)
-            return site.at("frames");
+        if (site.at("live_bytes") == kStrdupBytes && site.at("live_blocks") == kStrdupCount) return site.at("frames");
     throw std::runtime_error("no row holds the strdup leak: " + report.dump(1));
 }
 
 // A frame's line, 0 when it has none.
-long line_of(const nlohmann::json& frame) {
-    return frame.at("line").is_number() ? frame.at("line").get<long>() : 0;
-}
+long line_of(const nlohmann::json& frame) { return frame.at("line").is_number() ? frame.at("line").get<long>() : 0; }
 
 const nlohmann::json& frame_of(const nlohmann::json& frames, const std::string& function) {
     for (const nlohmann::json& frame : frames)
@@ -79,16 +75,15 @@ protected:
     std::optional<fs::path> libc_debug_file(const std::string& libc) const {
         if (!have_objcopy()) return std::nullopt;
         const std::string id = build_id_hex(libc, scratch_.path());
-        const fs::path debug_file =
-            fs::path("/usr/lib/debug/.build-id") / id.substr(0, 2) / (id.substr(2) + ".debug");
+        const fs::path debug_file = fs::path("/usr/lib/debug/.build-id") / id.substr(0, 2) / (id.substr(2) + ".debug");
         return fs::is_regular_file(debug_file) ? std::optional(debug_file) : std::nullopt;
     }
 
     // The stack key that one watch sample of every site keeps for the strdup leak.
     std::string watched_strdup_stack(const std::vector<std::string>& more_arguments) const {
         const fs::path series = scratch_.path() / "series.jsonl";
-        std::vector<std::string> arguments{"watch", pid(), "--count", "1", "--min-bytes", "0",
-                                           "--out", series.string()};
+        std::vector<std::string> arguments{"watch",       pid(), "--count", "1",
+                                           "--min-bytes", "0",   "--out",   series.string()};
         arguments.insert(arguments.end(), more_arguments.begin(), more_arguments.end());
         const Completed watch = run_report(arguments);
         EXPECT_EQ(watch.exit_code, 0) << watch.err;

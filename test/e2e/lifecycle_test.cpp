@@ -64,8 +64,7 @@ TEST(Lifecycle, KilledProcessLeavesASegmentReportedDeadUntilCleaned) {
     // Post mortem there is no RSS: said so, never zeros.
     EXPECT_TRUE(report.at("totals").at("memory").is_null()) << report.at("totals").dump();
     const Completed text = run_report({std::to_string(pid)});
-    EXPECT_NE(text.out.find("memory: no RSS: the process is gone (post mortem)\n"), std::string::npos)
-        << text.out;
+    EXPECT_NE(text.out.find("memory: no RSS: the process is gone (post mortem)\n"), std::string::npos) << text.out;
     EXPECT_EQ(text.out.find("RSS 0"), std::string::npos);
 
     const Completed list = run_report({"--list"});
@@ -105,8 +104,7 @@ TEST(Lifecycle, ProgramExecedInPlaceOfAProfiledShellIsProfiledAtThatPid) {
 TEST(Lifecycle, ChildForkedAndExecedByAProfiledShellIsProfiledInItsOwnSegment) {
     // The child announces its own pid before it execs the program, so CHILD precedes READY. A
     // background job's stdin is /dev/null unless redirected, so it gets ours through fd 3.
-    const std::string script =
-        "exec 3<&0; /bin/sh -c 'echo \"CHILD $$\"; exec \"$0\"' \"$0\" <&3 3<&- & wait $!";
+    const std::string script = "exec 3<&0; /bin/sh -c 'echo \"CHILD $$\"; exec \"$0\"' \"$0\" <&3 3<&- & wait $!";
     Target shell({"/bin/sh", "-c", script, paths::program("alloc_kinds")}, Environment::profiled());
     const std::vector<std::string> lines = shell.wait_ready();
     ASSERT_FALSE(lines.empty());

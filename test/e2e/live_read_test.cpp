@@ -85,7 +85,8 @@ TEST(LiveRead, ABusyProcessIsNeverCalledCorruptAndItsSitesAddUpPostMortem) {
     const nlohmann::json totals = report_json(gone).at("totals");
     std::filesystem::remove(segment_path(gone));
     // A SIGKILL can land between a block's bin and its site: one operation per thread at most.
-    EXPECT_LE(std::llabs(totals.at("sites_live_blocks").get<long long>() - totals.at("live_blocks").get<long long>()), 10)
+    EXPECT_LE(std::llabs(totals.at("sites_live_blocks").get<long long>() - totals.at("live_blocks").get<long long>()),
+              10)
         << totals.dump();
 }
 

@@ -42,9 +42,8 @@ ArenaRun run_fragmented_arenas(const std::vector<std::string>& arguments, Enviro
     for (;;) {
         run.report = report_json(target.pid());
         const auto since_ready = std::chrono::duration<double>(std::chrono::steady_clock::now() - ready).count();
-        const nlohmann::json* allocator = run.report.at("totals").contains("allocator")
-                                              ? &run.report.at("totals").at("allocator")
-                                              : nullptr;
+        const nlohmann::json* allocator =
+            run.report.at("totals").contains("allocator") ? &run.report.at("totals").at("allocator") : nullptr;
         if ((allocator != nullptr && allocator->at("age_seconds").get<double>() < since_ready) || since_ready > 30)
             break;
         std::this_thread::sleep_for(200ms);
@@ -56,9 +55,7 @@ ArenaRun run_fragmented_arenas(const std::vector<std::string>& arguments, Enviro
     return run;
 }
 
-const nlohmann::json& explained(const ArenaRun& run) {
-    return run.report.at("totals").at("memory").at("explained");
-}
+const nlohmann::json& explained(const ArenaRun& run) { return run.report.at("totals").at("memory").at("explained"); }
 
 unsigned long long part(const ArenaRun& run, const char* name) {
     return explained(run).at("parts").at(name).get<unsigned long long>();
@@ -128,8 +125,7 @@ TEST(MemoryParts, FreeMemoryKeptInThreadArenasIsMallocsAndShrinksWithTwoArenas) 
     two_arenas_environment.set("MALLOC_ARENA_MAX", "2");
     const ArenaRun two_arenas = run_fragmented_arenas({}, two_arenas_environment);
     expect_parts_add_up_to_rss(two_arenas);
-    EXPECT_LT(part(two_arenas, "heap_free") * 2, part(own_arenas, "heap_free"))
-        << explained(two_arenas).dump(2);
+    EXPECT_LT(part(two_arenas, "heap_free") * 2, part(own_arenas, "heap_free")) << explained(two_arenas).dump(2);
     EXPECT_LE(explained(two_arenas).at("malloc_heaps").size(), 3u) << explained(two_arenas).dump(2);
     EXPECT_EQ(allocator(two_arenas).at("arenas_total"), 2) << allocator(two_arenas).dump(2);
     EXPECT_LT(figure(allocator(two_arenas), "free_bytes") * 2, figure(glibc, "free_bytes"))
@@ -214,9 +210,9 @@ TEST(MemoryParts, SuspectsSayWhichPartOfRssGrew) {
     const std::filesystem::path go = directory.path() / "go", series = directory.path() / "series.jsonl";
     Target program({paths::program("fragmented_arenas"), "free", go.string()}, Environment::profiled());
     program.wait_ready("WAITING");
-    Target watch({paths::report_tool, "watch", std::to_string(program.pid()), "--interval", "200ms", "--out",
-                  series.string()},
-                 Environment::bare());
+    Target watch(
+        {paths::report_tool, "watch", std::to_string(program.pid()), "--interval", "200ms", "--out", series.string()},
+        Environment::bare());
     watch.wait_ready("sample 2:");
     std::ofstream(go).put('\n');
     program.wait_ready("READY", 90s);

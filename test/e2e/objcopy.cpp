@@ -21,8 +21,7 @@ void objcopy(const std::vector<std::string>& arguments) {
 // The .note.gnu.build-id section is a 12-byte note header, "GNU\0", then the id.
 std::string build_id_hex(const std::filesystem::path& elf, const std::filesystem::path& scratch) {
     const std::filesystem::path note = scratch / "build-id.note";
-    objcopy({"--dump-section", ".note.gnu.build-id=" + note.string(), elf.string(),
-             (scratch / "unused").string()});
+    objcopy({"--dump-section", ".note.gnu.build-id=" + note.string(), elf.string(), (scratch / "unused").string()});
     std::ifstream in(note, std::ios::binary);
     const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     if (bytes.size() <= 16) throw std::runtime_error("no build-id in " + elf.string());

@@ -62,9 +62,9 @@ TEST(ManySites, FullTableFoldsNewStacksIntoTheOverflowSiteWithExactTotals) {
 
     EXPECT_LE(ordinary_sites(full), kSmallTable - 88) << "slots 0..87 are the overflow sites";
     const SiteMatch placed = sites_calling_function_containing(full, kLeakerName, 1);
-    EXPECT_EQ(placed.counters, (Counters{static_cast<long long>(placed.sites),
-                                         static_cast<long long>(placed.sites * kBlockSize),
-                                         static_cast<long long>(placed.sites), 0}));
+    EXPECT_EQ(placed.counters,
+              (Counters{static_cast<long long>(placed.sites), static_cast<long long>(placed.sites * kBlockSize),
+                        static_cast<long long>(placed.sites), 0}));
     // Every distinct stack that had a site of its own in the roomy run but not here was folded.
     EXPECT_EQ(full.at("totals").at("lost_sites").get<std::size_t>(), ordinary_sites(roomy) - ordinary_sites(full));
     const auto folded = static_cast<long long>(kSites - placed.sites);
@@ -91,9 +91,8 @@ TEST(ManySites, ALateLeakIsFoundByItsInnermostFramesInANearlyFullTable) {
         if (!site.at("reduced").get<bool>()) continue;
         const auto& frames = site.at("frames");
         // Three recorded addresses; a libc one may stand for more frames, its inlined functions.
-        const auto addresses = std::count_if(frames.begin(), frames.end(), [](const auto& frame) {
-            return !frame.value("inlined", false);
-        });
+        const auto addresses = std::count_if(frames.begin(), frames.end(),
+                                             [](const auto& frame) { return !frame.value("inlined", false); });
         ASSERT_EQ(addresses, 3) << site.dump();
         if (frames[0].at("function") != "leak_leaf()") continue;
         EXPECT_EQ(frames[1].at("function"), "handle()");

@@ -51,8 +51,8 @@ TEST(ReaderErrors, AnotherUsersSegmentNamesTheOwnerAndWhatToDo) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to run the reader as another user";
     Target target({paths::program("alloc_kinds")}, Environment::profiled());
     target.wait_ready();
-    const Completed report = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                                  "--clear-groups", paths::report_tool, std::to_string(target.pid())},
+    const Completed report = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                  paths::report_tool, std::to_string(target.pid())},
                                  Environment::bare());
     expect_one_line_error(report, 1);
     EXPECT_NE(report.err.find("belongs to root (uid 0); run leakwrap-report as that user (sudo -u "

@@ -16,25 +16,21 @@
 namespace leakwrap::e2e {
 namespace {
 
-// kReaderBaseKiB (harness.h) is what the reader needs whatever the segment: its own code and libraries (libdw, libc, the C++
-// runtime linked in, ...: 4.0-4.4 MiB resident for `leakwrap-report --version`), the symbol
-// tables of the modules it symbolizes, the allocator's arenas and the output's buffers. Twice the
-// segment holds the rest: the parse gives the copy back as it goes, and the sites and stacks it
-// makes are about 1.3 times what they were made of.
-// Four things are not in it. glibc's DWARF, unless --libc-lines asks for it: libdw inflates its
-// compressed sections whole, 16 MiB more. elfutils' debuginfod client, which it loaded with
-// libcurl and its TLS and Kerberos libraries (4 MiB) even with no server named; the reader asks it
-// only when DEBUGINFOD_URLS names one. libprotobuf (1.8 MiB), which pprof no longer needs. And
-// cpp-httplib with OpenSSL and brotli (4 MiB in every command), since serve has its own server.
-// On many_stacks (a 6.0 MiB segment, so a bound of 17.1 MiB) the text report takes 9.6 MiB,
-// JSON of every row 9.5, folded 9.6, pprof 9.7, a watch sample 9.6, one of every site 9.9, and
-// `diff` of two of those 15.4; before native frames were kept as 4-byte indexes into a table of
-// distinct addresses, 11.8, 12.5, 12.3, 12.7, 12.2, 13.2 and 15.5 (with sites of 48 bytes, not
-// 32: 12.8, 13.3, 13.1, 13.7, 12.6, 13.9 and 15.9). The base was 6 MiB until the parse checked
-// its stacks through bit sets and gave the stack table back as it read it (16.5-16.7 MiB then);
-// with the shared C++ runtime they took 17.4-17.6, 25.0-25.3 with those libraries, and before
-// the reader's stacks, rows and samples were made compact the reports took 45.7-46.2 MiB, pprof
-// 62.2 and a watch sample of every site 113.9.
+// kReaderBaseKiB (harness.h) is what the reader needs whatever the segment: its own code and libraries (libdw, libc,
+// the C++ runtime linked in, ...: 4.0-4.4 MiB resident for `leakwrap-report --version`), the symbol tables of the
+// modules it symbolizes, the allocator's arenas and the output's buffers. Twice the segment holds the rest: the parse
+// gives the copy back as it goes, and the sites and stacks it makes are about 1.3 times what they were made of. Four
+// things are not in it. glibc's DWARF, unless --libc-lines asks for it: libdw inflates its compressed sections whole,
+// 16 MiB more. elfutils' debuginfod client, which it loaded with libcurl and its TLS and Kerberos libraries (4 MiB)
+// even with no server named; the reader asks it only when DEBUGINFOD_URLS names one. libprotobuf (1.8 MiB), which pprof
+// no longer needs. And cpp-httplib with OpenSSL and brotli (4 MiB in every command), since serve has its own server. On
+// many_stacks (a 6.0 MiB segment, so a bound of 17.1 MiB) the text report takes 9.6 MiB, JSON of every row 9.5,
+// folded 9.6, pprof 9.7, a watch sample 9.6, one of every site 9.9, and `diff` of two of those 15.4; before native
+// frames were kept as 4-byte indexes into a table of distinct addresses, 11.8, 12.5, 12.3, 12.7, 12.2, 13.2 and 15.5
+// (with sites of 48 bytes, not 32: 12.8, 13.3, 13.1, 13.7, 12.6, 13.9 and 15.9). The base was 6 MiB until the parse
+// checked its stacks through bit sets and gave the stack table back as it read it (16.5-16.7 MiB then); with the shared
+// C++ runtime they took 17.4-17.6, 25.0-25.3 with those libraries, and before the reader's stacks, rows and samples
+// were made compact the reports took 45.7-46.2 MiB, pprof 62.2 and a watch sample of every site 113.9.
 
 class ReaderMemory : public ::testing::Test {
 protected:
@@ -56,15 +52,14 @@ protected:
 
     // The bound, with what was measured, for the failure message.
     void expect_within_bound(const char* command, long peak_kib) const {
-        EXPECT_LE(peak_kib, bound_kib_)
-            << command << ": peak RSS " << peak_kib << " KiB for " << sites_
-            << " sites; the segment is " << segment_kib_ << " KiB resident, the bound 2 x "
-            << segment_kib_ << " + " << kReaderBaseKiB << " KiB";
+        EXPECT_LE(peak_kib, bound_kib_) << command << ": peak RSS " << peak_kib << " KiB for " << sites_
+                                        << " sites; the segment is " << segment_kib_ << " KiB resident, the bound 2 x "
+                                        << segment_kib_ << " + " << kReaderBaseKiB << " KiB";
     }
 
-    Target target_{{paths::program("many_stacks")},
-                   Environment::profiled().set(
-                       "LEAKWRAP_DEPTH", std::to_string(ground_truth::many_stacks::kLevels + 2))};
+    Target target_{
+        {paths::program("many_stacks")},
+        Environment::profiled().set("LEAKWRAP_DEPTH", std::to_string(ground_truth::many_stacks::kLevels + 2))};
     std::size_t sites_ = 0;
     long segment_kib_ = 0;
     long bound_kib_ = 0;
@@ -77,16 +72,14 @@ TEST_F(ReaderMemory, IsBoundedByTwiceTheSegmentInEveryCommand) {
     ASSERT_GE(segment_kib_, 4 * 1024) << "a segment too small to tell per-site costs from the base";
 
     expect_within_bound("text report", reader_peak_kib({pid()}));
-    expect_within_bound("--format json --top 0",
-                        reader_peak_kib({pid(), "--format", "json", "--top", "0"}));
+    expect_within_bound("--format json --top 0", reader_peak_kib({pid(), "--format", "json", "--top", "0"}));
     expect_within_bound("--format folded", reader_peak_kib({pid(), "--format", "folded"}));
-    expect_within_bound("--format pprof",
-                        reader_peak_kib({pid(), "--format", "pprof", "-o", file("p.pb.gz")}));
+    expect_within_bound("--format pprof", reader_peak_kib({pid(), "--format", "pprof", "-o", file("p.pb.gz")}));
     expect_within_bound("one watch sample",
                         reader_peak_kib({"watch", pid(), "--count", "1", "--out", file("w.jsonl")}));
-    expect_within_bound("one watch sample of every site",
-                        reader_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0",
-                                         "--out", file("a.jsonl")}));
+    expect_within_bound(
+        "one watch sample of every site",
+        reader_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", file("a.jsonl")}));
     reader_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", file("b.jsonl")});
     expect_within_bound("diff of two series lines of every site",
                         reader_peak_kib({"diff", file("a.jsonl"), file("b.jsonl")}));
@@ -106,12 +99,10 @@ TEST_F(ReaderMemory, WatchHoldsOneSampleAtATime) {
         std::sort(peaks.begin(), peaks.end());
         return peaks[1];
     };
-    const long one =
-        median_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", file("one.jsonl")});
-    const long three = median_peak_kib({"watch", pid(), "--count", "3", "--interval", "50ms",
-                                        "--min-bytes", "0", "--out", file("three.jsonl")});
-    EXPECT_LE(three, one + 2048) << "one sample: " << one << " KiB; the segment is " << segment_kib_
-                                 << " KiB resident";
+    const long one = median_peak_kib({"watch", pid(), "--count", "1", "--min-bytes", "0", "--out", file("one.jsonl")});
+    const long three = median_peak_kib(
+        {"watch", pid(), "--count", "3", "--interval", "50ms", "--min-bytes", "0", "--out", file("three.jsonl")});
+    EXPECT_LE(three, one + 2048) << "one sample: " << one << " KiB; the segment is " << segment_kib_ << " KiB resident";
     expect_within_bound("three watch samples of every site", three);
 }
 

@@ -100,8 +100,7 @@ TEST(ReplacedModule, FifoWhereASeparateDebugFileCouldBeIsPassedOver) {
     ASSERT_FALSE(rows.innermost_frames.empty());
     for (const auto& frame : rows.innermost_frames) {
         EXPECT_EQ(frame.at("function"), "plugin_describe") << frame;
-        EXPECT_TRUE(frame.at("file").is_string() &&
-                    frame.at("file").get<std::string>().ends_with("torture_plugin.cpp"))
+        EXPECT_TRUE(frame.at("file").is_string() && frame.at("file").get<std::string>().ends_with("torture_plugin.cpp"))
             << frame;
     }
     EXPECT_EQ(target.release_and_wait(), 0);

@@ -23,8 +23,7 @@ Completed run_in_fresh_directory(const std::vector<std::string>& argv, Environme
     return run(argv, environment, directory.path().string(), 120s);
 }
 
-void expect_same_behaviour_under_preload(const std::vector<std::string>& argv,
-                                         Prepare prepare = nothing_to_prepare,
+void expect_same_behaviour_under_preload(const std::vector<std::string>& argv, Prepare prepare = nothing_to_prepare,
                                          const std::map<std::string, std::string>& variables = {}) {
     Environment bare = Environment::bare();
     Environment profiled = Environment::profiled();

@@ -20,7 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ground_truth::inline_leak;
 
-
 // The program's debug info in `debug_file`, and a copy of the program at `program` without it
 // and without its symbol table; with a .gnu_debuglink naming the debug file if asked.
 void split_debug_info(const fs::path& program, const fs::path& debug_file, bool link) {
@@ -37,9 +36,8 @@ void split_debug_info(const fs::path& program, const fs::path& debug_file, bool 
 nlohmann::json report_of(const fs::path& program, const Environment& environment) {
     Target target({program.string()}, Environment::profiled());
     target.wait_ready();
-    const Completed report = run({paths::report_tool, std::to_string(target.pid()), "--format", "json",
-                                  "--top", "0"},
-                                 environment, {}, 60s);
+    const Completed report =
+        run({paths::report_tool, std::to_string(target.pid()), "--format", "json", "--top", "0"}, environment, {}, 60s);
     EXPECT_EQ(target.release_and_wait(), 0);
     if (report.exit_code != 0) throw std::runtime_error("leakwrap-report failed: " + report.err);
     return nlohmann::json::parse(report.out);
@@ -98,8 +96,7 @@ TEST(SeparateDebugInfo, FoundThroughTheGnuDebuglinkBesideTheProgram) {
 class DebuginfodServer {
 public:
     explicit DebuginfodServer(const fs::path& root)
-        : server_({paths::python3, "-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
-                   root.string(), "0"},
+        : server_({paths::python3, "-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory", root.string(), "0"},
                   Environment::bare()) {
         const std::string line = server_.wait_for_line("Serving HTTP");
         std::smatch port;
@@ -133,8 +130,7 @@ TEST(SeparateDebugInfo, FetchedByBuildIdFromDebuginfodOnlyWhenDebuginfodUrlsIsSe
         return Environment::bare().set("DEBUGINFOD_CACHE_PATH", (directory.path() / cache).string());
     };
     expect_unsymbolized(report_of(program, environment("cache-unset")), program);
-    expect_symbolized(report_of(program, environment("cache-set").set("DEBUGINFOD_URLS", server.url())),
-                      program);
+    expect_symbolized(report_of(program, environment("cache-set").set("DEBUGINFOD_URLS", server.url())), program);
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ TEST(StrippedNonPieExecutable, FramesAreNamedOnlyAfterDefinedFunctionsThatHoldTh
             }
         }
         const auto& frames = site.at("frames");
-        if (frames.empty() || !in_program(frames[0]) || site.at("alloc_bytes") != kBlockSize * site.at("allocs").get<std::size_t>())
+        if (frames.empty() || !in_program(frames[0]) ||
+            site.at("alloc_bytes") != kBlockSize * site.at("allocs").get<std::size_t>())
             continue;
         // The innermost frame is the caller of malloc: leak_block (called from as many sites in
         // main as the compiler unrolls), or exported_last.

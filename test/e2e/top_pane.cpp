@@ -25,14 +25,13 @@ TmuxPane::TmuxPane(const std::vector<std::string>& top_arguments)
     for (const std::string& argument : top_arguments) command += " " + argument;
     // After top: its exit status, then whether the line discipline is back to canonical mode
     // with echo (top turns both off), then a shell that keeps the pane open.
-    command += "; echo \"top exited $?\"; echo \"stty: $(stty -a | tr -s ' ;' '\\n\\n' | "
-               "grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ')\"; exec sleep 600";
+    command +=
+        "; echo \"top exited $?\"; echo \"stty: $(stty -a | tr -s ' ;' '\\n\\n' | "
+        "grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ')\"; exec sleep 600";
     tmux({"-f", "/dev/null", "new-session", "-d", "-x", "150", "-y", "40", "-s", "top", command});
 }
 
-TmuxPane::~TmuxPane() {
-    run({paths::tmux, "-S", socket_, "kill-server"}, Environment::bare());
-}
+TmuxPane::~TmuxPane() { run({paths::tmux, "-S", socket_, "kill-server"}, Environment::bare()); }
 
 std::string TmuxPane::screen() { return tmux({"capture-pane", "-p", "-t", "top"}); }
 
@@ -44,8 +43,7 @@ std::string TmuxPane::pane_format(const std::string& format) {
     return value;
 }
 
-std::string TmuxPane::wait_for(const std::function<bool(const std::string&)>& ready,
-                               const std::string& what) {
+std::string TmuxPane::wait_for(const std::function<bool(const std::string&)>& ready, const std::string& what) {
     const auto deadline = std::chrono::steady_clock::now() + kScreenTimeout;
     std::string last;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -84,8 +82,7 @@ void TmuxPane::expect_exit_and_terminal_restored(int status) {
 std::string TmuxPane::tmux(std::vector<std::string> arguments) {
     arguments.insert(arguments.begin(), {paths::tmux, "-S", socket_});
     const Completed result = run(arguments, Environment::bare().set("TMUX", ""));
-    if (result.exit_code != 0)
-        throw std::runtime_error("tmux " + arguments[3] + " failed: " + result.err);
+    if (result.exit_code != 0) throw std::runtime_error("tmux " + arguments[3] + " failed: " + result.err);
     return result.out;
 }
 
@@ -98,16 +95,15 @@ std::string shown_bytes(std::size_t bytes) {
     return text;
 }
 
-bool table_row_shows(const std::string& screen, const std::string& label, std::size_t live,
-                     std::size_t blocks, std::size_t growth) {
+bool table_row_shows(const std::string& screen, const std::string& label, std::size_t live, std::size_t blocks,
+                     std::size_t growth) {
     // A size is a number and its unit: "89.1 KiB", "+0 B".
     static const std::regex row(R"(^ *[0-9]+ +(\S+ \S+) +([0-9]+) +\+(\S+ \S+)  (.*)$)");
     std::istringstream lines(screen);
     for (std::string line; std::getline(lines, line);) {
         std::smatch cells;
-        if (std::regex_match(line, cells, row) && cells[4].str().starts_with(label) &&
-            cells[1] == shown_bytes(live) && cells[2] == std::to_string(blocks) &&
-            cells[3] == shown_bytes(growth))
+        if (std::regex_match(line, cells, row) && cells[4].str().starts_with(label) && cells[1] == shown_bytes(live) &&
+            cells[2] == std::to_string(blocks) && cells[3] == shown_bytes(growth))
             return true;
     }
     return false;

@@ -55,7 +55,7 @@ std::string shown_bytes(std::size_t bytes);
 
 // Whether a row of the table (columns ID LIVE BLOCKS GROWTH and the label) whose label starts
 // with `label` shows these live bytes, live blocks and (not negative) growth.
-bool table_row_shows(const std::string& screen, const std::string& label, std::size_t live,
-                     std::size_t blocks, std::size_t growth);
+bool table_row_shows(const std::string& screen, const std::string& label, std::size_t live, std::size_t blocks,
+                     std::size_t growth);
 
 }  // namespace leakwrap::e2e

@@ -33,9 +33,8 @@ protected:
         if (paths::tmux.empty())
             GTEST_SKIP() << "tmux is not installed, so top cannot be driven in a terminal "
                             "(scripts/setup.sh installs it)";
-        target_ = std::make_unique<Target>(
-            std::vector<std::string>{paths::program("steady_leak"), kOneTickPeriodMs},
-            Environment::profiled());
+        target_ = std::make_unique<Target>(std::vector<std::string>{paths::program("steady_leak"), kOneTickPeriodMs},
+                                           Environment::profiled());
         target_->wait_ready();
     }
     void TearDown() override {
@@ -44,9 +43,7 @@ protected:
         }
     }
 
-    std::vector<std::string> top_of_target() const {
-        return {std::to_string(target_->pid()), "--interval", "200ms"};
-    }
+    std::vector<std::string> top_of_target() const { return {std::to_string(target_->pid()), "--interval", "200ms"}; }
 
     std::unique_ptr<Target> target_;
 };
@@ -54,8 +51,8 @@ protected:
 TEST_F(Top, ShowsTheLeakWithTotalsAndRssAndResortsByGrowthOnAKey) {
     TmuxPane pane(top_of_target());
     // Before the tick only main's stdout buffer is there; growth counts from this first sample.
-    std::string screen = pane.wait_for(
-        [](const std::string& s) { return row_line(s, "main") != std::string::npos; }, "main's row");
+    std::string screen =
+        pane.wait_for([](const std::string& s) { return row_line(s, "main") != std::string::npos; }, "main's row");
     EXPECT_NE(screen.find("leakwrap-report top  pid " + std::to_string(target_->pid())), std::string::npos) << screen;
     EXPECT_NE(screen.find("sorted by live bytes"), std::string::npos) << screen;
     EXPECT_NE(screen.find("\nRSS "), std::string::npos) << screen;
@@ -66,7 +63,9 @@ TEST_F(Top, ShowsTheLeakWithTotalsAndRssAndResortsByGrowthOnAKey) {
     const std::size_t leaked = kLeaksPerTick * kLeakSize;
     const std::size_t cached = kCacheInsertsPerTick * kCacheEntrySize;
     screen = pane.wait_for(
-        [&](const std::string& s) { return table_row_shows(s, site("leak_steadily()"), leaked, kLeaksPerTick, leaked); },
+        [&](const std::string& s) {
+            return table_row_shows(s, site("leak_steadily()"), leaked, kLeaksPerTick, leaked);
+        },
         "the leak's row after one tick");
     EXPECT_TRUE(table_row_shows(screen, site("fill_bounded_cache()"), cached, kCacheInsertsPerTick, cached)) << screen;
     EXPECT_NE(screen.find("+" + shown_bytes(leaked + cached) + " since the view started"), std::string::npos) << screen;

@@ -53,8 +53,7 @@ Help parse_help(const std::string& text) {
             help.options.push_back(option);
         }
         // A description may run over several lines; the default is in its last one.
-        if (!help.options.empty() && section != "Subcommands:" &&
-            std::regex_search(line, match, default_value))
+        if (!help.options.empty() && section != "Subcommands:" && std::regex_search(line, match, default_value))
             help.options.back().default_value = match[1];
     }
     return help;
@@ -78,8 +77,7 @@ ManPage parse_man_page(const std::string& roff) {
         } else if (entry != nullptr && tag_next) {
             static const std::regex word(R"([^\s,|]+)");
             const std::string tag = line.starts_with(".") ? line.substr(line.find(' ') + 1) : line;
-            for (auto it = std::sregex_iterator(tag.begin(), tag.end(), word);
-                 it != std::sregex_iterator(); ++it)
+            for (auto it = std::sregex_iterator(tag.begin(), tag.end(), word); it != std::sregex_iterator(); ++it)
                 entry->tag_words.insert(it->str());
             tag_next = false;
         } else if (entry != nullptr) {

@@ -43,8 +43,7 @@ unsigned long long sum_of(const std::vector<FoldedLine>& lines) {
 }
 
 // The lines whose innermost frame is `function`.
-std::vector<FoldedLine> lines_allocating_in(const std::vector<FoldedLine>& lines,
-                                            const std::string& function) {
+std::vector<FoldedLine> lines_allocating_in(const std::vector<FoldedLine>& lines, const std::string& function) {
     std::vector<FoldedLine> matching;
     for (const auto& line : lines)
         if (!line.frames.empty() && line.frames.back() == function) matching.push_back(line);

@@ -29,8 +29,8 @@ e2e::Completed go_pprof(const std::vector<std::string>& options, const std::stri
 }
 
 bool wants_network(const e2e::Completed& pprof) {
-    return pprof.exit_code != 0 && (pprof.err.find("dial tcp") != std::string::npos ||
-                                    pprof.err.find("GOPROXY") != std::string::npos);
+    return pprof.exit_code != 0 &&
+           (pprof.err.find("dial tcp") != std::string::npos || pprof.err.find("GOPROXY") != std::string::npos);
 }
 
 PprofTop parse_pprof_top(const std::string& output) {

@@ -20,8 +20,7 @@ std::string help_of(const std::vector<std::string>& argv) {
 
 // Every option of `help` has an entry in `section` of the page, saying its default; but for
 // -h, --help where `help_said_once` (the page says once that every subcommand takes it).
-void expect_documented(const Help& help, const ManPage& page, const std::string& section,
-                       bool help_said_once = false) {
+void expect_documented(const Help& help, const ManPage& page, const std::string& section, bool help_said_once = false) {
     ASSERT_FALSE(help.options.empty()) << "no options parsed from --help";
     for (const HelpOption& option : help.options) {
         for (const std::string& name : option.names) {
@@ -55,8 +54,7 @@ TEST_F(ManPages, ReportPageHasEveryOptionOfEveryCommandWithItsDefault) {
     for (const std::string& subcommand : help.subcommands) {
         SCOPED_TRACE("subcommand " + subcommand);
         ASSERT_TRUE(page.contains(subcommand)) << "no .SS " << subcommand;
-        expect_documented(parse_help(help_of({report, subcommand, "--help"})), page, subcommand,
-                          true);
+        expect_documented(parse_help(help_of({report, subcommand, "--help"})), page, subcommand, true);
     }
 }
 
@@ -102,16 +100,18 @@ TEST_F(ManPages, ReportPageAgreesWithTheDocsOptionsTable) {
         // | `--sort live\|allocs\|bytes` | `live` | meaning |: cells split at unescaped bars.
         std::vector<std::string> cells(1);
         for (std::size_t i = 1; i < line.size(); ++i) {
-            if (line[i] == '|' && line[i - 1] != '\\') cells.emplace_back();
-            else cells.back() += line[i];
+            if (line[i] == '|' && line[i - 1] != '\\')
+                cells.emplace_back();
+            else
+                cells.back() += line[i];
         }
         ASSERT_GE(cells.size(), 3u) << line;
         const std::string names = cells[0];
         std::string default_value = cells[1];
         std::erase(default_value, '`');
         std::erase(default_value, ' ');
-        for (auto it = std::sregex_iterator(names.begin(), names.end(), option_name);
-             it != std::sregex_iterator(); ++it) {
+        for (auto it = std::sregex_iterator(names.begin(), names.end(), option_name); it != std::sregex_iterator();
+             ++it) {
             ++options;
             const std::string name = (*it)[1];
             const ManEntry* entry = find_entry(page, "OPTIONS", name);
@@ -127,12 +127,12 @@ TEST_F(ManPages, ReportPageAgreesWithTheDocsOptionsTable) {
 
 TEST_F(ManPages, BashCompletionCompletesFormatsFromTheInstalledHelp) {
     const std::string script = installed.data("bash-completion/completions/leakwrap-report");
-    const e2e::Completed completion = e2e::run(
-        {LEAKWRAP_BASH, "-c",
-         "source \"$0\" && COMP_WORDS=(\"$1\" --format p) && COMP_CWORD=2 && _leakwrap_report && "
-         "echo \"${COMPREPLY[*]}\"",
-         script, installed.bin("leakwrap-report")},
-        e2e::Environment::bare());
+    const e2e::Completed completion =
+        e2e::run({LEAKWRAP_BASH, "-c",
+                  "source \"$0\" && COMP_WORDS=(\"$1\" --format p) && COMP_CWORD=2 && _leakwrap_report && "
+                  "echo \"${COMPREPLY[*]}\"",
+                  script, installed.bin("leakwrap-report")},
+                 e2e::Environment::bare());
     ASSERT_EQ(completion.exit_code, 0) << completion.err;
     EXPECT_EQ(completion.out, "prometheus pprof\n");
 }

@@ -24,10 +24,9 @@ TEST(OpenMetrics, WatchKeepsAFileForTheTextfileCollector) {
     target.wait_ready();
     const std::string pid = std::to_string(target.pid());
     const auto totals = e2e::report_json(target.pid()).at("totals");
-    const e2e::Completed watch = e2e::run_report(
-        {"watch", "--interval", "100ms", "--count", "3", "--out",
-         (directory.path() / "series.jsonl").string(), "--openmetrics-dir",
-         directory.path().string(), pid});
+    const e2e::Completed watch = e2e::run_report({"watch", "--interval", "100ms", "--count", "3", "--out",
+                                                  (directory.path() / "series.jsonl").string(), "--openmetrics-dir",
+                                                  directory.path().string(), pid});
     EXPECT_EQ(target.release_and_wait(), 0);
     ASSERT_EQ(watch.exit_code, 0) << watch.err;
 
@@ -45,9 +44,7 @@ TEST(OpenMetrics, WatchKeepsAFileForTheTextfileCollector) {
     }
     const Exposition exposition = parse_prometheus_text(text);
     const auto live = std::find_if(exposition.samples.begin(), exposition.samples.end(),
-                                   [](const MetricSample& sample) {
-                                       return sample.name == "leakwrap_live_bytes";
-                                   });
+                                   [](const MetricSample& sample) { return sample.name == "leakwrap_live_bytes"; });
     ASSERT_NE(live, exposition.samples.end());
     EXPECT_EQ(live->value, totals.at("live_bytes").get<double>());
 }
@@ -76,10 +73,9 @@ TEST(OpenMetrics, WatchNeverWritesThroughALinkPlantedInTheDirectory) {
         std::ofstream(victim) << precious;
         std::filesystem::create_symlink(victim, directory.path() / name);
     }
-    const e2e::Completed watch = e2e::run_report(
-        {"watch", "--interval", "100ms", "--count", "2", "--out",
-         (elsewhere.path() / "series.jsonl").string(), "--openmetrics-dir",
-         directory.path().string(), pid});
+    const e2e::Completed watch = e2e::run_report({"watch", "--interval", "100ms", "--count", "2", "--out",
+                                                  (elsewhere.path() / "series.jsonl").string(), "--openmetrics-dir",
+                                                  directory.path().string(), pid});
     EXPECT_EQ(target.release_and_wait(), 0);
     ASSERT_EQ(watch.exit_code, 0) << watch.err;
 
@@ -87,8 +83,7 @@ TEST(OpenMetrics, WatchNeverWritesThroughALinkPlantedInTheDirectory) {
         const auto victim = elsewhere.path() / ("victim-of-" + name);
         EXPECT_TRUE(read_file(victim.string()) == precious) << victim << " written through " << name;
     }
-    EXPECT_EQ(names_in(directory.path()), (std::vector<std::string>{old_temporary, prom}))
-        << "a temporary file left";
+    EXPECT_EQ(names_in(directory.path()), (std::vector<std::string>{old_temporary, prom})) << "a temporary file left";
     EXPECT_EQ(std::filesystem::read_symlink(directory.path() / old_temporary),
               elsewhere.path() / ("victim-of-" + old_temporary));
     // The link at the final name was replaced by the file, readable like any file made with the

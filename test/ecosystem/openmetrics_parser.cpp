@@ -10,8 +10,8 @@ namespace {
 
 const std::regex kMetricName("[a-zA-Z_:][a-zA-Z0-9_:]*");
 const std::regex kLabelName("[a-zA-Z_][a-zA-Z0-9_]*");
-const std::set<std::string> kTypes = {"counter", "gauge",        "histogram", "gaugehistogram",
-                                      "stateset", "info", "summary", "unknown"};
+const std::set<std::string> kTypes = {"counter",  "gauge", "histogram", "gaugehistogram",
+                                      "stateset", "info",  "summary",   "unknown"};
 
 [[noreturn]] void fail(std::size_t line_number, const std::string& line, const std::string& why) {
     throw OpenMetricsError("line " + std::to_string(line_number) + " \"" + line + "\": " + why);
@@ -48,8 +48,7 @@ double number_value(const std::string& text, std::size_t number, const std::stri
 }
 
 // The sample name a family of this type may expose. Prometheus text names a family as its samples.
-bool sample_name_fits(const std::string& sample, const std::string& family, const std::string& type,
-                      bool openmetrics) {
+bool sample_name_fits(const std::string& sample, const std::string& family, const std::string& type, bool openmetrics) {
     if (!openmetrics) return sample == family;
     if (type == "counter") return sample == family + "_total" || sample == family + "_created";
     if (type == "info") return sample == family + "_info";
@@ -58,8 +57,7 @@ bool sample_name_fits(const std::string& sample, const std::string& family, cons
 }
 
 Exposition parse_exposition(const std::string& text, bool openmetrics) {
-    if (openmetrics && !text.ends_with("# EOF\n"))
-        throw OpenMetricsError("does not end with \"# EOF\\n\"");
+    if (openmetrics && !text.ends_with("# EOF\n")) throw OpenMetricsError("does not end with \"# EOF\\n\"");
     if (!openmetrics && !text.ends_with("\n")) throw OpenMetricsError("does not end with a line break");
     Exposition exposition;
     std::string family;  // declared last
@@ -76,8 +74,9 @@ Exposition parse_exposition(const std::string& text, bool openmetrics) {
             std::getline(words, rest);
             if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
             if (hash != "#" || (kind != "TYPE" && kind != "HELP" && (kind != "UNIT" || !openmetrics)))
-                fail(number, line, openmetrics ? "only TYPE, UNIT and HELP lines may start with #"
-                                               : "only HELP and TYPE lines may start with #");
+                fail(number, line,
+                     openmetrics ? "only TYPE, UNIT and HELP lines may start with #"
+                                 : "only HELP and TYPE lines may start with #");
             if (!std::regex_match(name, kMetricName)) fail(number, line, "invalid metric name");
             // OpenMetrics opens a family with its TYPE line; Prometheus text with either line.
             if (openmetrics ? kind == "TYPE" : name != family) {
@@ -110,8 +109,7 @@ Exposition parse_exposition(const std::string& text, bool openmetrics) {
         while (at < line.size() && line[at] != '{' && line[at] != ' ') ++at;
         sample.name = line.substr(0, at);
         if (!std::regex_match(sample.name, kMetricName)) fail(number, line, "invalid metric name");
-        if (family.empty() ||
-            !sample_name_fits(sample.name, family, exposition.families[family].type, openmetrics))
+        if (family.empty() || !sample_name_fits(sample.name, family, exposition.families[family].type, openmetrics))
             fail(number, line, "sample outside the family declared last (" + family + ")");
         if (at < line.size() && line[at] == '{') {
             ++at;

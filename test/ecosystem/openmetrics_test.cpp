@@ -80,11 +80,9 @@ TEST(OpenMetrics, BinsAddUpToTheLiveTotalAndHoldTheLeakInItsClass) {
     const Profiled profiled = profile_alloc_kinds();
     const auto bins = samples_named(profiled.top_rows, "leakwrap_bin_live_bytes");
     EXPECT_EQ(sum_of(bins), profiled.totals.at("live_bytes").get<double>());
-    const std::string leak_class =
-        std::to_string(layout::size_class_limit(layout::size_class_of(kMallocSize)));
-    const auto in_class = std::find_if(bins.begin(), bins.end(), [&](const MetricSample& bin) {
-        return bin.labels.at("class_limit") == leak_class;
-    });
+    const std::string leak_class = std::to_string(layout::size_class_limit(layout::size_class_of(kMallocSize)));
+    const auto in_class = std::find_if(
+        bins.begin(), bins.end(), [&](const MetricSample& bin) { return bin.labels.at("class_limit") == leak_class; });
     ASSERT_NE(in_class, bins.end()) << "no bin with class_limit=" << leak_class;
     EXPECT_GE(in_class->value, (kMallocCount - kMallocFreed) * kMallocSize);
 }
@@ -145,34 +143,34 @@ TEST(PrometheusText, PassesPromtoolAndKeepsTheReportsNumbersAndTypes) {
 TEST(OpenMetricsParser, RejectsWhatTheSpecificationForbids) {
     const std::string family = "# TYPE a gauge\n";
     for (const std::string& text : std::vector<std::string>{
-             family + "a 1\n",                                    // no # EOF
-             family + "a 1\n# EOF\na 2\n",                        // something after # EOF
-             "a 1\n# EOF\n",                                      // no TYPE
-             family + "b 1\n# EOF\n",                             // sample of another family
-             family + "a{x=\"1\",x=\"2\"} 1\n# EOF\n",            // label twice
-             family + "a{x=\"\\t\"} 1\n# EOF\n",                  // invalid escape
-             family + "a{0x=\"1\"} 1\n# EOF\n",                   // invalid label name
-             family + "a 1\na 2\n# EOF\n",                        // series twice
+             family + "a 1\n",                                              // no # EOF
+             family + "a 1\n# EOF\na 2\n",                                  // something after # EOF
+             "a 1\n# EOF\n",                                                // no TYPE
+             family + "b 1\n# EOF\n",                                       // sample of another family
+             family + "a{x=\"1\",x=\"2\"} 1\n# EOF\n",                      // label twice
+             family + "a{x=\"\\t\"} 1\n# EOF\n",                            // invalid escape
+             family + "a{0x=\"1\"} 1\n# EOF\n",                             // invalid label name
+             family + "a 1\na 2\n# EOF\n",                                  // series twice
              family + "a 1\n# TYPE b gauge\nb 1\n# TYPE a gauge\n# EOF\n",  // family twice
-             "# TYPE a_total counter\na_total 1\n# EOF\n",         // counter sample a_total_total
-             "# TYPE a counter\na_total -1\n# EOF\n",              // negative counter
-             "# TYPE a gauge\n# UNIT a bytes\na 1\n# EOF\n",       // unit not the suffix
-             family + "# just a comment\na 1\n# EOF\n",            // plain comment
-             family + "a  1\n# EOF\n",                            // two spaces
+             "# TYPE a_total counter\na_total 1\n# EOF\n",                  // counter sample a_total_total
+             "# TYPE a counter\na_total -1\n# EOF\n",                       // negative counter
+             "# TYPE a gauge\n# UNIT a bytes\na 1\n# EOF\n",                // unit not the suffix
+             family + "# just a comment\na 1\n# EOF\n",                     // plain comment
+             family + "a  1\n# EOF\n",                                      // two spaces
          })
         EXPECT_THROW(parse_openmetrics(text), OpenMetricsError) << text;
     for (const std::string& text : std::vector<std::string>{
-             "# TYPE a gauge\na 1\n# EOF\n",                        // OpenMetrics' end
-             "# TYPE a gauge\n# UNIT a bytes\na 1\n",               // UNIT
-             "# TYPE a counter\na_total 1\n",                       // counter family without _total
-             "# HELP a x\n# TYPE b gauge\na 1\n",                   // sample of another family
+             "# TYPE a gauge\na 1\n# EOF\n",           // OpenMetrics' end
+             "# TYPE a gauge\n# UNIT a bytes\na 1\n",  // UNIT
+             "# TYPE a counter\na_total 1\n",          // counter family without _total
+             "# HELP a x\n# TYPE b gauge\na 1\n",      // sample of another family
          })
         EXPECT_THROW(parse_prometheus_text(text), OpenMetricsError) << text;
-    EXPECT_NO_THROW(parse_prometheus_text(
-        "# HELP a_total A.\n# TYPE a_total counter\na_total{x=\"q\"} 1\n# TYPE b gauge\nb 2\n"));
-    EXPECT_NO_THROW(parse_openmetrics(
-        "# TYPE a_bytes gauge\n# UNIT a_bytes bytes\n# HELP a_bytes A \\\\ b.\n"
-        "a_bytes{x=\"q\\\"\\n\\\\\"} 1\n# TYPE c counter\nc_total 2\n# EOF\n"));
+    EXPECT_NO_THROW(
+        parse_prometheus_text("# HELP a_total A.\n# TYPE a_total counter\na_total{x=\"q\"} 1\n# TYPE b gauge\nb 2\n"));
+    EXPECT_NO_THROW(
+        parse_openmetrics("# TYPE a_bytes gauge\n# UNIT a_bytes bytes\n# HELP a_bytes A \\\\ b.\n"
+                          "a_bytes{x=\"q\\\"\\n\\\\\"} 1\n# TYPE c counter\nc_total 2\n# EOF\n"));
 }
 
 }  // namespace

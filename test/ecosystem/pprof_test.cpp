@@ -26,8 +26,7 @@ nlohmann::json write_profile_of(const std::string& program, const std::string& p
     e2e::Target target({e2e::paths::program(program)}, e2e::Environment::profiled());
     target.wait_ready();
     nlohmann::json report = e2e::report_json(target.pid());
-    const e2e::Completed written =
-        e2e::run_report({std::to_string(target.pid()), "--format", "pprof", "-o", profile});
+    const e2e::Completed written = e2e::run_report({std::to_string(target.pid()), "--format", "pprof", "-o", profile});
     EXPECT_EQ(target.release_and_wait(), 0);
     if (written.exit_code != 0) throw std::runtime_error("--format pprof failed: " + written.err);
     return report;
@@ -77,8 +76,8 @@ TEST(Pprof, InlinedFunctionsAreLinesOfTheirAddressesLocation) {
     using namespace ground_truth::inline_leak;
     for (const auto& site : {e2e::inline_leak::direct_site(), e2e::inline_leak::nested_site()}) {
         const std::string value = std::to_string(kRequests * site.block_size) + "B";
-        const auto trace = std::find_if(traces.begin(), traces.end(),
-                                        [&](const PprofTrace& t) { return t.value == value; });
+        const auto trace =
+            std::find_if(traces.begin(), traces.end(), [&](const PprofTrace& t) { return t.value == value; });
         ASSERT_NE(trace, traces.end()) << "no sample of " << value << " in\n" << pprof.out;
         ASSERT_GE(trace->frames.size(), site.frames.size()) << pprof.out;
         for (std::size_t i = 0; i < site.frames.size(); ++i)

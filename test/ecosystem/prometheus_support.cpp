@@ -36,8 +36,7 @@ void wait_until_answering(int port, const std::string& path, const char* what) {
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (http_get(port, path).status != 200) {
         if (std::chrono::steady_clock::now() >= deadline)
-            throw std::runtime_error(std::string(what) + " did not answer on 127.0.0.1:" +
-                                     std::to_string(port) + path);
+            throw std::runtime_error(std::string(what) + " did not answer on 127.0.0.1:" + std::to_string(port) + path);
         std::this_thread::sleep_for(100ms);
     }
 }
@@ -47,24 +46,21 @@ nlohmann::json api_data(int port, const std::string& path) {
     if (answer.status != 200)
         throw std::runtime_error("GET " + path + ": " + std::to_string(answer.status) + " " + answer.body);
     const auto document = nlohmann::json::parse(answer.body);
-    if (document.value("status", "") != "success")
-        throw std::runtime_error("GET " + path + ": " + answer.body);
+    if (document.value("status", "") != "success") throw std::runtime_error("GET " + path + ": " + answer.body);
     return document.at("data");
 }
 
 }  // namespace
 
 bool have_prometheus() {
-    return !std::string(LEAKWRAP_PROMETHEUS).empty() &&
-           !std::string(LEAKWRAP_NODE_EXPORTER).empty() && !std::string(LEAKWRAP_PROMTOOL).empty();
+    return !std::string(LEAKWRAP_PROMETHEUS).empty() && !std::string(LEAKWRAP_NODE_EXPORTER).empty() &&
+           !std::string(LEAKWRAP_PROMTOOL).empty();
 }
 
-e2e::Completed promtool_check_metrics(const std::string& exposition,
-                                      const std::filesystem::path& scratch) {
+e2e::Completed promtool_check_metrics(const std::string& exposition, const std::filesystem::path& scratch) {
     const auto file = scratch / "exposition.txt";
     std::ofstream(file, std::ios::binary) << exposition;
-    return e2e::run({"/bin/sh", "-c", "exec \"$0\" check metrics < \"$1\"", LEAKWRAP_PROMTOOL,
-                     file.string()},
+    return e2e::run({"/bin/sh", "-c", "exec \"$0\" check metrics < \"$1\"", LEAKWRAP_PROMTOOL, file.string()},
                     e2e::Environment::bare());
 }
 
@@ -88,8 +84,7 @@ int port_in(const std::string& line) {
 NodeExporter::NodeExporter(const std::filesystem::path& textfile_directory)
     : port_(free_loopback_port()),
       process_(std::make_unique<e2e::Target>(
-          std::vector<std::string>{LEAKWRAP_NODE_EXPORTER,
-                                   "--web.listen-address=127.0.0.1:" + std::to_string(port_),
+          std::vector<std::string>{LEAKWRAP_NODE_EXPORTER, "--web.listen-address=127.0.0.1:" + std::to_string(port_),
                                    "--collector.disable-defaults", "--collector.textfile",
                                    "--collector.textfile.directory=" + textfile_directory.string(),
                                    "--log.level=error"},
@@ -97,27 +92,24 @@ NodeExporter::NodeExporter(const std::filesystem::path& textfile_directory)
     wait_until_answering(port_, "/metrics", "node_exporter");
 }
 
-Prometheus::Prometheus(const std::vector<std::string>& targets,
-                       const std::filesystem::path& scratch, std::chrono::seconds interval)
+Prometheus::Prometheus(const std::vector<std::string>& targets, const std::filesystem::path& scratch,
+                       std::chrono::seconds interval)
     : port_(free_loopback_port()) {
     const auto configuration = scratch / "prometheus.yml";
     std::ofstream yaml(configuration);
-    yaml << "global:\n  scrape_interval: " << interval.count() << "s\n  scrape_timeout: "
-         << interval.count() << "s\n"
+    yaml << "global:\n  scrape_interval: " << interval.count() << "s\n  scrape_timeout: " << interval.count() << "s\n"
          << "scrape_configs:\n  - job_name: leakwrap\n    static_configs:\n      - targets:\n";
     for (const std::string& target : targets) yaml << "          - '" << target << "'\n";
     yaml.close();
     process_ = std::make_unique<e2e::Target>(
         std::vector<std::string>{LEAKWRAP_PROMETHEUS, "--config.file=" + configuration.string(),
                                  "--storage.tsdb.path=" + (scratch / "data").string(),
-                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_),
-                                 "--log.level=error"},
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=error"},
         e2e::Environment::bare());
     wait_until_answering(port_, "/-/ready", "prometheus");
 }
 
-nlohmann::json Prometheus::query_until_found(const std::string& promql,
-                                             std::chrono::seconds timeout) {
+nlohmann::json Prometheus::query_until_found(const std::string& promql, std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     const std::string path = httplib::append_query_params("/api/v1/query", {{"query", promql}});
     while (true) {
@@ -126,18 +118,16 @@ nlohmann::json Prometheus::query_until_found(const std::string& promql,
         if (std::chrono::steady_clock::now() >= deadline) {
             std::string health;
             for (const auto& target : api_data(port_, "/api/v1/targets").at("activeTargets"))
-                health += " " + target.value("scrapeUrl", "") + ": " + target.value("health", "") +
-                          " " + target.value("lastError", "") + ";";
-            throw std::runtime_error("Prometheus found no series for " + promql +
-                                     " in time; targets:" + health);
+                health += " " + target.value("scrapeUrl", "") + ": " + target.value("health", "") + " " +
+                          target.value("lastError", "") + ";";
+            throw std::runtime_error("Prometheus found no series for " + promql + " in time; targets:" + health);
         }
         std::this_thread::sleep_for(200ms);
     }
 }
 
 nlohmann::json Prometheus::metadata(const std::string& metric) {
-    const nlohmann::json data =
-        api_data(port_, httplib::append_query_params("/api/v1/metadata", {{"metric", metric}}));
+    const nlohmann::json data = api_data(port_, httplib::append_query_params("/api/v1/metadata", {{"metric", metric}}));
     return data.contains(metric) ? data.at(metric) : nlohmann::json::array();
 }
 

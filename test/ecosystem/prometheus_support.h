@@ -20,8 +20,7 @@ bool have_prometheus();
 
 // `promtool check metrics` of the text: exit code 0 when Prometheus parses it and its linter
 // finds nothing (HELP everywhere, counters named _total, ...).
-e2e::Completed promtool_check_metrics(const std::string& exposition,
-                                      const std::filesystem::path& scratch);
+e2e::Completed promtool_check_metrics(const std::string& exposition, const std::filesystem::path& scratch);
 
 struct HttpAnswer {
     int status = 0;  // 0: no answer at all

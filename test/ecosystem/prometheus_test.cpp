@@ -15,9 +15,7 @@ namespace {
 
 using namespace ground_truth::alloc_kinds;
 
-double value_of(const nlohmann::json& result) {
-    return std::stod(result.at(0).at("value").at(1).get<std::string>());
-}
+double value_of(const nlohmann::json& result) { return std::stod(result.at(0).at("value").at(1).get<std::string>()); }
 
 TEST(Prometheus, ScrapesTheTextfileThroughNodeExporterWithItsTypes) {
     if (!have_prometheus())
@@ -29,15 +27,15 @@ TEST(Prometheus, ScrapesTheTextfileThroughNodeExporterWithItsTypes) {
     target.wait_ready();
     const std::string pid = std::to_string(target.pid());
     const auto totals = e2e::report_json(target.pid()).at("totals");
-    const e2e::Completed watch = e2e::run_report(
-        {"watch", "--interval", "100ms", "--count", "1", "--out",
-         (directory.path() / "series.jsonl").string(), "--openmetrics-dir", textfiles.string(), pid});
+    const e2e::Completed watch =
+        e2e::run_report({"watch", "--interval", "100ms", "--count", "1", "--out",
+                         (directory.path() / "series.jsonl").string(), "--openmetrics-dir", textfiles.string(), pid});
     ASSERT_EQ(watch.exit_code, 0) << watch.err;
 
     NodeExporter node_exporter(textfiles);
     Prometheus prometheus({"127.0.0.1:" + std::to_string(node_exporter.port())}, directory.path());
-    const auto leak = prometheus.query_until_found(
-        "sum(leakwrap_site_live_bytes{pid=\"" + pid + "\",function=\"leak_malloc\"})");
+    const auto leak =
+        prometheus.query_until_found("sum(leakwrap_site_live_bytes{pid=\"" + pid + "\",function=\"leak_malloc\"})");
     EXPECT_EQ(value_of(leak), (kMallocCount - kMallocFreed) * kMallocSize) << leak;
     const auto allocations = prometheus.query_until_found("leakwrap_allocations_total{pid=\"" + pid + "\"}");
     EXPECT_EQ(value_of(allocations), totals.at("allocs").get<double>()) << allocations;

@@ -29,8 +29,7 @@ RubyProfiles profile_ruby_leak(const TemporaryDirectory& directory) {
     RubyProfiles profiles;
     profiles.script = (directory.path() / "<le\"ak\\>.rb").string();
     std::ofstream(profiles.script) << "kept = []\n"
-                                   << kStrings << ".times { kept << (\"x\" * " << kStringBytes
-                                   << ") }\n"
+                                   << kStrings << ".times { kept << (\"x\" * " << kStringBytes << ") }\n"
                                    << "STDOUT.puts \"READY\"\nSTDOUT.flush\nSTDIN.gets\n";
     e2e::Target target({LEAKWRAP_RUBY, profiles.script}, e2e::Environment::profiled());
     target.wait_ready();
@@ -68,7 +67,7 @@ TEST_F(RubyLocation, IsTheOuterPartOfTheFoldedStack) {
         if (at == std::string::npos) continue;
         EXPECT_EQ(line.find("ruby:", at + frame.size()), std::string::npos) << line;  // innermost Ruby frame
         EXPECT_EQ(line.compare(0, 5, "ruby:"), 0) << line;                            // rooted at Ruby
-        EXPECT_LT(at + frame.size(), line.rfind(' ')) << line;  // native frames inside
+        EXPECT_LT(at + frame.size(), line.rfind(' ')) << line;                        // native frames inside
         bytes += std::stoull(line.substr(line.rfind(' ') + 1));
     }
     EXPECT_GE(bytes, static_cast<unsigned long long>(kStrings) * kStringBytes) << profiles.folded;
@@ -105,7 +104,8 @@ TEST_F(RubyLocation, IsAFunctionHoldingTheLeakInGoToolPprof) {
     const std::string located = "ruby:" + profiles.script + ":2 " + profiles.script + ":2";
     EXPECT_TRUE(std::any_of(lines.rows.begin(), lines.rows.end(),
                             [&](const PprofTopRow& row) { return row.function == located; }))
-        << "no row " << located << " in\n" << by_line.out;
+        << "no row " << located << " in\n"
+        << by_line.out;
 }
 
 }  // namespace

@@ -59,9 +59,9 @@ protected:
 // first 9.7, as `--format pprof` does, and the symbolizer kept for the next ones 1.7 more.
 // /metrics is left out: it reads every live process, including other tests' programs.
 TEST(ServeMemory, HeapProfilesOfABigProcessStayWithinTheReadersBound) {
-    e2e::Target target({e2e::paths::program("many_stacks")},
-                       e2e::Environment::profiled().set(
-                           "LEAKWRAP_DEPTH", std::to_string(ground_truth::many_stacks::kLevels + 2)));
+    e2e::Target target(
+        {e2e::paths::program("many_stacks")},
+        e2e::Environment::profiled().set("LEAKWRAP_DEPTH", std::to_string(ground_truth::many_stacks::kLevels + 2)));
     target.wait_ready();
     const std::string pid = std::to_string(target.pid());
     const e2e::Completed report = e2e::run_report({pid, "--format", "json", "--top", "1"});
@@ -113,13 +113,11 @@ TEST_F(Serve, MetricsAreOpenMetricsWhenAskedForElsePrometheusText) {
     ASSERT_EQ(openmetrics.status, 200) << openmetrics.body;
     EXPECT_EQ(openmetrics.content_type, "application/openmetrics-text; version=1.0.0; charset=utf-8");
 
-    for (const Exposition& exposition :
-         {parse_prometheus_text(text.body), parse_openmetrics(openmetrics.body)}) {
-        const auto live = std::find_if(exposition.samples.begin(), exposition.samples.end(),
-                                       [&](const MetricSample& sample) {
-                                           return sample.name == "leakwrap_live_bytes" &&
-                                                  sample.labels.at("pid") == pid;
-                                       });
+    for (const Exposition& exposition : {parse_prometheus_text(text.body), parse_openmetrics(openmetrics.body)}) {
+        const auto live =
+            std::find_if(exposition.samples.begin(), exposition.samples.end(), [&](const MetricSample& sample) {
+                return sample.name == "leakwrap_live_bytes" && sample.labels.at("pid") == pid;
+            });
         ASSERT_NE(live, exposition.samples.end());
         EXPECT_EQ(live->value, totals.at("live_bytes").get<double>());
         EXPECT_TRUE(live->labels.at("exe").ends_with("/alloc_kinds"));
@@ -135,10 +133,8 @@ TEST_F(Serve, PrometheusScrapesItWithTheLeaksValueAndTypes) {
         GTEST_SKIP() << "no prometheus, prometheus-node-exporter or promtool (scripts/setup.sh installs them)";
     Prometheus prometheus({"127.0.0.1:" + std::to_string(port)}, directory.path(), std::chrono::seconds(5));
     const auto leak = prometheus.query_until_found(
-        "sum(leakwrap_site_live_bytes{pid=\"" + pid + "\",function=\"leak_malloc\"})",
-        std::chrono::seconds(100));
-    EXPECT_EQ(std::stod(leak.at(0).at("value").at(1).get<std::string>()),
-              (kMallocCount - kMallocFreed) * kMallocSize)
+        "sum(leakwrap_site_live_bytes{pid=\"" + pid + "\",function=\"leak_malloc\"})", std::chrono::seconds(100));
+    EXPECT_EQ(std::stod(leak.at(0).at("value").at(1).get<std::string>()), (kMallocCount - kMallocFreed) * kMallocSize)
         << leak;
     const auto counter = prometheus.metadata("leakwrap_allocations");
     ASSERT_FALSE(counter.empty()) << "no metadata for the family leakwrap_allocations";
@@ -151,8 +147,8 @@ TEST_F(Serve, PrometheusScrapesItWithTheLeaksValueAndTypes) {
 
 TEST_F(Serve, GoToolPprofFetchesTheHeapOfAPid) {
     if (!have_go()) GTEST_SKIP() << "no go in PATH (scripts/setup.sh installs golang-go)";
-    const e2e::Completed pprof = go_pprof_top(
-        "http://127.0.0.1:" + std::to_string(port) + "/debug/pprof/heap?pid=" + pid, directory.path());
+    const e2e::Completed pprof =
+        go_pprof_top("http://127.0.0.1:" + std::to_string(port) + "/debug/pprof/heap?pid=" + pid, directory.path());
     if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
     ASSERT_EQ(pprof.exit_code, 0) << pprof.err;
     const PprofTop top = parse_pprof_top(pprof.out);
@@ -172,15 +168,14 @@ TEST_F(Serve, ChildrenMergesAProcessTreeIntoOneHeapProfile) {
     const auto live_bytes = [](pid_t of) {
         return e2e::report_json(of).at("totals").at("live_bytes").get<unsigned long long>();
     };
-    const std::string heap = "http://127.0.0.1:" + std::to_string(port) +
-                             "/debug/pprof/heap?pid=" + std::to_string(parent.pid());
+    const std::string heap =
+        "http://127.0.0.1:" + std::to_string(port) + "/debug/pprof/heap?pid=" + std::to_string(parent.pid());
     const e2e::Completed pprof = go_pprof_top(heap + "&children=1", directory.path());
     if (wants_network(pprof)) GTEST_SKIP() << "go tool pprof wants the network here: " << pprof.err;
     ASSERT_EQ(pprof.exit_code, 0) << pprof.err;
-    EXPECT_EQ(parse_pprof_top(pprof.out).total_bytes, live_bytes(parent.pid()) + live_bytes(child))
-        << pprof.out;
-    const HttpAnswer refused = http_get(port, "/debug/pprof/heap?pid=" + std::to_string(parent.pid()) +
-                                                  "&children=yes");
+    EXPECT_EQ(parse_pprof_top(pprof.out).total_bytes, live_bytes(parent.pid()) + live_bytes(child)) << pprof.out;
+    const HttpAnswer refused =
+        http_get(port, "/debug/pprof/heap?pid=" + std::to_string(parent.pid()) + "&children=yes");
     EXPECT_EQ(refused.status, 400) << refused.body;
     EXPECT_EQ(parent.release_and_wait(), 0);
 }
@@ -200,17 +195,15 @@ TEST_F(Serve, BornAfterKeepsTheHeapBornInTheWindowAsTheReportDoes) {
         << pprof.out;
     ASSERT_FALSE(top.rows.empty()) << pprof.out;
     EXPECT_EQ(top.rows[0].function, "leak_request_buffer") << pprof.out;
-    const HttpAnswer refused = http_get(port, "/debug/pprof/heap?pid=" + std::to_string(program.pid()) +
-                                                  "&born_after=2%20seconds");
+    const HttpAnswer refused =
+        http_get(port, "/debug/pprof/heap?pid=" + std::to_string(program.pid()) + "&born_after=2%20seconds");
     EXPECT_EQ(refused.status, 400) << refused.body;
     EXPECT_NE(refused.body.find("born_after must be a duration"), std::string::npos) << refused.body;
     EXPECT_EQ(program.release_and_wait(), 0);
 }
 
 TEST_F(Serve, AnswersABadOrGonePidWithTheReason) {
-    const auto heap = [&](const std::string& query) {
-        return http_get(port, "/debug/pprof/heap" + query);
-    };
+    const auto heap = [&](const std::string& query) { return http_get(port, "/debug/pprof/heap" + query); };
     EXPECT_EQ(heap("").status, 400);
     EXPECT_NE(heap("").body.find("?pid=N"), std::string::npos) << heap("").body;
     EXPECT_EQ(heap("?pid=abc").status, 400);
@@ -258,13 +251,15 @@ TEST_F(Serve, RefusesWhatItDoesNotServeWithTheStatusAndWhy) {
 TEST_F(Serve, DecodesTheQueryAndGzipsTextForClientsThatAcceptIt) {
     std::string encoded_pid;
     for (const char digit : pid) encoded_pid += "%3" + std::string(1, digit);
-    const RawHttpResponse heap = http_exchange(port, "GET /debug/pprof/heap?%70%69%64=" + encoded_pid + " HTTP/1.1\r\n\r\n");
+    const RawHttpResponse heap =
+        http_exchange(port, "GET /debug/pprof/heap?%70%69%64=" + encoded_pid + " HTTP/1.1\r\n\r\n");
     ASSERT_EQ(heap.status, 200) << heap.body;
     EXPECT_TRUE(heap.body.starts_with("\x1f\x8b")) << "not the gzipped profile";
     EXPECT_FALSE(heap.has_header("Content-Encoding")) << "the profile is gzipped once";
 
     const RawHttpResponse plain = http_exchange(port, "GET /metrics HTTP/1.1\r\n\r\n");
-    const RawHttpResponse gzipped = http_exchange(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: br, gzip;q=0.8\r\n\r\n");
+    const RawHttpResponse gzipped =
+        http_exchange(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: br, gzip;q=0.8\r\n\r\n");
     const RawHttpResponse refused = http_exchange(port, "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip;q=0\r\n\r\n");
     ASSERT_EQ(plain.status, 200);
     ASSERT_EQ(gzipped.status, 200);
@@ -368,13 +363,14 @@ AsNobody get_as_nobody(int server_port, const std::string& path) {
         "    print(answer.status); sys.stdout.write(answer.read().decode('utf-8', 'replace'))\n"
         "except urllib.error.HTTPError as error:\n"
         "    print(error.code); sys.stdout.write(error.read().decode('utf-8', 'replace'))\n";
-    const e2e::Completed run = e2e::run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                         e2e::paths::python3, "-c", script,
-                                         "http://127.0.0.1:" + std::to_string(server_port) + path},
-                                        e2e::Environment::bare());
+    const e2e::Completed run =
+        e2e::run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", e2e::paths::python3, "-c", script,
+                  "http://127.0.0.1:" + std::to_string(server_port) + path},
+                 e2e::Environment::bare());
     EXPECT_EQ(run.exit_code, 0) << run.err;
     const std::size_t newline = run.out.find('\n');
-    return {std::atoi(run.out.substr(0, newline).c_str()), newline == std::string::npos ? "" : run.out.substr(newline + 1)};
+    return {std::atoi(run.out.substr(0, newline).c_str()),
+            newline == std::string::npos ? "" : run.out.substr(newline + 1)};
 }
 
 TEST_F(Serve, GivesAClientOfAnotherUserOnlyThatUsersSegments) {
@@ -430,22 +426,21 @@ TEST_F(Serve, StopsOnSigtermWhileAClientStalls) {
 TEST_F(Serve, RefusesAnAddressInUseOrNotAnAddressAndBeyondLoopbackWithoutAllowRemote) {
     const e2e::Completed in_use = e2e::run_report({"serve", "--listen", "127.0.0.1:" + std::to_string(port)});
     EXPECT_EQ(in_use.exit_code, 1);
-    EXPECT_NE(in_use.err.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos)
-        << in_use.err;
+    EXPECT_NE(in_use.err.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos) << in_use.err;
     // Not loopback, and not an address of this host either (TEST-NET-1): refused in one line
     // without --allow-remote; with it, the warning comes before the failure to listen, and no
     // test ever listens beyond loopback.
     for (const char* listen : {"192.0.2.1:9464", "0.0.0.0:0", "[::]:0"}) {
         const e2e::Completed refused = e2e::run_report({"serve", "--listen", listen});
         EXPECT_EQ(refused.exit_code, 2) << listen;
-        EXPECT_NE(refused.err.find("is not a loopback address: give --allow-remote"), std::string::npos)
-            << refused.err;
+        EXPECT_NE(refused.err.find("is not a loopback address: give --allow-remote"), std::string::npos) << refused.err;
         EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
     }
     const e2e::Completed remote = e2e::run_report({"serve", "--listen", "192.0.2.1:9464", "--allow-remote"});
     EXPECT_EQ(remote.exit_code, 1);
-    EXPECT_TRUE(remote.err.starts_with("leakwrap-report: warning: listening on 192.0.2.1:9464, not a "
-                                       "loopback address"))
+    EXPECT_TRUE(
+        remote.err.starts_with("leakwrap-report: warning: listening on 192.0.2.1:9464, not a "
+                               "loopback address"))
         << remote.err;
     EXPECT_NE(remote.err.find("cannot listen on 192.0.2.1:9464"), std::string::npos) << remote.err;
     for (const char* listen : {"localhost:9464", "127.0.0.1", "127.0.0.1:65536", "::1:9464"}) {

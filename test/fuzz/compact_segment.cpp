@@ -58,15 +58,15 @@ std::vector<char> compact(const std::vector<char>& segment) {
     const bool deltas_present =
         delta_entries != 0 && header.site_deltas_offset <= segment.size() &&
         delta_entries <= (segment.size() - header.site_deltas_offset) / sizeof(layout::SiteDelta);
-    const uint32_t delta_slots =
-        deltas_present ? std::min(header.site_delta_slots, kCompactDeltaSlots) : 0;
+    const uint32_t delta_slots = deltas_present ? std::min(header.site_delta_slots, kCompactDeltaSlots) : 0;
 
     layout::Header compacted = header;
     compacted.site_capacity = compacted.sites_claimed = sites;
     compacted.module_capacity = compacted.modules_claimed = modules;
     compacted.strings_capacity = compacted.strings_used = strings;
     compacted.bin_shards = 1;
-    const bool statistics = header.allocator_stats_offset != 0 && segment.size() >= sizeof(layout::AllocatorStatistics) &&
+    const bool statistics = header.allocator_stats_offset != 0 &&
+                            segment.size() >= sizeof(layout::AllocatorStatistics) &&
                             header.allocator_stats_offset <= segment.size() - sizeof(layout::AllocatorStatistics);
     compacted.allocator_stats_offset = statistics ? align64(sizeof(layout::Header)) : 0;
     compacted.sites_offset = align64(sizeof(layout::Header) + (statistics ? sizeof(layout::AllocatorStatistics) : 0));
@@ -77,8 +77,7 @@ std::vector<char> compact(const std::vector<char>& segment) {
     compacted.bins_offset = align64(compacted.strings_offset + strings);
     compacted.site_delta_slots = delta_slots;
     compacted.site_deltas_offset = align64(compacted.bins_offset + bins_bytes);
-    compacted.segment_size =
-        compacted.site_deltas_offset + uint64_t{delta_slots} * sizeof(layout::SiteDelta);
+    compacted.segment_size = compacted.site_deltas_offset + uint64_t{delta_slots} * sizeof(layout::SiteDelta);
 
     std::vector<char> out(compacted.segment_size);
     store(out, 0, compacted);
@@ -93,8 +92,7 @@ std::vector<char> compact(const std::vector<char>& segment) {
         layout::BinCounters sum{};
         for (uint32_t shard = 0; shard < header.bin_shards; ++shard) {
             const auto bin = load<layout::BinCounters>(
-                segment, header.bins_offset +
-                             layout::bin_index(size_class, shard) * sizeof(layout::BinCounters));
+                segment, header.bins_offset + layout::bin_index(size_class, shard) * sizeof(layout::BinCounters));
             sum.allocs += bin.allocs;
             sum.frees += bin.frees;
             sum.alloc_bytes += bin.alloc_bytes;
@@ -107,11 +105,11 @@ std::vector<char> compact(const std::vector<char>& segment) {
     // (claimed after the count was taken, not ready yet) count for nothing in the reader either.
     std::map<uint32_t, layout::SiteDelta> delta_of_site;
     for (uint64_t entry = 0; deltas_present && entry < delta_entries; ++entry) {
-        const auto delta = load<layout::SiteDelta>(
-            segment, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
+        const auto delta =
+            load<layout::SiteDelta>(segment, header.site_deltas_offset + entry * sizeof(layout::SiteDelta));
         if (delta.site == layout::kNoDeltaSite || delta.site >= sites) continue;
-        const auto record = load<layout::SiteRecord>(
-            out, compacted.sites_offset + uint64_t{delta.site} * header.site_record_size);
+        const auto record =
+            load<layout::SiteRecord>(out, compacted.sites_offset + uint64_t{delta.site} * header.site_record_size);
         if (record.state != layout::kReady) continue;
         layout::SiteDelta& sum = delta_of_site.try_emplace(delta.site).first->second;
         sum.site = delta.site;
@@ -126,14 +124,12 @@ std::vector<char> compact(const std::vector<char>& segment) {
         store(out, compacted.site_deltas_offset + uint64_t{slot} * sizeof empty, empty);
     }
     for (const auto& [site, delta] : delta_of_site) {
-        const uint64_t entry_at =
-            compacted.site_deltas_offset + uint64_t{site & (delta_slots - 1)} * sizeof delta;
+        const uint64_t entry_at = compacted.site_deltas_offset + uint64_t{site & (delta_slots - 1)} * sizeof delta;
         if (load<layout::SiteDelta>(out, entry_at).site == layout::kNoDeltaSite) {
             store(out, entry_at, delta);
             continue;
         }
-        const uint64_t record_at =
-            compacted.sites_offset + uint64_t{site} * header.site_record_size;
+        const uint64_t record_at = compacted.sites_offset + uint64_t{site} * header.site_record_size;
         auto record = load<layout::SiteRecord>(out, record_at);
         record.allocs += delta.allocs;
         record.frees += delta.frees;
@@ -170,7 +166,8 @@ void change_last_site(std::vector<char>& segment, const std::function<void(layou
 uint64_t last_stack_offset(const std::vector<char>& segment, bool with_ruby) {
     const auto header = load<layout::Header>(segment, 0);
     for (uint32_t slot = header.sites_claimed; slot-- > layout::kOverflowSites;) {
-        const auto site = load<layout::SiteRecord>(segment, header.sites_offset + uint64_t{slot} * header.site_record_size);
+        const auto site =
+            load<layout::SiteRecord>(segment, header.sites_offset + uint64_t{slot} * header.site_record_size);
         if (site.state != layout::kReady) continue;
         const uint64_t at = header.stacks_offset + uint64_t{site.stack} * layout::kStackAlignment;
         if (!with_ruby || load<layout::StackRecord>(segment, at).ruby_depth > 0) return at;
@@ -187,13 +184,12 @@ void change_last_stack(std::vector<char>& segment, const std::function<void(layo
 }
 
 // The record of the innermost Ruby frame of the last stack that has one.
-void change_last_ruby_frame(
-    std::vector<char>& segment,
-    const std::function<void(layout::RubyFrameRecord&, uint32_t reference)>& change) {
+void change_last_ruby_frame(std::vector<char>& segment,
+                            const std::function<void(layout::RubyFrameRecord&, uint32_t reference)>& change) {
     if (const uint64_t at = last_stack_offset(segment, true)) {
         const uint32_t reference = load<layout::StackRecord>(segment, at).ruby;
-        const uint64_t record_at = load<layout::Header>(segment, 0).stacks_offset +
-                                   uint64_t{reference} * layout::kStackAlignment;
+        const uint64_t record_at =
+            load<layout::Header>(segment, 0).stacks_offset + uint64_t{reference} * layout::kStackAlignment;
         auto record = load<layout::RubyFrameRecord>(segment, record_at);
         change(record, reference);
         store(segment, record_at, record);
@@ -204,16 +200,14 @@ void change_last_ruby_frame(
 void change_delta_entry_of(std::vector<char>& segment, uint32_t site,
                            const std::function<void(layout::SiteDelta&)>& change) {
     const auto header = load<layout::Header>(segment, 0);
-    const uint64_t at = header.site_deltas_offset +
-                        uint64_t{site & (header.site_delta_slots - 1)} * sizeof(layout::SiteDelta);
+    const uint64_t at =
+        header.site_deltas_offset + uint64_t{site & (header.site_delta_slots - 1)} * sizeof(layout::SiteDelta);
     auto delta = load<layout::SiteDelta>(segment, at);
     change(delta);
     store(segment, at, delta);
 }
 
-uint32_t last_site(const std::vector<char>& segment) {
-    return load<layout::Header>(segment, 0).sites_claimed - 1;
-}
+uint32_t last_site(const std::vector<char>& segment) { return load<layout::Header>(segment, 0).sites_claimed - 1; }
 
 // Only rules deep inside the segment: the fuzzer finds the header's own checks by itself, and the
 // corpus stays small.
@@ -222,7 +216,9 @@ const Variant kVariants[] = {
     {"more-sites-claimed-than-capacity",
      [](auto& s) { change_header(s, [](auto& h) { h.sites_claimed = 0xffffffffu; }); }},
     {"exe-path-beyond-the-pool",
-     [](auto& s) { change_header(s, [](auto& h) { h.exe_path = {h.strings_capacity - 1, 2}; }); }},
+     [](auto& s) { change_header(s, [](auto& h) {
+                       h.exe_path = {h.strings_capacity - 1, 2};
+                   }); }},
     {"stack-deeper-than-max-depth",
      [](auto& s) { change_last_stack(s, [](auto& stack) { stack.native_depth = 0xff; }); }},
     {"site-naming-a-stack-outside-the-table",
@@ -234,9 +230,7 @@ const Variant kVariants[] = {
      }},
     // A cycle: only the depths along a backtrace end it.
     {"ruby-frame-calling-itself",
-     [](auto& s) {
-         change_last_ruby_frame(s, [](auto& record, uint32_t reference) { record.caller = reference; });
-     }},
+     [](auto& s) { change_last_ruby_frame(s, [](auto& record, uint32_t reference) { record.caller = reference; }); }},
     {"allocator-statistics-listing-more-arenas-than-they-hold",
      [](auto& s) {
          const uint64_t at = load<layout::Header>(s, 0).allocator_stats_offset;
@@ -250,18 +244,15 @@ const Variant kVariants[] = {
     {"delta-overflowing-its-site",
      [](auto& s) {
          change_last_site(s, [](auto& site) { site.allocs = std::max<uint64_t>(site.allocs, 1); });
-         change_delta_entry_of(s, last_site(s), [&](auto& delta) {
-             delta = {last_site(s), 0, UINT64_MAX, 0, 0, 0};
-         });
+         change_delta_entry_of(s, last_site(s), [&](auto& delta) { delta = {last_site(s), 0, UINT64_MAX, 0, 0, 0}; });
      },
      true},
     // Accepted: a site claimed after the reader read sites_claimed; the reader ignores it.
     {"delta-naming-an-unclaimed-site",
      [](auto& s) {
          const uint32_t unclaimed = last_site(s) + 1;
-         change_delta_entry_of(s, unclaimed, [unclaimed](auto& delta) {
-             delta = {unclaimed, 0, UINT64_MAX, 1, UINT64_MAX, 8};
-         });
+         change_delta_entry_of(s, unclaimed,
+                               [unclaimed](auto& delta) { delta = {unclaimed, 0, UINT64_MAX, 1, UINT64_MAX, 8}; });
      },
      true},
 };
@@ -291,8 +282,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     // The variants break records where the current layout has them.
-    if (const uint32_t version = load<layout::Header>(segment, 0).layout_version;
-        version != layout::kLayoutVersion) {
+    if (const uint32_t version = load<layout::Header>(segment, 0).layout_version; version != layout::kLayoutVersion) {
         std::cerr << argv[1] << " has layout version " << version << ", this tool makes seeds of "
                   << layout::kLayoutVersion << "\n";
         return 1;

@@ -44,7 +44,7 @@ TEST(FuzzCorpus, RealSegmentsParse) {
     std::size_t real = 0;
     for (const fs::path& seed : seeds()) {
         if (seed.has_extension() && seed.extension() != ".") continue;  // variants are name.rule
-        if (fs::file_size(seed) < 1024) continue;  // the hand-made edge cases
+        if (fs::file_size(seed) < 1024) continue;                       // the hand-made edge cases
         EXPECT_TRUE(parses(contents_of(seed))) << seed;
         ++real;
     }

@@ -28,8 +28,8 @@ SiteSpec site_spec(int logical) {
 }
 
 std::ostream& operator<<(std::ostream& out, const Counts& c) {
-    return out << "{allocs " << c.allocs << ", frees " << c.frees << ", alloc_bytes "
-               << c.alloc_bytes << ", free_bytes " << c.free_bytes << "}";
+    return out << "{allocs " << c.allocs << ", frees " << c.frees << ", alloc_bytes " << c.alloc_bytes
+               << ", free_bytes " << c.free_bytes << "}";
 }
 
 Counts counts_of(const leakwrap::Counters& c) { return {c.allocs, c.frees, c.alloc_bytes, c.free_bytes}; }

@@ -88,12 +88,11 @@ struct Counts {
         return *this;
     }
     bool fits_in(const Counts& o) const {
-        return allocs <= o.allocs && frees <= o.frees && alloc_bytes <= o.alloc_bytes &&
-               free_bytes <= o.free_bytes;
+        return allocs <= o.allocs && frees <= o.frees && alloc_bytes <= o.alloc_bytes && free_bytes <= o.free_bytes;
     }
     Counts max_with(const Counts& o) const {
-        return {std::max(allocs, o.allocs), std::max(frees, o.frees),
-                std::max(alloc_bytes, o.alloc_bytes), std::max(free_bytes, o.free_bytes)};
+        return {std::max(allocs, o.allocs), std::max(frees, o.frees), std::max(alloc_bytes, o.alloc_bytes),
+                std::max(free_bytes, o.free_bytes)};
     }
 };
 

@@ -111,8 +111,8 @@ private:
             if (!previous_bins_[size_class].fits_in(counts))
                 fail("bin " + std::to_string(size_class) + " shrank", previous_bins_[size_class], counts);
             if (!sites_by_class[size_class].fits_in(counts))
-                fail("sites of class " + std::to_string(size_class) + " exceed its bin",
-                     sites_by_class[size_class], counts);
+                fail("sites of class " + std::to_string(size_class) + " exceed its bin", sites_by_class[size_class],
+                     counts);
             largest_bins_[size_class] = largest_bins_[size_class].max_with(counts);
         }
         previous_bins_ = bins;
@@ -142,9 +142,8 @@ void expect_within(const std::map<uint32_t, Counts>& largest, const std::map<uin
     for (const auto& [key, counts] : largest) {
         auto found = truth.find(key);
         Counts limit = found == truth.end() ? Counts{} : found->second;
-        EXPECT_TRUE(counts.fits_in(limit))
-            << "a concurrent copy showed " << what << " " << key << " at " << counts
-            << ", more than it ever reached: " << limit;
+        EXPECT_TRUE(counts.fits_in(limit)) << "a concurrent copy showed " << what << " " << key << " at " << counts
+                                           << ", more than it ever reached: " << limit;
     }
 }
 
@@ -216,8 +215,8 @@ void load_and_unload_plugin(Workload& workload, Tally& tally, int loads) {
     for (int load = 0; load < loads; ++load) {
         void* plugin = dlopen(LEAKWRAP_LOCKFREE_PLUGIN, RTLD_NOW | RTLD_LOCAL);
         ASSERT_NE(plugin, nullptr) << dlerror();
-        auto allocate_in_plugin = reinterpret_cast<uint32_t (*)(uint32_t (*)(uint64_t), uint64_t)>(
-            dlsym(plugin, "lockfree_plugin_allocate"));
+        auto allocate_in_plugin =
+            reinterpret_cast<uint32_t (*)(uint32_t(*)(uint64_t), uint64_t)>(dlsym(plugin, "lockfree_plugin_allocate"));
         ASSERT_NE(allocate_in_plugin, nullptr) << dlerror();
         for (int i = 0; i < 20; ++i) {
             constexpr uint64_t kSize = 7000;
@@ -276,17 +275,16 @@ TEST_F(LockFreePaths, EightThreadsCountEverySiteAndBinExactly) {
             const layout::StackRecord& stack = recording::stack_of_site(static_cast<uint32_t>(index));
             EXPECT_EQ(stack.state, layout::kReady);
             ASSERT_GT(stack.native_depth, 1u);
-            EXPECT_TRUE(names_function(recording::site_frames(static_cast<uint32_t>(index))[0],
-                                       site_spec(logical).function))
+            EXPECT_TRUE(
+                names_function(recording::site_frames(static_cast<uint32_t>(index))[0], site_spec(logical).function))
                 << "site " << index << " of logical site " << logical;
         }
     }
     EXPECT_EQ(distinct.size(), static_cast<size_t>(kLogicalSites)) << "call sites (stack, size class)";
 
     // The plugin's module was recorded by a rescan while the others recorded.
-    bool plugin_recorded = std::any_of(snapshot.modules.begin(), snapshot.modules.end(), [](const auto& m) {
-        return m.path == LEAKWRAP_LOCKFREE_PLUGIN;
-    });
+    bool plugin_recorded = std::any_of(snapshot.modules.begin(), snapshot.modules.end(),
+                                       [](const auto& m) { return m.path == LEAKWRAP_LOCKFREE_PLUGIN; });
     EXPECT_TRUE(plugin_recorded);
     EXPECT_EQ(snapshot.lost_sites, 0u);
 }
@@ -348,8 +346,8 @@ TEST_F(LockFreePaths, FullSiteTableLosesNoCount) {
 
     EXPECT_EQ(nonzero(site_counts(snapshot)), truth.sites);
     EXPECT_EQ(nonzero(bin_counts(snapshot)), truth.classes);
-    size_t ordinary = std::count_if(snapshot.sites.begin(), snapshot.sites.end(),
-                                    [](const auto& site) { return !site.overflow(); });
+    size_t ordinary =
+        std::count_if(snapshot.sites.begin(), snapshot.sites.end(), [](const auto& site) { return !site.overflow(); });
     EXPECT_LE(ordinary, kOrdinarySlots);
     EXPECT_GE(snapshot.lost_sites, static_cast<uint64_t>(kLogicalSites + 1 - kOrdinarySlots));
 }

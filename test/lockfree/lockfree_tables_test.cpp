@@ -81,8 +81,8 @@ TEST_F(LockFreePaths, ThreadsBeyondTheOwnedShardsShareOneAtomically) {
 
     // The shared shard did count: 72 threads cannot all own one of 63.
     const layout::Header& h = recording::header();
-    const auto* bins = reinterpret_cast<const layout::BinCounters*>(
-        reinterpret_cast<const std::byte*>(&h) + h.bins_offset);
+    const auto* bins =
+        reinterpret_cast<const layout::BinCounters*>(reinterpret_cast<const std::byte*>(&h) + h.bins_offset);
     uint64_t shared_shard_allocs = 0;
     for (uint32_t size_class = 0; size_class < layout::kSizeClassCount; ++size_class)
         shared_shard_allocs += bins[layout::bin_index(size_class, h.bin_shards - 1)].allocs;

@@ -57,8 +57,7 @@ void stop() {
 }
 
 std::string segment_path() {
-    return std::string(layout::kShmDirectory) + "/" + layout::kSegmentPrefix +
-           std::to_string(g_segment.header->pid);
+    return std::string(layout::kShmDirectory) + "/" + layout::kSegmentPrefix + std::to_string(g_segment.header->pid);
 }
 
 void enter_thread() { record_thread_stack_bounds(); }
@@ -97,9 +96,7 @@ bool intern(std::string_view text, layout::StringRef* out) {
     return intern_string(text.data(), text.size(), out);
 }
 
-std::string_view pooled(const layout::StringRef& ref) {
-    return {pool_string(ref.offset), ref.length};
-}
+std::string_view pooled(const layout::StringRef& ref) { return {pool_string(ref.offset), ref.length}; }
 
 const layout::Header& header() { return *g_segment.header; }
 const layout::SiteRecord& site(uint32_t index) { return *site_record(index); }

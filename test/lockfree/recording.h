@@ -14,8 +14,8 @@
 namespace leakwrap::recording {
 
 struct Options {
-    uint32_t depth = 16;       // LEAKWRAP_DEPTH
-    uint32_t max_sites = 4096; // LEAKWRAP_MAX_SITES
+    uint32_t depth = 16;        // LEAKWRAP_DEPTH
+    uint32_t max_sites = 4096;  // LEAKWRAP_MAX_SITES
 };
 
 // Creates /dev/shm/leakwrap.<pid> and the site table as libleakwrap's start-up does (exact mode,

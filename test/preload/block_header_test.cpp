@@ -49,8 +49,8 @@ TEST(BlockHeader, OffsetKeepsUserPointerAligned) {
 TEST(BlockHeader, StampRoundTripsSizeSiteAndRaw) {
     // Padded blocks, where user lies anywhere from 16 to the alignment into the real block, and
     // blocks from the real memalign, where it lies a power of two of 4096 or more into it.
-    for (std::size_t alignment : {std::size_t{16}, std::size_t{64}, std::size_t{2048}, std::size_t{4096},
-                                  std::size_t{1} << 20}) {
+    for (std::size_t alignment :
+         {std::size_t{16}, std::size_t{64}, std::size_t{2048}, std::size_t{4096}, std::size_t{1} << 20}) {
         const std::size_t padding = max_raw_offset_for(alignment);
         const std::size_t real_alignment = alignment <= kMaxPaddedAlignment ? kNaturalAlignment : alignment;
         // aligned_alloc wants a size that is a multiple of the alignment (ASan enforces it).

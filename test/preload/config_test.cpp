@@ -13,8 +13,8 @@
 namespace leakwrap {
 namespace {
 
-const std::vector<std::string> kSettings = {"LEAKWRAP_DEPTH", "LEAKWRAP_RUBY_DEPTH", "LEAKWRAP_MAX_SITES",
-                                            "LEAKWRAP_SAMPLE", "LEAKWRAP_KEEP", "LEAKWRAP_DISABLE",
+const std::vector<std::string> kSettings = {"LEAKWRAP_DEPTH",     "LEAKWRAP_RUBY_DEPTH",    "LEAKWRAP_MAX_SITES",
+                                            "LEAKWRAP_SAMPLE",    "LEAKWRAP_KEEP",          "LEAKWRAP_DISABLE",
                                             "LEAKWRAP_KEEP_DEAD", "LEAKWRAP_KEEP_DEAD_DAYS"};
 
 class PreloadConfig : public ::testing::Test {
@@ -62,8 +62,7 @@ TEST_F(PreloadConfig, ValuesWithinTheirBoundsAreTaken) {
 TEST_F(PreloadConfig, AnythingElseKeepsTheDefault) {
     for (const char* value : {"0", "65", "-1", "12x", "x", "99999999999999999999999"})
         EXPECT_EQ(with("LEAKWRAP_DEPTH", value).depth, 16u) << value;
-    for (const char* value : {"65", "-0", "8.5"})
-        EXPECT_EQ(with("LEAKWRAP_RUBY_DEPTH", value).ruby_depth, 8u) << value;
+    for (const char* value : {"65", "-0", "8.5"}) EXPECT_EQ(with("LEAKWRAP_RUBY_DEPTH", value).ruby_depth, 8u) << value;
     for (const char* value : {"88", "67108865", "1e6"})
         EXPECT_EQ(with("LEAKWRAP_MAX_SITES", value).max_sites, 16'777'216u) << value;
     EXPECT_EQ(with("LEAKWRAP_SAMPLE", "1099511627777").sample_interval, 0u);

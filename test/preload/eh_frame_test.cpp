@@ -97,13 +97,32 @@ private:
 // push rbp; push rbx; sub $40, rsp; ... ; add $40, rsp; pop rbx; pop rbp; ret — the epilogue
 // in the middle, under remember/restore_state, with code after it.
 const std::vector<uint8_t> kSizedFrame = {
-    kAdvance | 1, kDefCfaOffset, 16, kOffset | kRbp, 2,   // 1: push rbp, rbp at CFA - 16
-    kAdvance | 1, kDefCfaOffset, 24, kOffset | 3, 3,      // 2: push rbx
-    kAdvance | 4, kDefCfaOffset, 64,                      // 6: sub $40, rsp
-    kAdvance | 20, kRemember, kDefCfaOffset, 24,          // 26: add $40, rsp
-    kAdvance | 1, kDefCfaOffset, 16,                      // 27: pop rbx
-    kAdvance | 1, kDefCfaOffset, 8, kRestore | kRbp,      // 28: pop rbp
-    kAdvance | 1, kRestoreState,                          // 29: after ret, the body again
+    kAdvance | 1,
+    kDefCfaOffset,
+    16,
+    kOffset | kRbp,
+    2,  // 1: push rbp, rbp at CFA - 16
+    kAdvance | 1,
+    kDefCfaOffset,
+    24,
+    kOffset | 3,
+    3,  // 2: push rbx
+    kAdvance | 4,
+    kDefCfaOffset,
+    64,  // 6: sub $40, rsp
+    kAdvance | 20,
+    kRemember,
+    kDefCfaOffset,
+    24,  // 26: add $40, rsp
+    kAdvance | 1,
+    kDefCfaOffset,
+    16,  // 27: pop rbx
+    kAdvance | 1,
+    kDefCfaOffset,
+    8,
+    kRestore | kRbp,  // 28: pop rbp
+    kAdvance | 1,
+    kRestoreState,  // 29: after ret, the body again
 };
 
 TEST(EhFrame, ASizedFrameHasEachInstructionsSizeAndItsSavedRbpSlot) {
@@ -132,7 +151,7 @@ TEST(EhFrame, CodeOutsideTheFdeIsNotItsFrame) {
 TEST(EhFrame, AFramePointerPrologueIsWalkedThroughRbp) {
     Cfi cfi;
     const uint64_t fde = cfi.fde({kAdvance | 1, kDefCfaOffset, 16, kOffset | kRbp, 2,  // push rbp
-                                  kAdvance | 3, kDefCfaRegister, kRbp});             // mov rsp, rbp
+                                  kAdvance | 3, kDefCfaRegister, kRbp});               // mov rsp, rbp
     EXPECT_EQ(cfi.rule_at(fde, 1), sized_frame(16, 1));
     EXPECT_EQ(cfi.rule_at(fde, 4), kFramePointerFrame);
     EXPECT_EQ(cfi.rule_at(fde, 80), kFramePointerFrame);

@@ -64,8 +64,7 @@ TEST_F(FrameSizes, RefusesSizesNoFrameHas) {
 }
 
 TEST_F(FrameSizes, ForgetsEverythingWhenAModuleIsUnloaded) {
-    for (uintptr_t address = 0x500000; address < 0x500000 + 1000 * 16; address += 16)
-        learn_frame_size(address, 32);
+    for (uintptr_t address = 0x500000; address < 0x500000 + 1000 * 16; address += 16) learn_frame_size(address, 32);
     EXPECT_EQ(frame_size(0x500000 + 500 * 16), 32u);
     forget_frame_sizes();
     EXPECT_EQ(frame_size(0x500000 + 500 * 16), kUnknownFrame);

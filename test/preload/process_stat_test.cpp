@@ -50,8 +50,8 @@ TEST(ProcStat, RefusesALineCutShortOrAStartTimeThatIsNoNumber) {
     EXPECT_EQ(fields.start_time_ticks, 7u);
     static_assert([] {
         StatFields parsed{};
-        return parse_stat("1 (x) Z 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 42 0", &parsed) &&
-               parsed.state == 'Z' && parsed.start_time_ticks == 42;
+        return parse_stat("1 (x) Z 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 42 0", &parsed) && parsed.state == 'Z' &&
+               parsed.start_time_ticks == 42;
     }());
 }
 

@@ -42,8 +42,10 @@ __attribute__((noinline)) void leak_malloc() {
         check_block(block, alignof(std::max_align_t), kMallocSize);
     }
     for (std::size_t i = 0; i < kMallocCount; ++i) {
-        if (i < kMallocFreed) std::free(blocks[i]);
-        else keep(blocks[i]);
+        if (i < kMallocFreed)
+            std::free(blocks[i]);
+        else
+            keep(blocks[i]);
     }
 }
 

@@ -120,8 +120,8 @@ int main(int argc, char** argv) {
     g_stop.store(true);
     allocator.join();
 
-    std::printf("HELD %d\nLEAKED %zu\nFAILED CHILDREN %d\n", static_cast<int>(g_held_child.load()),
-                g_leaked.size(), g_failed_children.load());
+    std::printf("HELD %d\nLEAKED %zu\nFAILED CHILDREN %d\n", static_cast<int>(g_held_child.load()), g_leaked.size(),
+                g_failed_children.load());
     announce_ready_and_wait_for_release();
     for (void* block : g_leaked) std::free(block);
     close(g_held_release[1]);

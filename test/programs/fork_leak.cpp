@@ -24,7 +24,7 @@ extern "C" pid_t _Fork();  // glibc 2.34
 namespace {
 void* g_parent_blocks[kParentBlocks];
 void* g_child_blocks[kChildBlocks];
-}
+}  // namespace
 
 extern "C" {
 

@@ -153,8 +153,8 @@ int main(int argc, char** argv) {
     }
     const Outcomes outcomes = wait_for(children);
     learner.join();
-    std::printf("forks %zu learning %d inherited %d hung %d failed %d checksum %lu\n", children.size(),
-                while_learning, outcomes.inherited, outcomes.hung, outcomes.failed, checksum.load());
+    std::printf("forks %zu learning %d inherited %d hung %d failed %d checksum %lu\n", children.size(), while_learning,
+                outcomes.inherited, outcomes.hung, outcomes.failed, checksum.load());
     announce_ready_and_wait_for_release();
     return 0;
 }

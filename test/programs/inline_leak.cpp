@@ -39,7 +39,7 @@ __attribute__((always_inline)) inline char* prepare(unsigned request) {
 // noipa: no clone (handle.constprop) may take its name.
 extern "C" __attribute__((noinline, noipa)) void handle(unsigned request) {
     g_kept[2 * request] = make_buffer(kDirectSize, request);  // inline_leak: handle calls make_buffer
-    g_kept[2 * request + 1] = requests::prepare(request);      // inline_leak: handle calls prepare
+    g_kept[2 * request + 1] = requests::prepare(request);     // inline_leak: handle calls prepare
 }
 
 int main() {

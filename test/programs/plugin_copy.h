@@ -25,8 +25,7 @@ inline PluginChurn load_plugin_copy(const std::string& plugin, const std::string
 }
 
 // `count` copies, directory/plugin_0.so and on: their plugin_churn functions, in order.
-inline std::vector<PluginChurn> load_plugin_copies(const std::string& plugin, const std::string& directory,
-                                                   int count) {
+inline std::vector<PluginChurn> load_plugin_copies(const std::string& plugin, const std::string& directory, int count) {
     std::vector<PluginChurn> churns;
     for (int copy = 0; copy < count; ++copy)
         churns.push_back(load_plugin_copy(plugin, directory + "/plugin_" + std::to_string(copy) + ".so"));

@@ -25,8 +25,7 @@ int main(int argc, char** argv) {
     if (plugin == nullptr) fail(dlerror());
     auto* describe = reinterpret_cast<char* (*)(unsigned)>(dlsym(plugin, "plugin_describe"));
     if (describe == nullptr) fail("plugin_describe missing");
-    for (unsigned number = 0; number < ground_truth::plugin_leak::kTexts; ++number)
-        g_texts[number] = describe(number);
+    for (unsigned number = 0; number < ground_truth::plugin_leak::kTexts; ++number) g_texts[number] = describe(number);
     announce_ready_and_wait_for_release();
     return 0;
 }

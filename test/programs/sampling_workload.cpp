@@ -8,9 +8,7 @@
 
 using namespace ground_truth::sampling;
 
-extern "C" __attribute__((noinline)) void* allocate_sampled_block() {
-    return std::malloc(kBlockSize);
-}
+extern "C" __attribute__((noinline)) void* allocate_sampled_block() { return std::malloc(kBlockSize); }
 
 int main() {
     std::vector<void*> blocks(kBlocks);

@@ -106,7 +106,8 @@ void alignment_requests() {
         // other block nor the bookkeeping in front of it, which free would then find broken.
         fill(blocks[0], malloc_usable_size(blocks[0]), 3);
         fill(blocks[1], malloc_usable_size(blocks[1]), 4);
-        expect(filled(blocks[0], malloc_usable_size(blocks[0]), 3), "an aligned block's usable size overlaps no other block");
+        expect(filled(blocks[0], malloc_usable_size(blocks[0]), 3),
+               "an aligned block's usable size overlaps no other block");
         for (void* block : blocks) std::free(block);
     }
     for (std::size_t alignment = 16; alignment <= 65536; alignment *= 2) {

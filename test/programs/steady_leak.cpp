@@ -82,8 +82,7 @@ int main(int argc, char** argv) {
     const int period_ms = std::atoi(argv[1]);
     const long ticks = argc >= 3 ? std::atol(argv[2]) : 0;
     const long map_kib = argc == 4 ? std::atol(argv[3]) : 0;
-    if (period_ms <= 0 || ticks < 0 || map_kib < 0)
-        fail("PERIOD_MS must be positive, TICKS and MAP_KIB not negative");
+    if (period_ms <= 0 || ticks < 0 || map_kib < 0) fail("PERIOD_MS must be positive, TICKS and MAP_KIB not negative");
 
     sigset_t start_signal;
     sigemptyset(&start_signal);

@@ -29,20 +29,11 @@
 
 namespace {
 
-enum Site : unsigned char {
-    kMalloc,
-    kCalloc,
-    kRealloc,
-    kPosixMemalign,
-    kAlignedAlloc,
-    kChurn,
-    kSiteCount
-};
+enum Site : unsigned char { kMalloc, kCalloc, kRealloc, kPosixMemalign, kAlignedAlloc, kChurn, kSiteCount };
 
 // The names of the functions below: the report must show each of them as the allocating frame.
-constexpr const char* kSiteFunction[kSiteCount] = {
-    "torture_malloc", "torture_calloc", "torture_realloc", "torture_posix_memalign",
-    "torture_aligned_alloc", "torture_churn"};
+constexpr const char* kSiteFunction[kSiteCount] = {"torture_malloc",         "torture_calloc",        "torture_realloc",
+                                                   "torture_posix_memalign", "torture_aligned_alloc", "torture_churn"};
 
 struct SiteTruth {
     std::atomic<long long> live_blocks{0}, live_bytes{0}, allocs{0}, frees{0};
@@ -77,13 +68,9 @@ extern "C" {
 
 __attribute__((noinline)) void* torture_malloc(std::size_t size) { return std::malloc(size); }
 
-__attribute__((noinline)) void* torture_calloc(std::size_t count, std::size_t size) {
-    return std::calloc(count, size);
-}
+__attribute__((noinline)) void* torture_calloc(std::size_t count, std::size_t size) { return std::calloc(count, size); }
 
-__attribute__((noinline)) void* torture_realloc(void* block, std::size_t size) {
-    return std::realloc(block, size);
-}
+__attribute__((noinline)) void* torture_realloc(void* block, std::size_t size) { return std::realloc(block, size); }
 
 __attribute__((noinline)) void* torture_posix_memalign(std::size_t alignment, std::size_t size) {
     void* block = nullptr;
@@ -141,26 +128,21 @@ Block allocate(std::mt19937& random) {
     const std::size_t size = random_size(random);
     Block block{nullptr, size, site};
     switch (site) {
-        case kMalloc:
-            block.address = torture_malloc(size);
-            break;
+        case kMalloc: block.address = torture_malloc(size); break;
         case kCalloc: {
             const std::size_t count = 1 + random() % 8, element = size / 8 + 1;
             block.size = count * element;
             block.address = torture_calloc(count, element);
             break;
         }
-        case kPosixMemalign:
-            block.address = torture_posix_memalign(random_alignment(random), size);
-            break;
+        case kPosixMemalign: block.address = torture_posix_memalign(random_alignment(random), size); break;
         case kAlignedAlloc: {
             const std::size_t alignment = random_alignment(random);
             block.size = (size + alignment - 1) / alignment * alignment;  // C11 wants a multiple
             block.address = torture_aligned_alloc(alignment, block.size);
             break;
         }
-        default:
-            fail("not an allocating site");
+        default: fail("not an allocating site");
     }
     if (block.address == nullptr) fail(kSiteFunction[site]);
     if (block.size > 0) static_cast<volatile unsigned char*>(block.address)[block.size - 1] = 1;
@@ -244,10 +226,11 @@ void print_truth(bool with_churn) {
     for (int site = 0; site < kSiteCount; ++site) {
         if (site == kChurn && !with_churn) continue;
         const SiteTruth& truth = g_truth[site];
-        std::printf("{\"pid\": %d, \"function\": \"%s\", \"live_blocks\": %lld, "
-                    "\"live_bytes\": %lld, \"allocs\": %lld, \"frees\": %lld}\n",
-                    static_cast<int>(getpid()), kSiteFunction[site], truth.live_blocks.load(),
-                    truth.live_bytes.load(), truth.allocs.load(), truth.frees.load());
+        std::printf(
+            "{\"pid\": %d, \"function\": \"%s\", \"live_blocks\": %lld, "
+            "\"live_bytes\": %lld, \"allocs\": %lld, \"frees\": %lld}\n",
+            static_cast<int>(getpid()), kSiteFunction[site], truth.live_blocks.load(), truth.live_bytes.load(),
+            truth.allocs.load(), truth.frees.load());
     }
     std::fflush(stdout);
 }
@@ -293,8 +276,7 @@ void run_with_fork(std::chrono::steady_clock::duration duration) {
     announce_ready_and_wait_for_release();
     close(release_child[1]);
     int status = 0;
-    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fail("the child failed");
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) fail("the child failed");
 }
 
 }  // namespace
@@ -306,9 +288,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: %s <seconds> [fork]\n", argv[0]);
         return 2;
     }
-    const auto duration = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(seconds));
-    if (with_fork) run_with_fork(duration);
-    else run_without_fork(duration);
+    const auto duration =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+    if (with_fork)
+        run_with_fork(duration);
+    else
+        run_without_fork(duration);
     return 0;
 }

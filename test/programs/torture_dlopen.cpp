@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
     unsigned long checksum = 0;
     if (deepbind) {
         const Plugin plugin = load(argv[1], RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-        for (unsigned number = 0; number < kLoads * kCallsPerLoad; ++number)
-            checksum += call(plugin, number);
+        for (unsigned number = 0; number < kLoads * kCallsPerLoad; ++number) checksum += call(plugin, number);
         unload(plugin);
     } else {
         for (unsigned loaded = 0; loaded < kLoads; ++loaded) {

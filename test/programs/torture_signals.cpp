@@ -80,7 +80,7 @@ int main() {
     const itimerval stop{};
     setitimer(ITIMER_REAL, &stop, nullptr);
     for (void* block : ring) std::free(block);
-    std::printf("%ld allocations, checksum %lu, and at least %ld signals handled\n", kIterations,
-                checksum, kSignalsWanted);
+    std::printf("%ld allocations, checksum %lu, and at least %ld signals handled\n", kIterations, checksum,
+                kSignalsWanted);
     return 0;
 }

@@ -20,10 +20,8 @@ public:
     explicit StringPoolWriter(uint32_t capacity) : capacity_(capacity) {}
 
     layout::StringRef add(const std::string& text) {
-        if (bytes_.size() + text.size() + 1 > capacity_)
-            throw std::length_error("string pool full");
-        const layout::StringRef ref{static_cast<uint32_t>(bytes_.size()),
-                                    static_cast<uint32_t>(text.size())};
+        if (bytes_.size() + text.size() + 1 > capacity_) throw std::length_error("string pool full");
+        const layout::StringRef ref{static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(text.size())};
         bytes_ += text;
         bytes_ += '\0';
         return ref;
@@ -42,9 +40,7 @@ T load(const std::vector<std::byte>& segment, uint64_t offset) {
     return value;
 }
 
-layout::Header header_of(const std::vector<std::byte>& segment) {
-    return load<layout::Header>(segment, 0);
-}
+layout::Header header_of(const std::vector<std::byte>& segment) { return load<layout::Header>(segment, 0); }
 
 uint32_t size_class_of_site(const BuiltSite& site) {
     if (site.size_class) return *site.size_class;
@@ -65,20 +61,20 @@ std::vector<BuiltSite> sites_by_slot(const SegmentBuilder& builder) {
     return slots;
 }
 
-std::vector<BuiltBin> bins_of_sites(const std::vector<BuiltSite>& slots,
-                                    const std::vector<BuiltDelta>& deltas, uint32_t bin_shards) {
+std::vector<BuiltBin> bins_of_sites(const std::vector<BuiltSite>& slots, const std::vector<BuiltDelta>& deltas,
+                                    uint32_t bin_shards) {
     std::vector<BuiltBin> bins;
     for (uint32_t slot = 0; slot < slots.size(); ++slot) {
         const BuiltSite& site = slots[slot];
         if (site.state != layout::kReady) continue;
-        bins.push_back({size_class_of_site(site), slot % bin_shards, site.allocs, site.frees,
-                        site.alloc_bytes, site.free_bytes});
+        bins.push_back(
+            {size_class_of_site(site), slot % bin_shards, site.allocs, site.frees, site.alloc_bytes, site.free_bytes});
     }
     // A delta naming no ready site (a later slot, a race the reader tolerates) has no class.
     for (const BuiltDelta& delta : deltas) {
         if (delta.site >= slots.size() || slots[delta.site].state != layout::kReady) continue;
-        bins.push_back({size_class_of_site(slots[delta.site]), delta.shard, delta.allocs,
-                        delta.frees, delta.alloc_bytes, delta.free_bytes});
+        bins.push_back({size_class_of_site(slots[delta.site]), delta.shard, delta.allocs, delta.frees,
+                        delta.alloc_bytes, delta.free_bytes});
     }
     return bins;
 }
@@ -132,9 +128,7 @@ public:
     const std::vector<std::byte>& bytes() const { return bytes_; }
 
 private:
-    uint32_t next_reference() const {
-        return static_cast<uint32_t>(bytes_.size() / layout::kStackAlignment);
-    }
+    uint32_t next_reference() const { return static_cast<uint32_t>(bytes_.size() / layout::kStackAlignment); }
 
     template <class T>
     void append(const T& value) {
@@ -142,9 +136,7 @@ private:
         bytes_.insert(bytes_.end(), begin, begin + sizeof(value));
     }
 
-    layout::RubyFrame ruby_frame(const BuiltRubyFrame& frame) {
-        return {strings_.add(frame.file).offset, frame.line};
-    }
+    layout::RubyFrame ruby_frame(const BuiltRubyFrame& frame) { return {strings_.add(frame.file).offset, frame.line}; }
 
     // Writes the records of a backtrace that the table lacks, outermost first; returns the
     // innermost one's reference, or kNoRubyFrame for no backtrace.
@@ -152,8 +144,7 @@ private:
         uint32_t caller = layout::kNoRubyFrame;
         uint32_t depth = 1;
         for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame, ++depth) {
-            const auto [entry, is_new] =
-                records_.try_emplace({frame->file, frame->line, caller}, next_reference());
+            const auto [entry, is_new] = records_.try_emplace({frame->file, frame->line, caller}, next_reference());
             if (is_new) append(layout::RubyFrameRecord{ruby_frame(*frame), caller, depth});
             caller = entry->second;
         }
@@ -171,8 +162,7 @@ private:
 
 std::vector<std::byte> SegmentBuilder::build() const {
     const uint32_t site_record_size = sizeof(layout::SiteRecord);
-    const uint64_t bins_size =
-        uint64_t{layout::kSizeClassCount} * bin_shards * sizeof(layout::BinCounters);
+    const uint64_t bins_size = uint64_t{layout::kSizeClassCount} * bin_shards * sizeof(layout::BinCounters);
     const std::vector<BuiltSite> slots = sites_by_slot(*this);
     StringPoolWriter strings(strings_capacity);
     const layout::StringRef exe_text = strings.add(exe);
@@ -212,18 +202,17 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.sample_interval = sample_interval;
     const bool statistics = allocator_statistics && layout_version >= 9;
     header.allocator_stats_offset = statistics ? round_up_to_cache_line(sizeof(layout::Header)) : 0;
-    header.sites_offset = statistics ? round_up_to_cache_line(header.allocator_stats_offset +
-                                                              sizeof(layout::AllocatorStatistics))
-                                     : sizeof(layout::Header);
+    header.sites_offset =
+        statistics ? round_up_to_cache_line(header.allocator_stats_offset + sizeof(layout::AllocatorStatistics))
+                   : sizeof(layout::Header);
     header.stacks_offset = round_up_to_cache_line(header.sites_offset + uint64_t{site_capacity} * site_record_size);
     header.modules_offset = round_up_to_cache_line(header.stacks_offset + header.stacks_capacity);
-    header.bins_offset = round_up_to_cache_line(
-        header.modules_offset + uint64_t{module_capacity} * sizeof(layout::ModuleRecord));
+    header.bins_offset =
+        round_up_to_cache_line(header.modules_offset + uint64_t{module_capacity} * sizeof(layout::ModuleRecord));
     header.strings_offset = header.bins_offset + bins_size;
     header.site_deltas_offset = round_up_to_cache_line(header.strings_offset + strings_capacity);
-    header.segment_size = round_up_to_cache_line(
-        header.site_deltas_offset +
-        uint64_t{bin_shards} * site_delta_slots * sizeof(layout::SiteDelta));
+    header.segment_size = round_up_to_cache_line(header.site_deltas_offset +
+                                                 uint64_t{bin_shards} * site_delta_slots * sizeof(layout::SiteDelta));
     header.sites_claimed = static_cast<uint32_t>(slots.size());
     header.stacks_used = stacks_used;
     header.modules_claimed = static_cast<uint32_t>(modules.size());
@@ -237,8 +226,7 @@ std::vector<std::byte> SegmentBuilder::build() const {
         std::memcpy(segment.data() + header.allocator_stats_offset, &*allocator_statistics,
                     sizeof(layout::AllocatorStatistics));
     // An empty table's data() may be null, which memcpy must not be given even for no bytes.
-    if (stacks_used > 0)
-        std::memcpy(segment.data() + header.stacks_offset, stacks.bytes().data(), stacks_used);
+    if (stacks_used > 0) std::memcpy(segment.data() + header.stacks_offset, stacks.bytes().data(), stacks_used);
     for (uint32_t slot = 0; slot < slots.size(); ++slot) {
         const BuiltSite& site = slots[slot];
         layout::SiteRecord record{};
@@ -250,14 +238,12 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.size_class = static_cast<uint8_t>(size_class_of_site(site));
         record.birth_cell = static_cast<uint8_t>(site.birth_cell);
         record.stack = stack_of_slot[slot];
-        std::memcpy(segment.data() + header.sites_offset + uint64_t{slot} * site_record_size, &record,
-                    sizeof(record));
+        std::memcpy(segment.data() + header.sites_offset + uint64_t{slot} * site_record_size, &record, sizeof(record));
     }
     for (uint64_t entry = 0; entry < uint64_t{bin_shards} * site_delta_slots; ++entry) {
         layout::SiteDelta empty{};
         empty.site = layout::kNoDeltaSite;
-        std::memcpy(segment.data() + header.site_deltas_offset + entry * sizeof(empty), &empty,
-                    sizeof(empty));
+        std::memcpy(segment.data() + header.site_deltas_offset + entry * sizeof(empty), &empty, sizeof(empty));
     }
     std::vector<bool> entry_used(uint64_t{bin_shards} * site_delta_slots);
     for (const BuiltDelta& delta : deltas) {
@@ -273,13 +259,11 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.frees = delta.frees;
         record.alloc_bytes = delta.alloc_bytes;
         record.free_bytes = delta.free_bytes;
-        std::memcpy(segment.data() + header.site_deltas_offset + entry * sizeof(record), &record,
-                    sizeof(record));
+        std::memcpy(segment.data() + header.site_deltas_offset + entry * sizeof(record), &record, sizeof(record));
     }
     for (const BuiltBin& bin : bins.value_or(bins_of_sites(slots, deltas, bin_shards))) {
         const uint64_t at =
-            header.bins_offset +
-            layout::bin_index(bin.size_class, bin.shard) * sizeof(layout::BinCounters);
+            header.bins_offset + layout::bin_index(bin.size_class, bin.shard) * sizeof(layout::BinCounters);
         layout::BinCounters counters;
         std::memcpy(&counters, segment.data() + at, sizeof(counters));
         counters.allocs += bin.allocs;
@@ -299,14 +283,12 @@ std::vector<std::byte> SegmentBuilder::build() const {
         record.load_bias = module.load_bias;
         record.start = module.start;
         record.end = module.end;
-        std::copy_n(module.build_id.begin(),
-                    std::min<size_t>(module.build_id.size(), layout::kBuildIdMax), record.build_id);
-        std::memcpy(segment.data() + header.modules_offset + uint64_t{slot} * sizeof(record),
-                    &record, sizeof(record));
+        std::copy_n(module.build_id.begin(), std::min<size_t>(module.build_id.size(), layout::kBuildIdMax),
+                    record.build_id);
+        std::memcpy(segment.data() + header.modules_offset + uint64_t{slot} * sizeof(record), &record, sizeof(record));
     }
     header.strings_used = static_cast<uint32_t>(strings.bytes().size());
-    std::memcpy(segment.data() + header.strings_offset, strings.bytes().data(),
-                strings.bytes().size());
+    std::memcpy(segment.data() + header.strings_offset, strings.bytes().data(), strings.bytes().size());
     std::memcpy(segment.data(), &header, sizeof(header));
     return segment;
 }
@@ -351,16 +333,13 @@ uint64_t bin_offset(const std::vector<std::byte>& segment, uint32_t size_class, 
 
 uint64_t site_delta_offset(const std::vector<std::byte>& segment, uint32_t shard, uint32_t slot) {
     const auto header = header_of(segment);
-    return header.site_deltas_offset +
-           (uint64_t{shard} * header.site_delta_slots + slot) * sizeof(layout::SiteDelta);
+    return header.site_deltas_offset + (uint64_t{shard} * header.site_delta_slots + slot) * sizeof(layout::SiteDelta);
 }
 
-void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes,
-                mode_t mode) {
+void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes, mode_t mode) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0) throw std::runtime_error("cannot create " + path.string());
-    const bool complete =
-        ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    const bool complete = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
     // fchmod because open() applies the umask, and some tests need exactly `mode`.
     const bool mode_set = ::fchmod(fd, mode) == 0;
     ::close(fd);

@@ -38,7 +38,7 @@ struct BuiltSite {
     uint32_t module_generation = 0;
     std::optional<uint32_t> size_class;  // default: the class of the average allocated block
     uint32_t birth_cell = 0;
-    std::string ruby_file;               // "": no Ruby backtrace
+    std::string ruby_file;  // "": no Ruby backtrace
     uint32_t ruby_line = 0;
     std::vector<BuiltRubyFrame> outer_ruby;  // the Ruby backtrace beyond ruby_file:ruby_line
     bool reduced = false;                    // layout::kStackReduced
@@ -147,7 +147,6 @@ void patch_header(std::vector<std::byte>& segment, Change change) {
     patch<layout::Header>(segment, 0, change);
 }
 
-void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes,
-                mode_t mode = 0600);
+void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes, mode_t mode = 0600);
 
 }  // namespace leakwrap::testing

@@ -17,9 +17,9 @@ constexpr long long kRounds = 300;
 constexpr long long kLargestVmBlock = 8192;  // the strings are all larger
 
 struct Caller {
-    const char* text;        // what the caller's line says
-    long long string_size;   // of the strings it makes: a buffer of size + 1
-    long long calls;         // in kRounds rounds
+    const char* text;       // what the caller's line says
+    long long string_size;  // of the strings it makes: a buffer of size + 1
+    long long calls;        // in kRounds rounds
 };
 
 const Caller kCallers[] = {
@@ -131,7 +131,8 @@ TEST(RubyBacktraces, ALeakThatStartsInANearlyFullTableKeepsItsLineInAReducedStac
         // The line also defines the method, at the top level: a whole backtrace of one frame.
         long long strings = 0;
         for (const auto& size_class : row.at("size_classes"))
-            if (size_class.at("limit").get<long long>() > 4096) strings += size_class.at("live_blocks").get<long long>();
+            if (size_class.at("limit").get<long long>() > 4096)
+                strings += size_class.at("live_blocks").get<long long>();
         if (strings == 0) continue;
         EXPECT_TRUE(row.at("reduced").get<bool>()) << row.dump(2);
         EXPECT_EQ(frames.size(), 1u) << row.dump(2);

@@ -23,9 +23,7 @@ constexpr long long kRequests = 200;
 constexpr long long kOptionsSize = 512;  // sizeof(struct render_options) in markdown_renderer.c
 constexpr const char* kExtension = "/markdown_renderer.so";
 
-std::vector<std::string> config_ru() {
-    return {paths::source("examples/puma/config.ru")};
-}
+std::vector<std::string> config_ru() { return {paths::source("examples/puma/config.ru")}; }
 
 void require_puma_and_extension() {
     ASSERT_FALSE(paths::puma.empty()) << "puma is not installed (scripts/setup.sh installs it)";
@@ -106,7 +104,8 @@ TEST_F(PumaCluster, ClusterWorkersAreListedWithTheirTitlesAndTogetherHoldOneLeak
         const std::string title = live_command_line(worker);
         EXPECT_TRUE(title.starts_with("puma: cluster worker ")) << title;
         EXPECT_NE(listed_line(listing.out, worker).find(title), std::string::npos)
-            << "worker " << worker << " is \"" << title << "\"; --list says:\n" << listing.out;
+            << "worker " << worker << " is \"" << title << "\"; --list says:\n"
+            << listing.out;
         const nlohmann::json report = report_json(worker);
         EXPECT_EQ(report.at("pid"), worker);
         const Counters options = sum_of(rows_allocated_by(report, kExtension, "render_options_new"));
@@ -168,8 +167,8 @@ TEST_F(PumaCluster, ChildrenMergeTheClusterIntoOneReportWithOneLeakPerRequest) {
 TEST_F(PumaCluster, AWorkerThatPumaRestartsJoinsTheWatchedTreeAsANewPid) {
     const TemporaryDirectory directory;
     const std::filesystem::path series = directory.path() / "tree.jsonl";
-    Target watch({e2e::paths::report_tool, "watch", std::to_string(puma().pid()), "--children",
-                  "--interval", "300ms", "--out", series.string()},
+    Target watch({e2e::paths::report_tool, "watch", std::to_string(puma().pid()), "--children", "--interval", "300ms",
+                  "--out", series.string()},
                  Environment::bare());
     watch.wait_ready("sample 1:");
     // Killed, the worker leaves its segment behind; puma forks a new one in its place.

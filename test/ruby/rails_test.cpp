@@ -118,9 +118,9 @@ TEST(RubyRails, EveryRequestLeaksOneTableOfContentsStateAtTheControllerLine) {
     EXPECT_TRUE(at_ruby_line(by_line.at("sites")[0], controller, leak_line)) << by_line.at("sites")[0].dump(1);
     EXPECT_GE(by_line.at("sites")[0].at("live_blocks").get<long long>(), kRequests + kMoreRequests);
     const nlohmann::json native = report_json(puma.pid(), {"--born-after", born});
-    EXPECT_EQ(sum_of(rows_allocated_by(native, kExtension, "toc_state_new")),
-              (Counters{kRequests + kMoreRequests, (kRequests + kMoreRequests) * kStateSize,
-                        kRequests + kMoreRequests, 0}));
+    EXPECT_EQ(
+        sum_of(rows_allocated_by(native, kExtension, "toc_state_new")),
+        (Counters{kRequests + kMoreRequests, (kRequests + kMoreRequests) * kStateSize, kRequests + kMoreRequests, 0}));
     EXPECT_LT(native.at("births").at("selection").at("live_bytes").get<long long>(),
               native.at("totals").at("live_bytes").get<long long>() / 4)
         << "the boot's memory is left out";

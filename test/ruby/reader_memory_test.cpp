@@ -35,9 +35,11 @@ ReaderPeaks measure_reader(pid_t target, const std::filesystem::path& directory)
     if (report.exit_code != 0) throw std::runtime_error("report failed: " + report.err);
     ReaderPeaks measured;
     measured.segment_kib = static_cast<long>(nlohmann::json::parse(report.out)
-                                                 .at("totals").at("memory")
+                                                 .at("totals")
+                                                 .at("memory")
                                                  .at("leakwrap_segment_resident_bytes")
-                                                 .get<uint64_t>() / 1024);
+                                                 .get<uint64_t>() /
+                                             1024);
     const std::string profile = (directory / ("profile." + pid + ".pb.gz")).string();
     const std::string series = (directory / ("series." + pid + ".jsonl")).string();
     const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
@@ -76,9 +78,9 @@ TEST(RubyReaderMemory, GrowsByAtMostTwiceTheSegmentOnARailsApp) {
         const auto& [command, peak] = rails.peaks[i];
         const long idle_peak = base.peaks[i].second;
         const double per_segment_kib = static_cast<double>(peak - idle_peak) / static_cast<double>(grown_kib);
-        std::cout << command << ": " << idle_peak << " KiB on an idle Ruby (segment " << base.segment_kib
-                  << " KiB), " << peak << " KiB on Rails (segment " << rails.segment_kib << " KiB): "
-                  << per_segment_kib << " KiB per KiB of segment\n";
+        std::cout << command << ": " << idle_peak << " KiB on an idle Ruby (segment " << base.segment_kib << " KiB), "
+                  << peak << " KiB on Rails (segment " << rails.segment_kib << " KiB): " << per_segment_kib
+                  << " KiB per KiB of segment\n";
         EXPECT_LE(per_segment_kib, kMaxGrowthPerSegmentKiB) << command;
     }
 }

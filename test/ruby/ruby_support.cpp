@@ -97,9 +97,7 @@ bool at_ruby_line(const nlohmann::json& row, const std::string& file, int line) 
     return ruby.is_object() && ruby.at("file") == file && ruby.at("line") == line;
 }
 
-bool without_ruby_location(const nlohmann::json& row) {
-    return row.at("ruby").is_null();
-}
+bool without_ruby_location(const nlohmann::json& row) { return row.at("ruby").is_null(); }
 
 Counters counters_of(const nlohmann::json& row) {
     return {row.at("live_blocks").get<long long>(), row.at("live_bytes").get<long long>(),

@@ -16,17 +16,17 @@
 namespace leakwrap::e2e::ruby {
 
 namespace paths {
-extern const std::string ruby;           // empty when ruby is not installed
-extern const std::string puma;           // empty when puma is not installed
-extern const std::string extension_dir;  // where the built extensions are: the RUBYLIB to use
+extern const std::string ruby;                       // empty when ruby is not installed
+extern const std::string puma;                       // empty when puma is not installed
+extern const std::string extension_dir;              // where the built extensions are: the RUBYLIB to use
 std::string source(std::string_view relative_path);  // a file of the repository, absolute
 }  // namespace paths
 
 // The only reason a Ruby test may skip. Everything else it needs (ruby-dev for the extensions,
 // puma) is installed by scripts/setup.sh, so its absence fails the test instead.
-#define LEAKWRAP_SKIP_WITHOUT_RUBY()                                          \
-    do {                                                                      \
-        if (::leakwrap::e2e::ruby::paths::ruby.empty())                      \
+#define LEAKWRAP_SKIP_WITHOUT_RUBY()                                                \
+    do {                                                                            \
+        if (::leakwrap::e2e::ruby::paths::ruby.empty())                             \
             GTEST_SKIP() << "ruby is not installed (scripts/setup.sh installs it)"; \
     } while (false)
 

@@ -37,10 +37,9 @@ std::set<uint64_t> row_ids(const std::vector<json>& rows) {
 // Watches puma into `series` while `traffic` runs, then stops the watch as a service manager
 // does, with SIGTERM (a shell leaves SIGINT ignored in what it starts in the background, and so
 // may CTest's caller).
-fs::path watch_during(const Puma& puma, const fs::path& series,
-                      const std::function<void(const fs::path&)>& traffic) {
-    Target watch({e2e::paths::report_tool, "watch", std::to_string(puma.pid()), "--interval",
-                  kInterval, "--out", series.string()},
+fs::path watch_during(const Puma& puma, const fs::path& series, const std::function<void(const fs::path&)>& traffic) {
+    Target watch({e2e::paths::report_tool, "watch", std::to_string(puma.pid()), "--interval", kInterval, "--out",
+                  series.string()},
                  Environment::bare());
     watch.wait_ready("sample 1:");
     traffic(series);
@@ -89,7 +88,7 @@ std::pair<uint64_t, uint64_t> last_two_values(const fs::path& series, uint64_t i
 }
 
 void expect_the_leak_first_and_no_renderer_leaking(const json& ranking, const std::set<uint64_t>& leak,
-                                                  const std::set<uint64_t>& renderers) {
+                                                   const std::set<uint64_t>& renderers) {
     const json& suspects = ranking.at("suspects");
     ASSERT_FALSE(suspects.empty());
     const json& first = suspects.front();

@@ -59,7 +59,8 @@ TEST(RubyThreads, OnlyAllocationsMadeHoldingTheGvlHaveARubyLocation) {
     EXPECT_EQ(sum_of(with_gvl), (Counters{kCalls, kCalls * kWithGvlSize, kCalls, 0}));
 
     // The extension's native thread never ran Ruby.
-    const std::vector<nlohmann::json> native = rows_allocated_by(report, "/native_thread.so", "allocate_in_native_thread");
+    const std::vector<nlohmann::json> native =
+        rows_allocated_by(report, "/native_thread.so", "allocate_in_native_thread");
     EXPECT_EQ(sum_of(native), (Counters{kCalls, kCalls * kNativeThreadSize, kCalls, 0}));
     for (const auto& row : native) EXPECT_TRUE(without_ruby_location(row)) << row.dump(2);
 

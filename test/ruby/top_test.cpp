@@ -41,9 +41,13 @@ protected:
         // The row is labelled by the file as ruby was given it: run from its directory, the
         // label is short enough for the pane whatever the checkout's path.
         leak_label_ = "ruby " + program + ":" + std::to_string(line_containing(script, "# the leak's line"));
-        std::vector<std::string> argv{paths::ruby, "-C", std::filesystem::path(script).parent_path(),
-                                      program, std::to_string(kSize),
-                                      std::to_string(kFirst), std::to_string(kSecond)};
+        std::vector<std::string> argv{paths::ruby,
+                                      "-C",
+                                      std::filesystem::path(script).parent_path(),
+                                      program,
+                                      std::to_string(kSize),
+                                      std::to_string(kFirst),
+                                      std::to_string(kSecond)};
         argv.insert(argv.end(), more.begin(), more.end());
         target_ = std::make_unique<Target>(argv, Environment::profiled());
         for (const std::string& line : target_->wait_ready())

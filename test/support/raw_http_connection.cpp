@@ -101,8 +101,8 @@ std::string RawHttpConnection::read(std::size_t count) {
         if (got < 0 && errno == EINTR) continue;
         if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             throw std::runtime_error("the server neither sent more nor ended the connection within " +
-                                     std::to_string(kAnswerPatience.count()) + " seconds; got: " +
-                                     received.substr(0, 200));
+                                     std::to_string(kAnswerPatience.count()) +
+                                     " seconds; got: " + received.substr(0, 200));
         // A reset ends the connection as a close does; what came before it is what the client got.
         if (got <= 0) break;
         received.append(chunk, static_cast<std::size_t>(got));

@@ -57,7 +57,6 @@ private:
 
 // One request, sent whole and followed by the client's FIN, over a connection of its own, and its
 // answer.
-RawHttpResponse http_exchange(int port, std::string_view request,
-                              const std::string& host = "127.0.0.1");
+RawHttpResponse http_exchange(int port, std::string_view request, const std::string& host = "127.0.0.1");
 
 }  // namespace leakwrap

@@ -35,8 +35,8 @@ std::optional<std::string> non_loopback_ipv4_address() {
     if (getifaddrs(&interfaces) != 0) return std::nullopt;
     std::optional<std::string> found;
     for (const ifaddrs* entry = interfaces; entry != nullptr && !found; entry = entry->ifa_next) {
-        if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET ||
-            (entry->ifa_flags & IFF_UP) == 0 || (entry->ifa_flags & IFF_LOOPBACK) != 0)
+        if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET || (entry->ifa_flags & IFF_UP) == 0 ||
+            (entry->ifa_flags & IFF_LOOPBACK) != 0)
             continue;
         char text[INET_ADDRSTRLEN];
         const auto* address = reinterpret_cast<const sockaddr_in*>(entry->ifa_addr);

@@ -11,8 +11,7 @@
 namespace leakwrap {
 
 TemporaryDirectory::TemporaryDirectory() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "leakwrap-test-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "leakwrap-test-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr)
         throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
     path_ = pattern;

@@ -68,17 +68,15 @@ TEST(Documentation, WatchingPageHasEveryOptionOfTheTimeAnalysisWithItsDefault) {
             return b.find(introduction) != std::string::npos;
         });
         ASSERT_NE(first, blocks.end()) << "no paragraph introduces " << subcommand;
-        const auto next = std::find_if(first + 1, blocks.end(), [](const std::string& b) {
-            return b.find("**`") != std::string::npos;
-        });
+        const auto next = std::find_if(first + 1, blocks.end(),
+                                       [](const std::string& b) { return b.find("**`") != std::string::npos; });
         for (const HelpOption& option : options_of(subcommand)) {
             // The last mention is where it is documented (its table row, or the paragraph of
             // options); earlier ones only refer to it.
-            const auto documented = std::find_if(
-                std::make_reverse_iterator(next), std::make_reverse_iterator(first),
-                [&](const std::string& b) { return b.find("`" + option.name) != std::string::npos; });
-            ASSERT_NE(documented, std::make_reverse_iterator(first))
-                << option.name << " is not in docs/watching.md";
+            const auto documented =
+                std::find_if(std::make_reverse_iterator(next), std::make_reverse_iterator(first),
+                             [&](const std::string& b) { return b.find("`" + option.name) != std::string::npos; });
+            ASSERT_NE(documented, std::make_reverse_iterator(first)) << option.name << " is not in docs/watching.md";
             if (!option.default_value.empty()) {
                 EXPECT_NE(documented->find(option.default_value), std::string::npos)
                     << option.name << ": --help says default " << option.default_value

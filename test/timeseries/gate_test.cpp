@@ -22,21 +22,21 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
-bool contains(const std::string& text, std::string_view part) {
-    return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
 TEST(Gate, FailsOnTheOneLeakAndPrintsItsRow) {
     const Completed gated = run_report({"suspects", recorded("steady-leak.jsonl"), "--fail-on", "leak"});
     EXPECT_EQ(gated.exit_code, kGateFailed) << gated.err;
     const std::vector<std::string> findings = lines_of(gated.err);
     ASSERT_EQ(findings.size(), 1u) << gated.err;
-    EXPECT_TRUE(findings.front().starts_with("leakwrap-report: gate: leak: leak_steadily() (steady_leak.cpp:29)  [id 89]: "))
+    EXPECT_TRUE(
+        findings.front().starts_with("leakwrap-report: gate: leak: leak_steadily() (steady_leak.cpp:29)  [id 89]: "))
         << findings.front();
     EXPECT_TRUE(contains(findings.front(), "retained 100%")) << findings.front();
     EXPECT_TRUE(contains(gated.out, "CLASS")) << "the table is printed as without the gate";
 
-    const Completed puma = run_report({"suspects", recorded("puma-bursts-then-idle.jsonl"), "--fail-on", "leak", "--format", "json"});
+    const Completed puma =
+        run_report({"suspects", recorded("puma-bursts-then-idle.jsonl"), "--fail-on", "leak", "--format", "json"});
     EXPECT_EQ(puma.exit_code, kGateFailed);
     ASSERT_EQ(lines_of(puma.err).size(), 1u) << puma.err;
     EXPECT_TRUE(contains(puma.err, "examples/puma/config.ru:12")) << puma.err;
@@ -76,8 +76,8 @@ TEST(Gate, RefusesWhatItCannotJudgeInOneLine) {
 // of Python's start (modules and types it keeps) is most of what a loaded machine's first
 // samples see, and the gate then rightly finds the program that drops its buffers growing.
 Completed soak(const std::string& program, const std::vector<std::string>& gate) {
-    std::vector<std::string> argv{"bash", std::string(LEAKWRAP_SOURCE_DIR) + "/examples/ci/soak_gate.sh",
-                                  "-d", "3s", "-i", "250ms", "-w", "1"};
+    std::vector<std::string> argv{
+        "bash", std::string(LEAKWRAP_SOURCE_DIR) + "/examples/ci/soak_gate.sh", "-d", "3s", "-i", "250ms", "-w", "1"};
     argv.insert(argv.end(), gate.begin(), gate.end());
     argv.insert(argv.end(), {"--", paths::python3, "-c", program});
     return run(argv, Environment::bare().set("LEAKWRAP_BUILD_DIR", LEAKWRAP_BUILD_DIR), {}, 120s);

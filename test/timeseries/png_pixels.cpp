@@ -21,8 +21,7 @@ uint32_t big_endian(const std::string& bytes, std::size_t at) {
 std::string inflated(const std::string& compressed, std::size_t size) {
     std::string out(size, '\0');
     uLongf length = static_cast<uLongf>(size);
-    if (uncompress(reinterpret_cast<Bytef*>(out.data()), &length,
-                   reinterpret_cast<const Bytef*>(compressed.data()),
+    if (uncompress(reinterpret_cast<Bytef*>(out.data()), &length, reinterpret_cast<const Bytef*>(compressed.data()),
                    static_cast<uLong>(compressed.size())) != Z_OK ||
         length != size)
         throw std::runtime_error("PNG image data does not inflate to its size");
@@ -94,8 +93,7 @@ PngPixels read_png(const std::filesystem::path& path) {
     png.pixels.reserve(std::size_t{png.width} * png.height);
     for (uint32_t y = 0; y < png.height; ++y)
         for (uint32_t x = 0; x < png.width; ++x) {
-            const auto* pixel = reinterpret_cast<const uint8_t*>(data.data()) + y * (stride + 1) +
-                                1 + x * channels;
+            const auto* pixel = reinterpret_cast<const uint8_t*>(data.data()) + y * (stride + 1) + 1 + x * channels;
             png.pixels.push_back({pixel[0], pixel[1], pixel[2]});
         }
     return png;

@@ -117,8 +117,8 @@ TEST(RecordedSeries, FocusAndIgnoreKeepTheSitesTheyMatch) {
               (std::vector<std::string>{"leak_steadily() (steady_leak.cpp:29)",
                                         "fill_bounded_cache() (steady_leak.cpp:38)"}));
 
-    const Completed ruby = run_report({"suspects", recorded("puma-bursts-then-idle.jsonl"), "--format",
-                                       "json", "--top", "0", "--focus", R"(examples/puma/config\.ru:12$)"});
+    const Completed ruby = run_report({"suspects", recorded("puma-bursts-then-idle.jsonl"), "--format", "json", "--top",
+                                       "0", "--focus", R"(examples/puma/config\.ru:12$)"});
     ASSERT_EQ(ruby.exit_code, 0) << ruby.err;
     const json puma = json::parse(ruby.out).at("suspects");
     expect_puma_leak_first(puma);
@@ -132,8 +132,7 @@ TEST(RecordedSeries, DiffFocusesItsSitesAndKeepsTheClassesWhole) {
     std::ofstream(a) << lines.front().dump();
     std::ofstream(b) << lines.back().dump();
     const Completed all = run_report({"diff", a, b, "--format", "json", "--top", "0"});
-    const Completed focused =
-        run_report({"diff", a, b, "--format", "json", "--top", "0", "--focus", "fill_bounded"});
+    const Completed focused = run_report({"diff", a, b, "--format", "json", "--top", "0", "--focus", "fill_bounded"});
     ASSERT_EQ(focused.exit_code, 0) << focused.err;
     const json diff = json::parse(focused.out);
     EXPECT_EQ(labels_of(diff.at("sites")), std::vector<std::string>{"fill_bounded_cache() (steady_leak.cpp:38)"});

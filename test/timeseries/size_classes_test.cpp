@@ -21,9 +21,8 @@ struct Expected {
 TEST(SizeClasses, BinsCountEachSizeInItsClassExactly) {
     // By class limit, written out rather than derived, so that the layout's arithmetic is checked.
     const std::map<uint64_t, std::vector<std::size_t>> sizes_by_limit = {
-        {8, {8}},         {16, {9, 16}},   {32, {17}},          {128, {128}},
-        {160, {129, 160}}, {192, {161}},   {320, {320}},        {384, {321}},
-        {4 * kMiB, {4 * kMiB}},            {8 * kMiB, {4 * kMiB + 1}},
+        {8, {8}},     {16, {9, 16}}, {32, {17}},   {128, {128}},           {160, {129, 160}},
+        {192, {161}}, {320, {320}},  {384, {321}}, {4 * kMiB, {4 * kMiB}}, {8 * kMiB, {4 * kMiB + 1}},
     };
     std::size_t listed = 0;
     for (const auto& [limit, sizes] : sizes_by_limit) listed += sizes.size();

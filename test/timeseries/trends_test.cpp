@@ -26,8 +26,8 @@ TEST(Duration, ParsesEachUnit) {
 }
 
 TEST(Duration, RejectsWhatIsNotAWholePositiveNumberWithAUnit) {
-    for (const char* text : {"", "5", "s", "0s", "-1s", "+1s", "1.5s", "5 s", " 5s", "5sec", "5S",
-                             "99999999999999999h"})
+    for (const char* text :
+         {"", "5", "s", "0s", "-1s", "+1s", "1.5s", "5 s", " 5s", "5sec", "5S", "99999999999999999h"})
         EXPECT_EQ(parse_duration(text), std::nullopt) << text;
 }
 
@@ -45,22 +45,19 @@ TEST(ByteSize, ParsesWholeNumbersOfBinaryUnitsAndNothingElse) {
 using SiteCurve = double (*)(std::size_t);
 constexpr uint64_t kAllocsPerSample = 1000;
 
-std::vector<Sample> series_of(const std::vector<SiteCurve>& curves, std::size_t samples,
-                              uint64_t (*work)(std::size_t) = [](std::size_t i) {
-                                  return kAllocsPerSample * i;
-                              }) {
+std::vector<Sample> series_of(
+    const std::vector<SiteCurve>& curves, std::size_t samples,
+    uint64_t (*work)(std::size_t) = [](std::size_t i) { return kAllocsPerSample * i; }) {
     std::vector<Sample> series;
     for (std::size_t i = 0; i < samples; ++i) {
-        Sample sample{.t = 1000.0 + static_cast<double>(i), .pid = 42,
-                      .totals = {.allocs = 5000 + work(i)}};
+        Sample sample{.t = 1000.0 + static_cast<double>(i), .pid = 42, .totals = {.allocs = 5000 + work(i)}};
         for (std::size_t id = 0; id < curves.size(); ++id) {
             const auto bytes = static_cast<uint64_t>(curves[id](i));
             // 100-byte blocks: every rise allocated, every fall freed, since the first sample.
             SampleCounters counters{.live_bytes = bytes};
             for (std::size_t step = 1; step <= i; ++step) {
                 const double change = curves[id](step) - curves[id](step - 1);
-                (change > 0 ? counters.allocs : counters.frees) +=
-                    static_cast<uint64_t>(std::fabs(change) / 100);
+                (change > 0 ? counters.allocs : counters.frees) += static_cast<uint64_t>(std::fabs(change) / 100);
             }
             sample.sites.push_back({id, "site " + std::to_string(id), "", counters});
         }
@@ -187,11 +184,11 @@ DiffRow row(uint64_t a, uint64_t b, uint64_t c) {
 
 TEST(Diff, RetainedViewKeepsWhatGrewAndWasNotGivenBack) {
     const std::vector<DiffRow> rows = {
-        row(0, 10, 20),  // still growing: retained
-        row(0, 10, 10),  // grew, then held: retained at 100%
-        row(0, 10, 9),   // gave a little back: retained only below 100%
-        row(0, 10, 0),   // gave it all back
-        row(10, 10, 30), // did not grow from a to b
+        row(0, 10, 20),   // still growing: retained
+        row(0, 10, 10),   // grew, then held: retained at 100%
+        row(0, 10, 9),    // gave a little back: retained only below 100%
+        row(0, 10, 0),    // gave it all back
+        row(10, 10, 30),  // did not grow from a to b
     };
     EXPECT_EQ(retained_rows(rows, 100).size(), 2u);
     EXPECT_EQ(retained_rows(rows, 90).size(), 3u);
@@ -210,9 +207,8 @@ TEST(Diff, MatchesSitesByStackAcrossProcesses) {
 
 // The scanner of series-line sites reads what nlohmann reads, escapes and all.
 TEST(SampleFile, ReadsSeriesSitesAsNlohmannDoes) {
-    const std::string text =
-        R"({"id":7,"live_bytes":100,"live_blocks":2,"allocs":3,"frees":1,)"
-        R"("label":"ruby a\"b\\c\u00e9\n.rb:3","stack":"k\u2603;\ud83d\ude00@x.c:1"})";
+    const std::string text = R"({"id":7,"live_bytes":100,"live_blocks":2,"allocs":3,"frees":1,)"
+                             R"("label":"ruby a\"b\\c\u00e9\n.rb:3","stack":"k\u2603;\ud83d\ude00@x.c:1"})";
     bool scanned_stack = false, parsed_stack = false;
     const SampleSite scanned = sample_site_from_text(text, scanned_stack);
     const SampleSite parsed = sample_site_from_json(json::parse(text), parsed_stack);
@@ -240,10 +236,10 @@ std::vector<SampleSite> sites_of_snapshot(const std::string& text, json& head) {
 
 TEST(SampleFile, ReadsAReportAndALineSiteBySite) {
     json head;
-    const auto line = sites_of_snapshot(
-        R"j({"t":1.5,"pid":4,"totals":{"live_bytes":10},"bins":[],"sites":[{"id":1,"live_bytes":10,)j"
-        R"j("label":"f (a.c:1)","stack":"f@a.c:1"}],"labels":{"1":"f (a.c:1)"}})j",
-        head);
+    const auto line =
+        sites_of_snapshot(R"j({"t":1.5,"pid":4,"totals":{"live_bytes":10},"bins":[],"sites":[{"id":1,"live_bytes":10,)j"
+                          R"j("label":"f (a.c:1)","stack":"f@a.c:1"}],"labels":{"1":"f (a.c:1)"}})j",
+                          head);
     ASSERT_EQ(line.size(), 1u);
     EXPECT_EQ(line[0].stack_key, "f@a.c:1");
     EXPECT_EQ(head.at("pid"), 4);
@@ -253,28 +249,24 @@ TEST(SampleFile, ReadsAReportAndALineSiteBySite) {
     const auto report = sites_of_snapshot(R"({"pid": 5, "totals": {"live_bytes": 3},
         "sites": [{"id": 2, "live_bytes": 3, "ruby": null, "ruby_frames": [],
                    "frames": [{"addr": "0x1", "function": "g", "file": "b.c", "line": 2, "module": "/bin/x"}]}]})",
-        head);
+                                          head);
     ASSERT_EQ(report.size(), 1u);
     EXPECT_EQ(report[0].label, "g (b.c:2)");
     EXPECT_EQ(head.at("pid"), 5);
 
-    EXPECT_THROW(sites_of_snapshot(R"({"pid": 5, "totals": {}, "sites": [{"id": 1,)", head),
-                 std::runtime_error);
+    EXPECT_THROW(sites_of_snapshot(R"({"pid": 5, "totals": {}, "sites": [{"id": 1,)", head), std::runtime_error);
 }
 
 json frame(const char* function, const char* file, int line, const char* module) {
-    return {{"addr", "0x1"}, {"function", function}, {"file", file}, {"line", line},
-            {"module", module}};
+    return {{"addr", "0x1"}, {"function", function}, {"file", file}, {"line", line}, {"module", module}};
 }
 
 TEST(SiteLabel, NamesTheInnermostFrameOutsideTheRuntimes) {
-    const json site = {
-        {"frames",
-         {frame("operator new(unsigned long)", "new_op.cc", 50, "/usr/lib/libstdc++.so.6"),
-          frame("make_session()", "/src/app/sessions.cpp", 12, "/src/app/server")}}};
+    const json site = {{"frames",
+                        {frame("operator new(unsigned long)", "new_op.cc", 50, "/usr/lib/libstdc++.so.6"),
+                         frame("make_session()", "/src/app/sessions.cpp", 12, "/src/app/server")}}};
     EXPECT_EQ(site_label(site), "make_session() (sessions.cpp:12)");
-    EXPECT_EQ(site_label({{"ruby", {{"file", "app.rb"}, {"line", 3}}}, {"frames", json::array()}}),
-              "ruby app.rb:3");
+    EXPECT_EQ(site_label({{"ruby", {{"file", "app.rb"}, {"line", 3}}}, {"frames", json::array()}}), "ruby app.rb:3");
     EXPECT_EQ(site_label({{"overflow", true}}), "[overflow]");
 }
 
@@ -293,16 +285,13 @@ std::vector<std::string> labels_of(const Axis& axis) {
 
 TEST(PlotScale, LabelsBytesInBinaryUnitsAndTimeAsAClock) {
     EXPECT_EQ(labels_of(byte_axis(110 * 1024.0)),
-              (std::vector<std::string>{"0", "20 KiB", "40 KiB", "60 KiB", "80 KiB", "100 KiB",
-                                        "120 KiB"}));
+              (std::vector<std::string>{"0", "20 KiB", "40 KiB", "60 KiB", "80 KiB", "100 KiB", "120 KiB"}));
     EXPECT_EQ(byte_axis(110 * 1024.0).high, 120 * 1024.0);
     EXPECT_EQ(labels_of(byte_axis(3)), (std::vector<std::string>{"0", "1 B", "2 B", "3 B"}));
     EXPECT_EQ(labels_of(time_axis(2.1)),
-              (std::vector<std::string>{"0:00.0", "0:00.5", "0:01.0", "0:01.5", "0:02.0",
-                                        "0:02.5"}));
+              (std::vector<std::string>{"0:00.0", "0:00.5", "0:01.0", "0:01.5", "0:02.0", "0:02.5"}));
     EXPECT_EQ(labels_of(time_axis(3600)),
-              (std::vector<std::string>{"0:00", "10:00", "20:00", "30:00", "40:00", "50:00",
-                                        "1:00:00"}));
+              (std::vector<std::string>{"0:00", "10:00", "20:00", "30:00", "40:00", "50:00", "1:00:00"}));
 }
 
 }  // namespace

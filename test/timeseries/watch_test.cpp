@@ -32,9 +32,7 @@ constexpr std::size_t kSamples = 12;
 constexpr const char* kInterval = "200ms";
 constexpr std::size_t kReports = 3;
 
-void write_file(const fs::path& path, const std::string& content) {
-    std::ofstream(path) << content;
-}
+void write_file(const fs::path& path, const std::string& content) { std::ofstream(path) << content; }
 
 std::string read_file(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -64,11 +62,9 @@ std::vector<std::string> steady_leak_command(std::size_t map_kib = 0) {
     return argv;
 }
 
-std::vector<std::string> watch_command(pid_t pid, const fs::path& series,
-                                       const std::vector<std::string>& limits) {
-    std::vector<std::string> argv{paths::report_tool, "watch",    std::to_string(pid),
-                                  "--interval",       kInterval, "--out",
-                                  series.string()};
+std::vector<std::string> watch_command(pid_t pid, const fs::path& series, const std::vector<std::string>& limits) {
+    std::vector<std::string> argv{paths::report_tool, "watch", std::to_string(pid), "--interval",
+                                  kInterval,          "--out", series.string()};
     argv.insert(argv.end(), limits.begin(), limits.end());
     return argv;
 }
@@ -90,8 +86,7 @@ struct WatchedRun {
     explicit WatchedRun(std::size_t map_kib = 0) {
         Target program(steady_leak_command(map_kib), Environment::profiled());
         program.wait_ready();
-        Target watch(watch_command(program.pid(), series, {"--count", std::to_string(kSamples)}),
-                     Environment::bare());
+        Target watch(watch_command(program.pid(), series, {"--count", std::to_string(kSamples)}), Environment::bare());
         start_ticks_after_first_sample(watch, program.pid());
         if (watch.release_and_wait() != 0) throw std::runtime_error("watch failed");
         for (std::size_t i = 0; i < kReports; ++i) {
@@ -117,9 +112,7 @@ const WatchedRun& mapping_run() {
     return run;
 }
 
-bool contains(const std::string& text, std::string_view part) {
-    return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
 std::vector<std::string> labels_of(const json& rows) {
     std::vector<std::string> labels;
@@ -144,8 +137,7 @@ uint64_t live_bytes_of(const json* row) { return row ? row->at("live_bytes").get
 // The first line in which the cache holds all it ever will: from there on it stays flat.
 std::size_t first_line_with_full_cache(const std::vector<json>& lines) {
     for (std::size_t i = 0; i < lines.size(); ++i)
-        if (live_bytes_of(site_labelled(lines[i].at("sites"), "fill_bounded_cache")) ==
-            steady_leak::kCacheFullBytes)
+        if (live_bytes_of(site_labelled(lines[i].at("sites"), "fill_bounded_cache")) == steady_leak::kCacheFullBytes)
             return i;
     throw std::runtime_error("the cache never filled up during the watch");
 }
@@ -168,15 +160,13 @@ TEST(Watch, WritesOneLabelledLinePerSample) {
     }
     const json* leak = site_labelled(watched.lines.back().at("sites"), "leak_steadily");
     ASSERT_NE(leak, nullptr);
-    EXPECT_TRUE(contains(leak->at("label").get<std::string>(), "steady_leak.cpp:"))
-        << leak->at("label");
+    EXPECT_TRUE(contains(leak->at("label").get<std::string>(), "steady_leak.cpp:")) << leak->at("label");
 }
 
 TEST(Watch, BinsShowTheLeaksSizeClassGrowing) {
     const WatchedRun& watched = watched_run();
     constexpr uint64_t kLeakClassLimit = 320;
-    static_assert(layout::size_class_limit(layout::size_class_of(steady_leak::kLeakSize)) ==
-                  kLeakClassLimit);
+    static_assert(layout::size_class_limit(layout::size_class_of(steady_leak::kLeakSize)) == kLeakClassLimit);
     uint64_t previous = 0;
     for (const json& line : watched.lines) {
         const uint64_t live = live_bytes_of(bin_limited_to(line, kLeakClassLimit));
@@ -190,8 +180,8 @@ TEST(Watch, BinsShowTheLeaksSizeClassGrowing) {
 
 TEST(Suspects, RankOnlyTheSteadyLeakAsALeakAndTheCacheAsAPlateau) {
     const WatchedRun& watched = watched_run();
-    const json ranking = json::parse(
-        report_tool({"suspects", watched.series.string(), "--format", "json", "--top", "0"}));
+    const json ranking =
+        json::parse(report_tool({"suspects", watched.series.string(), "--format", "json", "--top", "0"}));
     EXPECT_EQ(ranking.at("samples"), kSamples);
     const json& suspects = ranking.at("suspects");
     std::vector<std::string> leaks;
@@ -232,9 +222,8 @@ TEST(Suspects, OnAReportSayWhichFileTheyWantInOneLine) {
 
 TEST(Diff, RetainedViewOfThreeReportsListsOnlyTheLeak) {
     const WatchedRun& watched = watched_run();
-    const json diff = json::parse(report_tool({"diff", watched.reports[0].string(),
-                                               watched.reports[1].string(), watched.reports[2].string(),
-                                               "--format", "json"}));
+    const json diff = json::parse(report_tool({"diff", watched.reports[0].string(), watched.reports[1].string(),
+                                               watched.reports[2].string(), "--format", "json"}));
     EXPECT_EQ(diff.at("matching"), "stack") << "reports name their stacks";
     const std::vector<std::string> retained = labels_of(diff.at("retained_sites"));
     ASSERT_EQ(retained.size(), 1u) << diff.dump(2);
@@ -253,8 +242,7 @@ TEST(Diff, RetainedViewOfThreeSeriesLinesListsOnlyTheLeak) {
         files.push_back((watched.directory.path() / ("line" + std::to_string(index) + ".json")).string());
         write_file(files.back(), watched.lines[index].dump());
     }
-    const json diff =
-        json::parse(report_tool({"diff", files[0], files[1], files[2], "--format", "json"}));
+    const json diff = json::parse(report_tool({"diff", files[0], files[1], files[2], "--format", "json"}));
     const std::vector<std::string> retained = labels_of(diff.at("retained_sites"));
     ASSERT_EQ(retained.size(), 1u) << diff.dump(2);
     EXPECT_TRUE(contains(retained.front(), "leak_steadily")) << retained.front();
@@ -262,15 +250,14 @@ TEST(Diff, RetainedViewOfThreeSeriesLinesListsOnlyTheLeak) {
 
 TEST(Diff, OfTwoReportsPutsTheLeakFirst) {
     const WatchedRun& watched = watched_run();
-    const json diff = json::parse(report_tool(
-        {"diff", watched.reports.front().string(), watched.reports.back().string(), "--format", "json"}));
+    const json diff = json::parse(
+        report_tool({"diff", watched.reports.front().string(), watched.reports.back().string(), "--format", "json"}));
     ASSERT_FALSE(diff.at("sites").empty());
     EXPECT_TRUE(contains(diff.at("sites").front().at("label"), "leak_steadily")) << diff.dump(2);
     EXPECT_GT(diff.at("sites").front().at("live_bytes_change").get<int64_t>(), 0);
     ASSERT_FALSE(diff.at("bins").empty());
     EXPECT_EQ(diff.at("bins").front().at("label"), "≤320 B");
-    const std::string text =
-        report_tool({"diff", watched.reports.front().string(), watched.reports.back().string()});
+    const std::string text = report_tool({"diff", watched.reports.front().string(), watched.reports.back().string()});
     EXPECT_TRUE(contains(text, "leak_steadily")) << text;
 }
 
@@ -313,8 +300,7 @@ TEST(Plot, DrawsTheLeakAndItsSizeClass) {
 
     ASSERT_NE(std::string(LEAKWRAP_RSVG_CONVERT), "")
         << "rsvg-convert is missing: install librsvg2-bin (scripts/setup.sh)";
-    const Completed rendered =
-        run({LEAKWRAP_RSVG_CONVERT, svg.string(), "-o", png.string()}, Environment::bare());
+    const Completed rendered = run({LEAKWRAP_RSVG_CONVERT, svg.string(), "-o", png.string()}, Environment::bare());
     ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
     const timeseries::PngPixels picture = timeseries::read_png(png);
     EXPECT_GE(picture.width, 900u);
@@ -322,8 +308,7 @@ TEST(Plot, DrawsTheLeakAndItsSizeClass) {
     const std::set<timeseries::Rgb> colours(picture.pixels.begin(), picture.pixels.end());
     EXPECT_GE(colours.size(), 8u) << "axes, text, grid and the series' colours";
     constexpr timeseries::Rgb kFirstSeriesColour{0x4e, 0x79, 0xa7};  // the site that grew most
-    EXPECT_GE(std::count(picture.pixels.begin(), picture.pixels.end(), kFirstSeriesColour), 500)
-        << "the leak's line";
+    EXPECT_GE(std::count(picture.pixels.begin(), picture.pixels.end(), kFirstSeriesColour), 500) << "the leak's line";
 }
 
 TEST(Watch, EndsCleanlyWhenTheProcessExits) {
@@ -376,13 +361,11 @@ TEST(Memory, ALiveReportShowsTheRssInTextJsonAndOpenMetrics) {
     const auto has_sample = [&](const std::string& name, const std::string& last_label) {
         std::istringstream lines(metrics);
         for (std::string line; std::getline(lines, line);)
-            if (line.starts_with(name + "{pid=\"" + pid + "\",") && contains(line, last_label + "} "))
-                return true;
+            if (line.starts_with(name + "{pid=\"" + pid + "\",") && contains(line, last_label + "} ")) return true;
         return false;
     };
     for (const std::string kind : {"anon", "file", "shmem"})
-        EXPECT_TRUE(has_sample("leakwrap_process_resident_bytes", "kind=\"" + kind + "\""))
-            << metrics;
+        EXPECT_TRUE(has_sample("leakwrap_process_resident_bytes", "kind=\"" + kind + "\"")) << metrics;
     EXPECT_TRUE(has_sample("leakwrap_segment_resident_bytes", "\"")) << metrics;
     EXPECT_EQ(program.release_and_wait(), 0);
 }
@@ -410,8 +393,7 @@ TEST(Memory, LeakwrapsPrivateTablesAreCountedAsTheyGrow) {
     EXPECT_GT(few_bytes, 0u);
 
     Target many({paths::program("many_stacks")},
-                Environment::profiled().set("LEAKWRAP_DEPTH",
-                                            std::to_string(ground_truth::many_stacks::kLevels + 2)));
+                Environment::profiled().set("LEAKWRAP_DEPTH", std::to_string(ground_truth::many_stacks::kLevels + 2)));
     many.wait_ready();
     const uint64_t many_bytes = private_tables(many);
     EXPECT_GE(many_bytes, few_bytes + ground_truth::many_stacks::kStacks * (24 + 4))
@@ -424,9 +406,7 @@ TEST(Memory, ALeakThatGrowsRssWithTheHeapIsNoUntrackedGrowth) {
     // The RSS growth suspects weighs is the process's own: leakwrap's segment and tables left out.
     const json& first = watched_run().lines.front().at("memory");
     const json& last = watched_run().lines.back().at("memory");
-    const auto grown = [&](const char* field) {
-        return last.at(field).get<double>() - first.at(field).get<double>();
-    };
+    const auto grown = [&](const char* field) { return last.at(field).get<double>() - first.at(field).get<double>(); };
     const json& memory = ranking.at("memory");
     EXPECT_EQ(memory.at("leakwrap_private_growth_bytes").get<double>(), grown("leakwrap_private_bytes"));
     EXPECT_EQ(memory.at("rss_growth_bytes").get<double>(),
@@ -442,7 +422,8 @@ TEST(Memory, RssGrowthOutsideMallocIsNamedWithTheClassesThatChurnMost) {
     ASSERT_TRUE(memory.at("untracked").get<bool>()) << memory.dump(2);
     // Ground truth: every tick touched kMapKib of new pages, and only the leak's 1.2 KiB a tick
     // is tracked.
-    const double mapped = static_cast<double>(ticks_between(watched.lines.front(), watched.lines.back()) * kMapKib * 1024);
+    const double mapped =
+        static_cast<double>(ticks_between(watched.lines.front(), watched.lines.back()) * kMapKib * 1024);
     EXPECT_GE(memory.at("rss_anon_growth_bytes").get<double>(), 0.9 * mapped) << memory.dump(2);
     EXPECT_LT(memory.at("tracked_live_growth_bytes").get<double>(), 0.05 * mapped) << memory.dump(2);
     // churn_temporaries frees eight 2000-byte blocks a tick, more than any other class.
@@ -455,8 +436,10 @@ TEST(Memory, RssGrowthOutsideMallocIsNamedWithTheClassesThatChurnMost) {
     }
 
     const std::string text = report_tool({"suspects", watched.series.string()});
-    EXPECT_TRUE(contains(text, "RSS grew while the tracked live bytes did not: that growth is not a "
-                               "leak at any call site")) << text;
+    EXPECT_TRUE(contains(text,
+                         "RSS grew while the tracked live bytes did not: that growth is not a "
+                         "leak at any call site"))
+        << text;
     EXPECT_TRUE(contains(text, "≤2 KiB (")) << text;
 }
 
@@ -505,8 +488,8 @@ TEST(Memory, AForkedChildUnsharingItsParentsPagesGrowsTheTreesPssNotItsRss) {
     Target tree({paths::python3, "-c", kUnsharingTree, go.string(), std::to_string(kSharedMiB)},
                 Environment::profiled());
     tree.wait_ready();
-    Target watch({paths::report_tool, "watch", std::to_string(tree.pid()), "--children",
-                  "--interval", kInterval, "--out", series.string()},
+    Target watch({paths::report_tool, "watch", std::to_string(tree.pid()), "--children", "--interval", kInterval,
+                  "--out", series.string()},
                  Environment::bare());
     watch.wait_ready("sample 1:");
     std::ofstream(go).put('\n');

@@ -26,9 +26,12 @@ ForkRun parse_run(const std::vector<std::string>& lines) {
         int pid = 0;
         long long leaked = 0;
         int failed = 0;
-        if (std::sscanf(line.c_str(), "HELD %d", &pid) == 1) run.held_child = pid;
-        else if (std::sscanf(line.c_str(), "LEAKED %lld", &leaked) == 1) run.leaked = leaked;
-        else if (std::sscanf(line.c_str(), "FAILED CHILDREN %d", &failed) == 1) run.failed_children = failed;
+        if (std::sscanf(line.c_str(), "HELD %d", &pid) == 1)
+            run.held_child = pid;
+        else if (std::sscanf(line.c_str(), "LEAKED %lld", &leaked) == 1)
+            run.leaked = leaked;
+        else if (std::sscanf(line.c_str(), "FAILED CHILDREN %d", &failed) == 1)
+            run.failed_children = failed;
     }
     return run;
 }

@@ -36,9 +36,9 @@ Truth truth_from(const std::vector<std::string>& lines) {
     for (const std::string& line : lines) {
         if (!line.starts_with("{")) continue;
         const nlohmann::json site = nlohmann::json::parse(line);
-        truth[site.at("pid").get<pid_t>()][site.at("function").get<std::string>()] = Counters{
-            site.at("live_blocks").get<long long>(), site.at("live_bytes").get<long long>(),
-            site.at("allocs").get<long long>(), site.at("frees").get<long long>()};
+        truth[site.at("pid").get<pid_t>()][site.at("function").get<std::string>()] =
+            Counters{site.at("live_blocks").get<long long>(), site.at("live_bytes").get<long long>(),
+                     site.at("allocs").get<long long>(), site.at("frees").get<long long>()};
     }
     return truth;
 }
@@ -74,8 +74,7 @@ void expect_totals_within_operations_in_flight(const nlohmann::json& report) {
     const auto& totals = report.at("totals");
     for (const auto& [field, most_in_flight] :
          {std::pair{"allocs", kThreads}, std::pair{"frees", kThreads},
-          std::pair{"alloc_bytes", kThreads * kLargestBlock},
-          std::pair{"free_bytes", kThreads * kLargestBlock}}) {
+          std::pair{"alloc_bytes", kThreads * kLargestBlock}, std::pair{"free_bytes", kThreads * kLargestBlock}}) {
         long long sum_over_sites = 0;
         for (const auto& site : report.at("sites")) sum_over_sites += site.at(field).get<long long>();
         EXPECT_LE(std::abs(totals.at(field).get<long long>() - sum_over_sites), most_in_flight)
@@ -137,8 +136,8 @@ TEST(Torture, ChildrenForkedWhileAnotherThreadLearnsFramesNeitherHangNorInheritA
     using namespace ground_truth::fork_while_learning;
     using ground_truth::torture_plugin::kAllocationsPerChurn;
     const auto command = [](const TemporaryDirectory& scratch) {
-        return std::vector<std::string>{paths::program("fork_while_learning"),
-                                        paths::program("libtorture_plugin.so"), scratch.path().string()};
+        return std::vector<std::string>{paths::program("fork_while_learning"), paths::program("libtorture_plugin.so"),
+                                        scratch.path().string()};
     };
     std::string checksum;
     {

@@ -116,6 +116,5 @@ int main(int argc, char** argv) {
     std::uint64_t total_bytes = 0;
     for (auto bytes : bytes_freed) total_bytes += bytes;
     std::printf("producer_consumer: %d pairs, %zu blocks, %llu bytes handed over\n", pairs,
-                static_cast<std::size_t>(pairs) * blocks_per_producer,
-                static_cast<unsigned long long>(total_bytes));
+                static_cast<std::size_t>(pairs) * blocks_per_producer, static_cast<unsigned long long>(total_bytes));
 }

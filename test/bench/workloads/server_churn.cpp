@@ -44,7 +44,8 @@ void* new_block(std::size_t size) {
 void free_block(void* block) {
     std::size_t size;
     std::memcpy(&size, block, sizeof size);
-    if (size < min_size || size > max_size || static_cast<unsigned char*>(block)[size - 1] != static_cast<unsigned char>(size)) {
+    if (size < min_size || size > max_size ||
+        static_cast<unsigned char*>(block)[size - 1] != static_cast<unsigned char>(size)) {
         std::fputs("server_churn: corrupted block\n", stderr);
         std::exit(1);
     }
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
             if (block != nullptr) free_block(block);
         }
     }
-    std::printf("server_churn: %d threads, %d rounds, %zu replacements, %llu bytes allocated\n", threads,
-                rounds, static_cast<std::size_t>(rounds) * threads * replacements_per_thread_and_round,
+    std::printf("server_churn: %d threads, %d rounds, %zu replacements, %llu bytes allocated\n", threads, rounds,
+                static_cast<std::size_t>(rounds) * threads * replacements_per_thread_and_round,
                 static_cast<unsigned long long>(bytes_allocated));
 }

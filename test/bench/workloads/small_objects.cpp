@@ -133,8 +133,8 @@ Record* insert(Record* root, std::uint64_t key, std::mt19937_64& random) {
 
 std::uint64_t tear_down(Record* record) {
     if (record == nullptr) return 0;
-    const std::uint64_t sum = tear_down(record->left) + tear_down(record->right) + record->key +
-                              std::strlen(record->name);
+    const std::uint64_t sum =
+        tear_down(record->left) + tear_down(record->right) + record->key + std::strlen(record->name);
     std::free(record->name);
     std::free(record);
     return sum;

@@ -44,7 +44,8 @@ std::uint64_t handle(const std::string& request) {
     std::size_t count = 0;
     std::size_t reply_size = 1;
     char* rest = nullptr;
-    for (char* word = strtok_r(copy, " ", &rest); word != nullptr && count < max_words; word = strtok_r(nullptr, " ", &rest)) {
+    for (char* word = strtok_r(copy, " ", &rest); word != nullptr && count < max_words;
+         word = strtok_r(nullptr, " ", &rest)) {
         std::size_t length = std::strlen(word);
         words[count] = static_cast<char*>(checked_malloc(length + 1));
         std::memcpy(words[count++], word, length + 1);
@@ -61,7 +62,8 @@ std::uint64_t handle(const std::string& request) {
         std::free(word);
     }
     std::uint64_t checksum = 1469598103934665603ull;
-    for (std::size_t i = 0; i < at; ++i) checksum = (checksum ^ static_cast<unsigned char>(reply[i])) * 1099511628211ull;
+    for (std::size_t i = 0; i < at; ++i)
+        checksum = (checksum ^ static_cast<unsigned char>(reply[i])) * 1099511628211ull;
     std::free(reply);
     std::free(copy);
     return checksum;

@@ -4,7 +4,4 @@
 
 #include <cstdio>
 
-int main() {
-    std::printf("%u\n%s\n%s\n", leakwrap::layout::kLayoutVersion, PRELOAD_LIBRARY,
-                PRELOAD_LIBRARY_VARIABLE);
-}
+int main() { std::printf("%u\n%s\n%s\n", leakwrap::layout::kLayoutVersion, PRELOAD_LIBRARY, PRELOAD_LIBRARY_VARIABLE); }

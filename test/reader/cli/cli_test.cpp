@@ -38,11 +38,9 @@ protected:
     Completed run_shell(const std::string& command_line) {
         const auto out = directory_.path() / "stdout";
         const auto err = directory_.path() / "stderr";
-        const std::string command = command_line + " >" + out.string() + " 2>" + err.string() +
-                                    " </dev/null";
+        const std::string command = command_line + " >" + out.string() + " 2>" + err.string() + " </dev/null";
         const int status = std::system(command.c_str());
-        return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_all(out),
-                read_all(err)};
+        return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_all(out), read_all(err)};
     }
 
     std::filesystem::path file_with(const std::vector<std::byte>& bytes) {
@@ -73,10 +71,8 @@ TEST_F(CliTest, RejectsACorruptSegmentWithOneErrorLine) {
 
 TEST_F(CliTest, ReportsAValidSegmentAsJson) {
     SegmentBuilder builder;
-    builder.sites = {
-        {.allocs = 4, .frees = 1, .alloc_bytes = 4096, .free_bytes = 1024, .frames = {0x401000}}};
-    const auto result =
-        run_report("--segment " + file_with(builder.build()).string() + " --format json --top 0");
+    builder.sites = {{.allocs = 4, .frees = 1, .alloc_bytes = 4096, .free_bytes = 1024, .frames = {0x401000}}};
+    const auto result = run_report("--segment " + file_with(builder.build()).string() + " --format json --top 0");
     ASSERT_EQ(result.exit_code, 0) << result.err;
     const auto report = nlohmann::json::parse(result.out);
     EXPECT_EQ(report["pid"], testing::kAbsentPid);
@@ -93,15 +89,13 @@ TEST_F(CliTest, ReportsAValidSegmentAsJson) {
 
 TEST_F(CliTest, GroupsByRubyLocationAndShowsTheSizeClassTable) {
     SegmentBuilder builder;
-    builder.sites = {
-        {.allocs = 2, .alloc_bytes = 64, .frames = {0x1}, .ruby_file = "a.rb", .ruby_line = 5},
-        {.allocs = 3, .alloc_bytes = 96, .frames = {0x2}, .ruby_file = "a.rb", .ruby_line = 5}};
+    builder.sites = {{.allocs = 2, .alloc_bytes = 64, .frames = {0x1}, .ruby_file = "a.rb", .ruby_line = 5},
+                     {.allocs = 3, .alloc_bytes = 96, .frames = {0x2}, .ruby_file = "a.rb", .ruby_line = 5}};
     const auto path = file_with(builder.build()).string();
 
     const auto by_ruby = run_report("--segment " + path + " --by ruby");
     ASSERT_EQ(by_ruby.exit_code, 0) << by_ruby.err;
-    EXPECT_NE(by_ruby.out.find("#1 ruby a.rb:5: 160 B live in 5 blocks"), std::string::npos)
-        << by_ruby.out;
+    EXPECT_NE(by_ruby.out.find("#1 ruby a.rb:5: 160 B live in 5 blocks"), std::string::npos) << by_ruby.out;
 
     const auto bins = run_report("--segment " + path + " --bins --format csv");
     ASSERT_EQ(bins.exit_code, 0) << bins.err;
@@ -125,9 +119,8 @@ TEST_F(CliTest, ExplainsAMissingSegment) {
 }
 
 TEST_F(CliTest, RejectsBadUsageWithExitCodeTwo) {
-    for (const char* arguments :
-         {"", "--format yaml 1", "--sort nowhere 1", "--by stack 1", "--top many 1", "--top -1 1",
-          "0", "1 --list", "--segment a --clean", "--no-such-option"})
+    for (const char* arguments : {"", "--format yaml 1", "--sort nowhere 1", "--by stack 1", "--top many 1",
+                                  "--top -1 1", "0", "1 --list", "--segment a --clean", "--no-such-option"})
         expect_one_line_error(run_report(arguments), 2);
 }
 
@@ -151,9 +144,8 @@ TEST_F(CliTest, RefusesToWritePprofToATerminal) {
     if (!std::filesystem::exists("/usr/bin/script")) GTEST_SKIP() << "no script (util-linux)";
     const std::string segment = file_with(SegmentBuilder().build()).string();
     for (const std::string output : {"", " -o /dev/tty"}) {
-        const auto result = run_shell("/usr/bin/script -qec '" + std::string(LEAKWRAP_REPORT_BINARY) +
-                                      " --segment " + segment + " --format pprof" + output +
-                                      "' /dev/null");
+        const auto result = run_shell("/usr/bin/script -qec '" + std::string(LEAKWRAP_REPORT_BINARY) + " --segment " +
+                                      segment + " --format pprof" + output + "' /dev/null");
         EXPECT_EQ(result.exit_code, 2) << output << ": " << result.out << result.err;
         EXPECT_NE(result.out.find("pprof output is binary"), std::string::npos) << result.out;
     }
@@ -162,9 +154,9 @@ TEST_F(CliTest, RefusesToWritePprofToATerminal) {
 TEST_F(CliTest, DocumentsEveryOptionWithItsDefault) {
     const auto help = run_report("--help");
     EXPECT_EQ(help.exit_code, 0);
-    for (const char* text : {"--segment", "--top", "(default: 20)", "--sort", "(default: live)",
-                             "--format", "(default: text)", "--by", "(default: native)", "--bins",
-                             "(default: off)", "--list", "COMMAND", "--clean", "--version"})
+    for (const char* text :
+         {"--segment", "--top", "(default: 20)", "--sort", "(default: live)", "--format", "(default: text)", "--by",
+          "(default: native)", "--bins", "(default: off)", "--list", "COMMAND", "--clean", "--version"})
         EXPECT_NE(help.out.find(text), std::string::npos) << text;
     EXPECT_EQ(run_report("--version").out, "leakwrap-report " LEAKWRAP_VERSION_FOR_TESTS "\n");
 }

@@ -19,8 +19,7 @@ constexpr uint32_t kClass10 = layout::size_class_of(10);
 
 SegmentBuilder three_sites_builder() {
     SegmentBuilder builder;
-    builder.overflow_sites[kClass10] = {
-        .allocs = 7, .frees = 7, .alloc_bytes = 70, .free_bytes = 70};
+    builder.overflow_sites[kClass10] = {.allocs = 7, .frees = 7, .alloc_bytes = 70, .free_bytes = 70};
     builder.sites = {
         {.allocs = 1000,
          .frees = 0,
@@ -28,11 +27,7 @@ SegmentBuilder three_sites_builder() {
          .frames = {0x1234, 0x5678},
          .ruby_file = "app/cache.rb",
          .ruby_line = 17},
-        {.allocs = 9000,
-         .frees = 8990,
-         .alloc_bytes = 90000000,
-         .free_bytes = 89999000,
-         .frames = {0x9000}},
+        {.allocs = 9000, .frees = 8990, .alloc_bytes = 90000000, .free_bytes = 89999000, .frames = {0x9000}},
         // Same live bytes as site 89, more blocks.
         {.allocs = 20, .frees = 0, .alloc_bytes = 1000, .frames = {0x2000}},
     };
@@ -69,26 +64,21 @@ std::set<std::string> keys_of(const nlohmann::json& object) {
     return keys;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(RankedRows, SortByLiveBytesThenLiveBlocksThenId) {
-    EXPECT_EQ(
-        ranked_ids(three_sites(), {.top = 0}),
-        (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2, kFirstSiteSlot + 1, kClass10}));
+    EXPECT_EQ(ranked_ids(three_sites(), {.top = 0}),
+              (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2, kFirstSiteSlot + 1, kClass10}));
 }
 
 TEST(RankedRows, SortByAllocationCountOrAllocatedBytes) {
-    const std::vector<uint32_t> expected{kFirstSiteSlot + 1, kFirstSiteSlot, kFirstSiteSlot + 2,
-                                         kClass10};
+    const std::vector<uint32_t> expected{kFirstSiteSlot + 1, kFirstSiteSlot, kFirstSiteSlot + 2, kClass10};
     EXPECT_EQ(ranked_ids(three_sites(), {.top = 0, .sort = SortKey::allocs}), expected);
     EXPECT_EQ(ranked_ids(three_sites(), {.top = 0, .sort = SortKey::bytes}), expected);
 }
 
 TEST(RankedRows, KeepOnlyTheTopN) {
-    EXPECT_EQ(ranked_ids(three_sites(), {.top = 2}),
-              (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
+    EXPECT_EQ(ranked_ids(three_sites(), {.top = 2}), (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
     EXPECT_EQ(ranked_ids(three_sites(), {.top = 100}).size(), 4u);
 }
 
@@ -115,13 +105,13 @@ TEST(SizeClassLabel, PrintsEveryLimitExactly) {
 TEST(TextReport, ShowsExactTotalsOverflowWarningAndRankedRows) {
     const std::string text = render(three_sites(), {.top = 1});
     EXPECT_PRED2(contains, text, "pid 2147483000 (dead (post-mortem))  /usr/bin/leaky");
-    EXPECT_PRED2(contains, text,
-                 "live: 51202000 B (48.8 MiB) in 1030 blocks; 10027 allocs, 8997 frees");
+    EXPECT_PRED2(contains, text, "live: 51202000 B (48.8 MiB) in 1030 blocks; 10027 allocs, 8997 frees");
     EXPECT_PRED2(contains, text, "; 4 sites\n");
     EXPECT_PRED2(contains, text, "5 allocations from stacks without a record");
     EXPECT_PRED2(contains, text, "LEAKWRAP_MAX_SITES");
     EXPECT_PRED2(contains, text, "\n#1 site 88: 51200000 B (48.8 MiB) live in 1000 blocks");
-    EXPECT_PRED2(contains, text, "allocated\n    ruby: app/cache.rb:17\n    live born 0.0 s to 0.5 s\n    #0 0x1234 ??");
+    EXPECT_PRED2(contains, text,
+                 "allocated\n    ruby: app/cache.rb:17\n    live born 0.0 s to 0.5 s\n    #0 0x1234 ??");
     EXPECT_PRED2(contains, text, "    #1 0x5678 ??");
     // The Ruby backtrace continues the native frames outwards.
     EXPECT_PRED2(contains, text, "    #2 ruby app/cache.rb:17\n");
@@ -139,18 +129,16 @@ TEST(TextReport, ListsTheSizeClassesHoldingMostOfARowsLiveBlocks) {
     SegmentBuilder builder;
     builder.sites = {{.allocs = 3, .alloc_bytes = 96, .frames = {0xa}},
                      {.allocs = 1, .alloc_bytes = 1000, .frames = {0xa}}};
-    EXPECT_PRED2(contains, render(parse_segment(builder.build()), {}),
-                 "    live by size class: ≤32 B 3, ≤1 KiB 1\n");
+    EXPECT_PRED2(contains, render(parse_segment(builder.build()), {}), "    live by size class: ≤32 B 3, ≤1 KiB 1\n");
 
     // Most live blocks first, at most four classes, and none without live blocks.
-    builder.sites = {
-        {.allocs = 1, .alloc_bytes = 8, .frames = {0xa}},
-        {.allocs = 2, .alloc_bytes = 32, .frames = {0xa}},
-        {.allocs = 3, .alloc_bytes = 96, .frames = {0xa}},
-        {.allocs = 4, .alloc_bytes = 256, .frames = {0xa}},
-        {.allocs = 5, .alloc_bytes = 400, .frames = {0xa}},
-        {.allocs = 6, .alloc_bytes = 576, .frames = {0xa}},
-        {.allocs = 7, .frees = 7, .alloc_bytes = 7000, .free_bytes = 7000, .frames = {0xa}}};
+    builder.sites = {{.allocs = 1, .alloc_bytes = 8, .frames = {0xa}},
+                     {.allocs = 2, .alloc_bytes = 32, .frames = {0xa}},
+                     {.allocs = 3, .alloc_bytes = 96, .frames = {0xa}},
+                     {.allocs = 4, .alloc_bytes = 256, .frames = {0xa}},
+                     {.allocs = 5, .alloc_bytes = 400, .frames = {0xa}},
+                     {.allocs = 6, .alloc_bytes = 576, .frames = {0xa}},
+                     {.allocs = 7, .frees = 7, .alloc_bytes = 7000, .free_bytes = 7000, .frames = {0xa}}};
     EXPECT_PRED2(contains, render(parse_segment(builder.build()), {}),
                  "    live by size class: ≤96 B 6, ≤80 B 5, ≤64 B 4, ≤32 B 3 and 2 more\n");
 }
@@ -206,9 +194,8 @@ TEST(TextReport, BinsShowsTheSizeClassTableInsteadOfTheRows) {
 
 TEST(JsonReport, HasTheDocumentedShape) {
     const auto report = render_json(three_sites(), {.top = 2});
-    EXPECT_EQ(keys_of(report),
-              (std::set<std::string>{"pid", "parent_pid", "exe", "command_line", "state", "mode",
-                                     "sample_interval", "by", "totals", "sites", "bins", "births"}));
+    EXPECT_EQ(keys_of(report), (std::set<std::string>{"pid", "parent_pid", "exe", "command_line", "state", "mode",
+                                                      "sample_interval", "by", "totals", "sites", "bins", "births"}));
     EXPECT_EQ(report["pid"], 2147483000);
     EXPECT_EQ(report["exe"], "/usr/bin/leaky");
     EXPECT_EQ(report["command_line"], "leaky \"quoted\", with comma");
@@ -217,10 +204,9 @@ TEST(JsonReport, HasTheDocumentedShape) {
     EXPECT_EQ(report["sample_interval"], 0);
     EXPECT_EQ(report["by"], "native");
     const auto& totals = report["totals"];
-    EXPECT_EQ(keys_of(totals),
-              (std::set<std::string>{"live_bytes", "live_blocks", "allocs", "frees", "alloc_bytes",
-                                     "free_bytes", "sites", "lost_sites", "lost_sites_because", "memory",
-                                     "sites_live_blocks", "sites_live_bytes"}));
+    EXPECT_EQ(keys_of(totals), (std::set<std::string>{"live_bytes", "live_blocks", "allocs", "frees", "alloc_bytes",
+                                                      "free_bytes", "sites", "lost_sites", "lost_sites_because",
+                                                      "memory", "sites_live_blocks", "sites_live_bytes"}));
     EXPECT_TRUE(totals["memory"].is_null()) << "a dead process has no RSS";
     EXPECT_EQ(totals["live_bytes"], 51202000);
     EXPECT_EQ(totals["live_blocks"], 1030);
@@ -233,11 +219,9 @@ TEST(JsonReport, HasTheDocumentedShape) {
 
     ASSERT_EQ(report["sites"].size(), 2u);  // --top limits the rows, never the totals
     const auto& row = report["sites"][0];
-    EXPECT_EQ(keys_of(row),
-              (std::set<std::string>{"id", "overflow", "estimated", "live_bytes", "live_blocks",
-                                     "allocs", "frees", "alloc_bytes", "free_bytes", "ruby",
-                                     "ruby_frames", "reduced", "frames", "size_classes", "records",
-                                     "live_by_birth"}));
+    EXPECT_EQ(keys_of(row), (std::set<std::string>{"id", "overflow", "estimated", "live_bytes", "live_blocks", "allocs",
+                                                   "frees", "alloc_bytes", "free_bytes", "ruby", "ruby_frames",
+                                                   "reduced", "frames", "size_classes", "records", "live_by_birth"}));
     EXPECT_EQ(row["id"], 88);
     EXPECT_EQ(row["overflow"], false);
     EXPECT_EQ(row["estimated"], false);
@@ -323,14 +307,11 @@ TEST(JsonReport, MarksEstimatesInSamplingMode) {
 
 TEST(CsvReport, HasAHeaderAndOneQuotedRowPerRow) {
     SegmentBuilder builder;
-    builder.sites = {
-        {.allocs = 2, .alloc_bytes = 20, .frames = {0x10, 0x20}},
-        {.allocs = 1, .alloc_bytes = 8, .frames = {0x30}, .ruby_file = "a,b.rb", .ruby_line = 3}};
+    builder.sites = {{.allocs = 2, .alloc_bytes = 20, .frames = {0x10, 0x20}},
+                     {.allocs = 1, .alloc_bytes = 8, .frames = {0x30}, .ruby_file = "a,b.rb", .ruby_line = 3}};
     builder.overflow_sites[0] = {.allocs = 1, .alloc_bytes = 1};
-    builder.modules = {{.path = "/odd, \"name\".so",
-                        .start = 0x0,
-                        .end = 0x100,
-                        .unload_generation = layout::kStillLoaded}};
+    builder.modules = {
+        {.path = "/odd, \"name\".so", .start = 0x0, .end = 0x100, .unload_generation = layout::kStillLoaded}};
     const std::string csv = render(parse_segment(builder.build()), {.format = ReportFormat::csv});
     EXPECT_EQ(csv,
               "rank,id,live_bytes,live_blocks,allocs,frees,alloc_bytes,free_bytes,"
@@ -341,8 +322,7 @@ TEST(CsvReport, HasAHeaderAndOneQuotedRowPerRow) {
 }
 
 TEST(CsvReport, BinsIsTheSizeClassTable) {
-    const std::string csv =
-        render(three_sites(), {.format = ReportFormat::csv, .by = Grouping::ruby, .bins = true});
+    const std::string csv = render(three_sites(), {.format = ReportFormat::csv, .by = Grouping::ruby, .bins = true});
     EXPECT_EQ(csv.substr(0, csv.find('\n') + 1),
               "class,limit,allocs,frees,live_blocks,live_bytes,top_sites,top_sites_summary\n");
     EXPECT_PRED2(contains, csv, "\n1,16,7,7,0,0,,\n");

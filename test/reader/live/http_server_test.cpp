@@ -34,11 +34,11 @@ using Pairs = std::vector<std::pair<std::string, std::string>>;
 constexpr std::size_t kUnbufferedAnswerBytes = std::size_t{64} << 20;
 
 HttpHandler answering(std::string body, std::string content_type = "text/plain; charset=utf-8") {
-    return [body = std::move(body), content_type = std::move(content_type)](const HttpRequest&,
-                                                                            HttpResponse& response) {
-        response.content_type = content_type;
-        response.body = body;
-    };
+    return
+        [body = std::move(body), content_type = std::move(content_type)](const HttpRequest&, HttpResponse& response) {
+            response.content_type = content_type;
+            response.body = body;
+        };
 }
 
 // What a handler was given, for the test to look at once the answer came.
@@ -115,9 +115,7 @@ protected:
 
     RawHttpConnection connect() { return RawHttpConnection(host_, running_->port()); }
 
-    RawHttpResponse exchange(std::string_view request) {
-        return http_exchange(running_->port(), request, host_);
-    }
+    RawHttpResponse exchange(std::string_view request) { return http_exchange(running_->port(), request, host_); }
 
     Gate gate_;
     HttpServer server_;
@@ -137,13 +135,11 @@ TEST_F(HttpServerTest, GivesTheHandlerTheDecodedPathQueryAndHeaders) {
     ASSERT_TRUE(request);
     EXPECT_EQ(request->method, "GET");
     EXPECT_EQ(request->path, "/a+b c/ü");  // '+' is a space in a query only
-    EXPECT_EQ(request->query,
-              (Pairs{{"x", "1"}, {"name", "Jörg Doe"}, {"flag", ""}, {"x", "2"}, {"a=b", "c&d"}}));
+    EXPECT_EQ(request->query, (Pairs{{"x", "1"}, {"name", "Jörg Doe"}, {"flag", ""}, {"x", "2"}, {"a=b", "c&d"}}));
     ASSERT_NE(request->query_value("x"), nullptr);
     EXPECT_EQ(*request->query_value("x"), "1");
     EXPECT_EQ(request->query_value("y"), nullptr);
-    EXPECT_EQ(request->headers,
-              (Pairs{{"host", "here"}, {"x-thing", "padded value"}, {"accept", "text/plain"}}));
+    EXPECT_EQ(request->headers, (Pairs{{"host", "here"}, {"x-thing", "padded value"}, {"accept", "text/plain"}}));
     EXPECT_EQ(request->header("accept"), "text/plain");
     EXPECT_EQ(request->header("cookie"), "");
     EXPECT_EQ(request->peer_uid, std::optional<uid_t>(getuid()));
@@ -180,8 +176,7 @@ TEST_F(HttpServerTest, AnswersHeadWithTheHeadOfAGetAndNoBody) {
         return connection.read_to_end();
     };
     const std::string whole = answer_to("GET /x HTTP/1.1\r\n\r\n");
-    EXPECT_EQ(answer_to("HEAD /x HTTP/1.1\r\n\r\n"),
-              whole.substr(0, whole.size() - std::strlen("hello\n")));
+    EXPECT_EQ(answer_to("HEAD /x HTTP/1.1\r\n\r\n"), whole.substr(0, whole.size() - std::strlen("hello\n")));
 
     const RawHttpResponse not_found = exchange("HEAD /nothing HTTP/1.1\r\n\r\n");
     EXPECT_EQ(not_found.status, 404);
@@ -225,8 +220,7 @@ struct MalformedHead {
 
 void PrintTo(const MalformedHead& malformed, std::ostream* out) { *out << malformed.name; }
 
-class HttpServerMalformedHeadTest : public HttpServerTest,
-                                    public ::testing::WithParamInterface<MalformedHead> {};
+class HttpServerMalformedHeadTest : public HttpServerTest, public ::testing::WithParamInterface<MalformedHead> {};
 
 TEST_P(HttpServerMalformedHeadTest, IsAnsweredWith400AndWhy) {
     RecordedRequest recorded;
@@ -246,19 +240,14 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedHead{"OtherProtocol", "GET /x SPDY/3\r\n\r\n", "not an HTTP/1.x request line"},
         MalformedHead{"MethodAlone", "GET\r\n\r\n", "not an HTTP/1.x request line"},
         MalformedHead{"NoRequestLine", "\r\n\r\n", "not an HTTP/1.x request line"},
-        MalformedHead{"AbsoluteTarget", "GET http://here/x HTTP/1.1\r\n\r\n",
-                      "the request target must be a path"},
+        MalformedHead{"AbsoluteTarget", "GET http://here/x HTTP/1.1\r\n\r\n", "the request target must be a path"},
         MalformedHead{"AsteriskTarget", "GET * HTTP/1.1\r\n\r\n", "the request target must be a path"},
         MalformedHead{"BadEscapeInPath", "GET /x%zz HTTP/1.1\r\n\r\n", "a broken %-escape in the path"},
         MalformedHead{"CutEscapeInPath", "GET /x%4 HTTP/1.1\r\n\r\n", "a broken %-escape in the path"},
-        MalformedHead{"BadEscapeInQueryName", "GET /x?%G1=1 HTTP/1.1\r\n\r\n",
-                      "a broken %-escape in the query"},
-        MalformedHead{"CutEscapeInQueryValue", "GET /x?a=%2 HTTP/1.1\r\n\r\n",
-                      "a broken %-escape in the query"},
-        MalformedHead{"HeaderWithoutColon", "GET /x HTTP/1.1\r\nno colon\r\n\r\n",
-                      "a header line without a name"},
-        MalformedHead{"HeaderWithoutName", "GET /x HTTP/1.1\r\n: value\r\n\r\n",
-                      "a header line without a name"}),
+        MalformedHead{"BadEscapeInQueryName", "GET /x?%G1=1 HTTP/1.1\r\n\r\n", "a broken %-escape in the query"},
+        MalformedHead{"CutEscapeInQueryValue", "GET /x?a=%2 HTTP/1.1\r\n\r\n", "a broken %-escape in the query"},
+        MalformedHead{"HeaderWithoutColon", "GET /x HTTP/1.1\r\nno colon\r\n\r\n", "a header line without a name"},
+        MalformedHead{"HeaderWithoutName", "GET /x HTTP/1.1\r\n: value\r\n\r\n", "a header line without a name"}),
     [](const ::testing::TestParamInfo<MalformedHead>& param_info) { return std::string(param_info.param.name); });
 
 TEST_F(HttpServerTest, AnswersAPathItDoesNotServeWith404ListingThoseItDoes) {
@@ -292,8 +281,7 @@ TEST_F(HttpServerTest, TakesAHeadOfItsLimitAndRefusesOneByteMoreWith431WithoutWa
     server_.get("/x", answering("ok\n"));
     start();
     EXPECT_EQ(exchange(head_of_size(HttpServer::kMaxRequestHead)).status, 200);
-    const std::string why =
-        "the request head is over " + std::to_string(HttpServer::kMaxRequestHead) + " bytes\n";
+    const std::string why = "the request head is over " + std::to_string(HttpServer::kMaxRequestHead) + " bytes\n";
     const RawHttpResponse over = exchange(head_of_size(HttpServer::kMaxRequestHead + 1));
     EXPECT_EQ(over.status, 431);
     EXPECT_EQ(over.reason, "Request Header Fields Too Large");
@@ -461,9 +449,9 @@ TEST_F(HttpServerTest, GzipsTextJsonAndMetricsOfAKibibyteOrMoreForAClientThatAcc
             EXPECT_EQ(gunzip(response.body), kibibyte);
         }
     }
-    const std::vector<std::pair<std::string, std::string>> plain = {
-        {"/text", "gzip;q=0"}, {"/text", "deflate"}, {"/text", "identity"}, {"/text", ""},
-        {"/binary", "gzip"},   {"/short", "gzip"}};
+    const std::vector<std::pair<std::string, std::string>> plain = {{"/text", "gzip;q=0"}, {"/text", "deflate"},
+                                                                    {"/text", "identity"}, {"/text", ""},
+                                                                    {"/binary", "gzip"},   {"/short", "gzip"}};
     for (const auto& [path, accepted] : plain) {
         const RawHttpResponse response = get(path, accepted);
         EXPECT_FALSE(response.has_header("Content-Encoding")) << path << ", " << accepted;

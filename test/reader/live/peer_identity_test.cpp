@@ -29,8 +29,7 @@ public:
     explicit Listener(const std::string& host) {
         const SocketAddress any_port = numeric_address(host, 0);
         listening_ = socket(any_port.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (listening_ < 0 || bind(listening_, any_port.get(), any_port.length) != 0 ||
-            listen(listening_, 4) != 0) {
+        if (listening_ < 0 || bind(listening_, any_port.get(), any_port.length) != 0 || listen(listening_, 4) != 0) {
             const int error = errno;
             if (listening_ >= 0) close(listening_);
             throw std::runtime_error("cannot listen on " + host + ": " + std::strerror(error));
@@ -74,8 +73,7 @@ TEST(LoopbackPeerUid, IsTheUserOfThisProcessForItsOwnClientOverIpv4AndIpv6Loopba
             continue;
         }
         const RawHttpConnection client(host, listener->port());
-        EXPECT_EQ(loopback_peer_uid(listener->accept_connection()), std::optional<uid_t>(getuid()))
-            << host;
+        EXPECT_EQ(loopback_peer_uid(listener->accept_connection()), std::optional<uid_t>(getuid())) << host;
     }
 }
 
@@ -103,11 +101,9 @@ TEST(LoopbackPeerUid, IsTheUserOfTheClientsSocketNotTheServers) {
     if (child == 0) {
         // Only system calls in the child of a process with threads.
         close(parent_done[1]);
-        if (setresgid(kNobody, kNobody, kNobody) != 0 || setresuid(kNobody, kNobody, kNobody) != 0)
-            _exit(1);
+        if (setresgid(kNobody, kNobody, kNobody) != 0 || setresuid(kNobody, kNobody, kNobody) != 0) _exit(1);
         const int client = socket(listener.address().family(), SOCK_STREAM, 0);
-        if (client < 0 || connect(client, listener.address().get(), listener.address().length) != 0)
-            _exit(2);
+        if (client < 0 || connect(client, listener.address().get(), listener.address().length) != 0) _exit(2);
         char ignored;
         while (read(parent_done[0], &ignored, 1) < 0 && errno == EINTR) {
         }

@@ -53,15 +53,14 @@ protected:
 TEST_F(ProfileServerTest, HeapAsksForThePidWhenItIsNotGiven) {
     start();
     expect_refusal("/debug/pprof/heap", 400, "give the process as ?pid=N (GET /processes lists them)");
-    expect_refusal("/debug/pprof/heap?children=1", 400,
-                   "give the process as ?pid=N (GET /processes lists them)");
+    expect_refusal("/debug/pprof/heap?children=1", 400, "give the process as ?pid=N (GET /processes lists them)");
 }
 
 TEST_F(ProfileServerTest, HeapTakesOnlyAWholePidInRange) {
     start();
     const std::string why = "pid must be a whole number from 1 to " + std::to_string(INT_MAX);
-    for (const std::string pid : {"", "abc", "0", "-5", "12x", "1.5", "0x10", "+1", "%201",
-                                  "2147483648", "99999999999999999999"})
+    for (const std::string pid :
+         {"", "abc", "0", "-5", "12x", "1.5", "0x10", "+1", "%201", "2147483648", "99999999999999999999"})
         expect_refusal("/debug/pprof/heap?pid=" + pid, 400, why);
 }
 
@@ -83,8 +82,7 @@ TEST_F(ProfileServerTest, HeapSaysWhenAProcessHasNoSegmentOrDoesNotExist) {
     expect_refusal("/debug/pprof/heap?pid=" + self + "&born_after=5s&children=1", 404,
                    "process " + self + " has no leakwrap segment");
     const std::string absent = std::to_string(kAbsentPid);
-    expect_refusal("/debug/pprof/heap?pid=" + absent, 404,
-                   "no process " + absent + " and no leakwrap segment of it");
+    expect_refusal("/debug/pprof/heap?pid=" + absent, 404, "no process " + absent + " and no leakwrap segment of it");
 }
 
 TEST_F(ProfileServerTest, ProcessesListsTheSegmentsAsAJsonArray) {
@@ -126,11 +124,10 @@ TEST(ListenAddress, TakesANumericAddressAndAPortAndKnowsLoopback) {
         int port;
         bool loopback;
     };
-    for (const Case& expected : {Case{"127.0.0.1:9464", "127.0.0.1", 9464, true},
-                                 Case{"127.8.9.10:0", "127.8.9.10", 0, true},
-                                 Case{"0.0.0.0:65535", "0.0.0.0", 65535, false},
-                                 Case{"[::1]:9464", "::1", 9464, true},
-                                 Case{"[::]:80", "::", 80, false}}) {
+    for (const Case& expected :
+         {Case{"127.0.0.1:9464", "127.0.0.1", 9464, true}, Case{"127.8.9.10:0", "127.8.9.10", 0, true},
+          Case{"0.0.0.0:65535", "0.0.0.0", 65535, false}, Case{"[::1]:9464", "::1", 9464, true},
+          Case{"[::]:80", "::", 80, false}}) {
         const ListenAddress address = parse_listen_address(expected.text);
         EXPECT_EQ(address.host, expected.host) << expected.text;
         EXPECT_EQ(address.port, expected.port) << expected.text;

@@ -29,8 +29,8 @@ constexpr std::string_view kLeft = "\x1b[?25h\x1b[?1049l";     // cursor back, m
 constexpr auto kEventWait = std::chrono::milliseconds(5'000);
 
 bool same_mode(const termios& a, const termios& b) {
-    return a.c_iflag == b.c_iflag && a.c_oflag == b.c_oflag && a.c_cflag == b.c_cflag &&
-           a.c_lflag == b.c_lflag && std::memcmp(a.c_cc, b.c_cc, sizeof(a.c_cc)) == 0;
+    return a.c_iflag == b.c_iflag && a.c_oflag == b.c_oflag && a.c_cflag == b.c_cflag && a.c_lflag == b.c_lflag &&
+           std::memcmp(a.c_cc, b.c_cc, sizeof(a.c_cc)) == 0;
 }
 
 termios mode_of(int terminal) {
@@ -81,11 +81,19 @@ TEST_F(TerminalScreenTest, DrawsOverTheScreenFromItsTopLeftClearingWhatTheLinesD
     TerminalScreen screen(terminal_.terminal(), terminal_.terminal());
     terminal_.read_drawn(kEntered.size());
     screen.draw({"first line", "", "third"});
-    const std::string three_lines = "\x1b[H" "first line\x1b[K\r\n" "\x1b[K\r\n" "third\x1b[K" "\x1b[J";
+    const std::string three_lines =
+        "\x1b[H"
+        "first line\x1b[K\r\n"
+        "\x1b[K\r\n"
+        "third\x1b[K"
+        "\x1b[J";
     EXPECT_EQ(terminal_.read_drawn(three_lines.size()), three_lines);
     // Fewer lines: what the last frame had below them is cleared.
     screen.draw({"one"});
-    const std::string one_line = "\x1b[H" "one\x1b[K" "\x1b[J";
+    const std::string one_line =
+        "\x1b[H"
+        "one\x1b[K"
+        "\x1b[J";
     EXPECT_EQ(terminal_.read_drawn(one_line.size()), one_line);
     screen.draw({});
     EXPECT_EQ(terminal_.read_drawn(std::strlen("\x1b[H\x1b[J")), "\x1b[H\x1b[J");

@@ -88,7 +88,8 @@ TEST(BirthWindow, TimesAreSinceTheProcessStartedEvenForAChildOfAnEarlierGrid) {
 TEST(BirthWindow, ARowSaysWhenItsLiveBlocksWereBornAndALayoutWithoutBirthsRefuses) {
     const Snapshot snapshot = parse_segment(aged_builder().build());
     const auto rows = report_rows(snapshot, Grouping::native);
-    const auto leak = std::find_if(rows.begin(), rows.end(), [](const ReportRow& row) { return row.records().size() == 3; });
+    const auto leak =
+        std::find_if(rows.begin(), rows.end(), [](const ReportRow& row) { return row.records().size() == 3; });
     ASSERT_NE(leak, rows.end());
     const auto cells = live_by_birth(*leak, snapshot);
     ASSERT_EQ(cells.size(), 2u);  // cell 3's blocks are all freed

@@ -24,18 +24,8 @@ TEST(SizeClassTable, ListsTheClassesWithAllocationsSummedOverTheirShards) {
     SegmentBuilder builder;
     builder.bin_shards = 5;
     builder.bins = std::vector<BuiltBin>{
-        {.size_class = kClass32,
-         .shard = 0,
-         .allocs = 10,
-         .frees = 4,
-         .alloc_bytes = 320,
-         .free_bytes = 128},
-        {.size_class = kClass32,
-         .shard = 4,
-         .allocs = 5,
-         .frees = 1,
-         .alloc_bytes = 160,
-         .free_bytes = 32},
+        {.size_class = kClass32, .shard = 0, .allocs = 10, .frees = 4, .alloc_bytes = 320, .free_bytes = 128},
+        {.size_class = kClass32, .shard = 4, .allocs = 5, .frees = 1, .alloc_bytes = 160, .free_bytes = 32},
         {.size_class = kClass1000, .shard = 2, .allocs = 1, .alloc_bytes = 1000},
         {.size_class = layout::kSizeClassCount - 1,
          .shard = 1,
@@ -67,7 +57,7 @@ TEST(SizeClassTable, NamesTheThreeRowsWithTheMostLiveBlocksOfEachClass) {
         {.allocs = 9, .frees = 9, .alloc_bytes = 288, .free_bytes = 288, .frames = {0xb}},  // 89
         {.allocs = 6, .alloc_bytes = 192, .frames = {0xc}},                                 // 90
         {.allocs = 7, .alloc_bytes = 224, .frames = {0xd}},                                 // 91
-        {.allocs = 1, .alloc_bytes = 1000, .frames = {0xa}},  // 92, with 88
+        {.allocs = 1, .alloc_bytes = 1000, .frames = {0xa}},                                // 92, with 88
     };
     const Snapshot snapshot = parse_segment(builder.build());
     const auto rows = report_rows(snapshot, Grouping::native);
@@ -76,8 +66,7 @@ TEST(SizeClassTable, NamesTheThreeRowsWithTheMostLiveBlocksOfEachClass) {
     ASSERT_EQ(table.size(), 2u);
     // 91 (7 live), then the overflow row and 90 tied at 6 (lower id first); 88 (2) is fourth and
     // 89 has nothing live.
-    EXPECT_EQ(ids(table[0].top_rows),
-              (std::vector<uint32_t>{kFirstSiteSlot + 3, kClass32, kFirstSiteSlot + 2}));
+    EXPECT_EQ(ids(table[0].top_rows), (std::vector<uint32_t>{kFirstSiteSlot + 3, kClass32, kFirstSiteSlot + 2}));
     EXPECT_TRUE(table[0].top_rows[1]->overflow);
     // The row of stack 0xa holds blocks of both classes and ranks by those of each.
     EXPECT_EQ(ids(table[1].top_rows), (std::vector<uint32_t>{kFirstSiteSlot}));
@@ -98,8 +87,7 @@ TEST(SizeClassTable, RanksTheRowsOfTheGroupingInUse) {
               (std::vector<uint32_t>{kFirstSiteSlot + 1, kFirstSiteSlot, kFirstSiteSlot + 2}));
     const auto rows_by_ruby = report_rows(snapshot, Grouping::ruby);
     const auto by_ruby = size_class_table(snapshot, rows_by_ruby);
-    EXPECT_EQ(ids(by_ruby[0].top_rows),
-              (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 1}));
+    EXPECT_EQ(ids(by_ruby[0].top_rows), (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 1}));
 }
 
 }  // namespace

@@ -50,8 +50,7 @@ TEST(ReportRows, MergeTheSizeClassRecordsOfOneStackIntoOneRow) {
     const ReportRow& merged = rows[0];
     EXPECT_FALSE(merged.overflow);
     EXPECT_FALSE(merged.estimated);
-    EXPECT_EQ(std::vector<uint64_t>(merged.frames().begin(), merged.frames().end()),
-              (std::vector<uint64_t>{0xa, 0xb}));
+    EXPECT_EQ(std::vector<uint64_t>(merged.frames().begin(), merged.frames().end()), (std::vector<uint64_t>{0xa, 0xb}));
     EXPECT_EQ(merged.records(), (std::vector<uint32_t>{kFirstSiteSlot, kFirstSiteSlot + 2}));
     EXPECT_EQ(merged.counters.allocs, 12u);
     EXPECT_EQ(merged.counters.frees, 2u);
@@ -111,8 +110,7 @@ TEST(ReportRows, ByRubyMergeEveryStackOfOneFileAndLine) {
 
 TEST(ReportRows, MergeTheOverflowSitesOfAllClassesIntoOneRow) {
     SegmentBuilder builder;
-    builder.overflow_sites[kClass32] = {
-        .allocs = 3, .frees = 1, .alloc_bytes = 96, .free_bytes = 32};
+    builder.overflow_sites[kClass32] = {.allocs = 3, .frees = 1, .alloc_bytes = 96, .free_bytes = 32};
     builder.overflow_sites[kClass1000] = {.allocs = 1, .alloc_bytes = 1000};
     builder.sites = {{.allocs = 1, .alloc_bytes = 8}};
     for (const Grouping grouping : {Grouping::native, Grouping::ruby}) {
@@ -160,8 +158,8 @@ TEST(ReportRows, ScaleSampledRecordsToEstimatesBeforeMergingThem) {
     EXPECT_EQ(small.frees, static_cast<uint64_t>(std::llround(4 / p_small)));
     EXPECT_EQ(small.free_bytes, static_cast<uint64_t>(std::llround(4000 / p_small)));
     // Not the same as scaling the merged counters by their average block size.
-    EXPECT_EQ(row.counters.allocs, static_cast<uint64_t>(std::llround(10 / p_small)) +
-                                       static_cast<uint64_t>(std::llround(2 / p_large)));
+    EXPECT_EQ(row.counters.allocs,
+              static_cast<uint64_t>(std::llround(10 / p_small)) + static_cast<uint64_t>(std::llround(2 / p_large)));
     EXPECT_EQ(row.counters.live_blocks(), row.counters.allocs - small.frees);
 }
 
@@ -175,8 +173,7 @@ TEST(ReportRows, ExactModeCountsAreNotEstimates) {
 
 TEST(SamplingEstimate, DividesEachSideByTheChanceOfSamplingItsAverageBlock) {
     EXPECT_EQ(sampling_probability(1000, 0), 1.0);
-    EXPECT_NEAR(sampling_probability(1000, 512 * 1024), 1 - std::exp(-1000.0 / (512 * 1024)),
-                1e-15);
+    EXPECT_NEAR(sampling_probability(1000, 512 * 1024), 1 - std::exp(-1000.0 / (512 * 1024)), 1e-15);
     EXPECT_NEAR(sampling_probability(1e12, 512 * 1024), 1.0, 1e-12);
 
     const Counters sampled{.allocs = 3, .frees = 0, .alloc_bytes = 3 << 20, .free_bytes = 0};

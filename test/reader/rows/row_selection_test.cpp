@@ -73,21 +73,17 @@ TEST(RowSelection, ShowsWhatEveryRowMadeAtOnceWouldInTheSameOrder) {
             for (const SortKey sort : {SortKey::live, SortKey::allocs, SortKey::bytes})
                 for (const std::size_t top : {std::size_t{0}, std::size_t{1}, std::size_t{7}})
                     for (const uint64_t min_live_bytes : {uint64_t{0}, uint64_t{100}}) {
-                        const ReportOptions options{.top = top,
-                                                    .sort = sort,
-                                                    .by = by,
-                                                    .min_live_bytes = min_live_bytes};
-                        SCOPED_TRACE(::testing::Message()
-                                     << "interval " << interval << " by " << grouping_name(by)
-                                     << " top " << top << " min " << min_live_bytes);
+                        const ReportOptions options{
+                            .top = top, .sort = sort, .by = by, .min_live_bytes = min_live_bytes};
+                        SCOPED_TRACE(::testing::Message() << "interval " << interval << " by " << grouping_name(by)
+                                                          << " top " << top << " min " << min_live_bytes);
                         const RowSelection selection = selected_rows(snapshot, options, symbolizer);
                         std::vector<const ReportRow*> visited_rows;
                         std::vector<ReportRow> visited_copies;
                         visited_copies.reserve(every.size());
                         const std::size_t visited = for_each_ranked_row(
-                            snapshot, selection, options, [&](const ReportRow& row) {
-                                visited_rows.push_back(&visited_copies.emplace_back(row));
-                            });
+                            snapshot, selection, options,
+                            [&](const ReportRow& row) { visited_rows.push_back(&visited_copies.emplace_back(row)); });
                         EXPECT_EQ(visited, visited_rows.size());
                         EXPECT_EQ(ranked_of(visited_rows), ranked_of(ranked_rows(every, options)));
                         EXPECT_EQ(class_tops_of(snapshot, selection.rows), class_tops_of(snapshot, every));

@@ -13,8 +13,9 @@ TEST(ShortNames, ShortNamesStayAsTheyAre) {
 }
 
 TEST(ShortNames, TemplateArgumentsGoFirstAndParametersOnlyIfStillTooLong) {
-    const std::string vector = "std::vector<std::pair<int, std::__cxx11::basic_string<char>>, "
-                               "std::allocator<std::pair<int, std::__cxx11::basic_string<char>>>>";
+    const std::string vector =
+        "std::vector<std::pair<int, std::__cxx11::basic_string<char>>, "
+        "std::allocator<std::pair<int, std::__cxx11::basic_string<char>>>>";
     EXPECT_EQ(short_function_name(vector + "::push_back(int)"), "std::vector<…>::push_back(int)");
     EXPECT_EQ(short_function_name(vector + "::_M_realloc_insert<int>(" + vector + "::iterator, int&&)"),
               "std::vector<…>::_M_realloc_insert<…>(…)");
@@ -32,8 +33,7 @@ TEST(ShortNames, OperatorsAnonymousNamespacesAndEmptyParametersAreKept) {
     EXPECT_EQ(short_function_name("(anonymous namespace)::Pool<" + padding + ">::operator()()", 30),
               "(anonymous namespace)::Pool<…>::operator()()");
     EXPECT_EQ(short_function_name("a::b<" + padding + ">::operator->()", 20), "a::b<…>::operator->()");
-    EXPECT_EQ(short_function_name("a::b<" + padding + ">::operator<(a::b<int> const&)", 20),
-              "a::b<…>::operator<(…)");
+    EXPECT_EQ(short_function_name("a::b<" + padding + ">::operator<(a::b<int> const&)", 20), "a::b<…>::operator<(…)");
 }
 
 TEST(ShortNames, UnbalancedBracketsLeaveTheNameAlone) {

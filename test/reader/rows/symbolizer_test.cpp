@@ -78,9 +78,8 @@ Module module_holding(uint64_t address) {
                 end = std::max<uint64_t>(end, info->dlpi_addr + segment.p_vaddr + segment.p_memsz);
             }
             if (search.address < start || search.address >= end) return 0;
-            search.module.path = info->dlpi_name[0] != '\0'
-                                     ? std::string(info->dlpi_name)
-                                     : std::filesystem::read_symlink("/proc/self/exe").string();
+            search.module.path = info->dlpi_name[0] != '\0' ? std::string(info->dlpi_name)
+                                                            : std::filesystem::read_symlink("/proc/self/exe").string();
             search.module.load_bias = info->dlpi_addr;
             search.module.start = start;
             search.module.end = end;
@@ -178,16 +177,12 @@ TEST_F(SymbolizerTest, KeepsModuleAndOffsetWhenTheFileIsGone) {
     EXPECT_FALSE(frame.function.has_value());
     EXPECT_EQ(frame.module, "/nonexistent/libgone.so");
     EXPECT_TRUE(frame.module_offset.has_value());
-    EXPECT_NE(frame.note.str().find("cannot read /nonexistent/libgone.so"), std::string::npos)
-        << frame.note;
+    EXPECT_NE(frame.note.str().find("cannot read /nonexistent/libgone.so"), std::string::npos) << frame.note;
 }
 
 TEST_F(SymbolizerTest, NamesPathlessModulesWithoutOpeningThem) {
-    Symbolizer symbolizer({{.path = "linux-vdso.so.1",
-                            .start = 0x1000,
-                            .end = 0x2000,
-                            .unload_generation = layout::kStillLoaded}},
-                          {});
+    Symbolizer symbolizer(
+        {{.path = "linux-vdso.so.1", .start = 0x1000, .end = 0x2000, .unload_generation = layout::kStillLoaded}}, {});
     const ResolvedFrame& frame = symbolizer.resolve(0x1800, 0).back();
     EXPECT_EQ(frame.module, "linux-vdso.so.1");
     EXPECT_FALSE(frame.function.has_value());
@@ -216,11 +211,8 @@ TEST_F(SymbolizerTest, PicksTheModuleMappedWhenTheStackWasCaptured) {
 
 TEST_F(SymbolizerTest, LooksUpTheCallNotTheInstructionAfterIt) {
     // A return address equal to a module's end still belongs to the call at its last byte.
-    Symbolizer symbolizer({{.path = "[tail]",
-                            .start = 0x1000,
-                            .end = 0x2000,
-                            .unload_generation = layout::kStillLoaded}},
-                          {});
+    Symbolizer symbolizer(
+        {{.path = "[tail]", .start = 0x1000, .end = 0x2000, .unload_generation = layout::kStillLoaded}}, {});
     EXPECT_EQ(symbolizer.resolve(0x2000, 0).back().module, "[tail]");
     EXPECT_FALSE(symbolizer.resolve(0x1000, 0).back().module.has_value());
 }

@@ -22,9 +22,8 @@ TEST(SegmentName, AcceptsOnlyTheExactPattern) {
     EXPECT_EQ(pid_from_segment_name("leakwrap.123"), 123);
     EXPECT_EQ(pid_from_segment_name("leakwrap.2147483647"), 2147483647);
     for (const char* name :
-         {"leakwrap.", "leakwrap.0", "leakwrap.0123", "leakwrap.12a", "leakwrap.123.tmp",
-          "leakwrap.-5", "leakwrap.+5", "leakwrap. 5", "leakwrap.2147483648",
-          "leakwrap.99999999999999999999", "xleakwrap.1", "leakwrap_1", ""})
+         {"leakwrap.", "leakwrap.0", "leakwrap.0123", "leakwrap.12a", "leakwrap.123.tmp", "leakwrap.-5", "leakwrap.+5",
+          "leakwrap. 5", "leakwrap.2147483648", "leakwrap.99999999999999999999", "xleakwrap.1", "leakwrap_1", ""})
         EXPECT_FALSE(pid_from_segment_name(name).has_value()) << name;
 }
 
@@ -40,8 +39,7 @@ protected:
             b.sites = {{.allocs = 3, .alloc_bytes = 3000}};
         });
         add_segment(kAbsentPid, [](SegmentBuilder&) {});
-        add_segment(exited_pid_,
-                    [](SegmentBuilder& b) { b.process_state = layout::kProcessExited; });
+        add_segment(exited_pid_, [](SegmentBuilder& b) { b.process_state = layout::kProcessExited; });
         add_segment(stale_pid_, [](SegmentBuilder& b) { b.start_time_ticks = 1; });
         write_file(path_of(corrupt_dead_pid_), garbage());
         write_file(path_of(corrupt_running_pid_), garbage());
@@ -96,22 +94,18 @@ TEST_F(SegmentDirectoryTest, ListsEverySegmentWithItsStateOrItsError) {
     const std::string listing = out.str();
     const auto line_of = [&](pid_t pid) {
         const auto start = listing.find('\n' + std::to_string(pid) + ' ');
-        return start == std::string::npos
-                   ? std::string()
-                   : listing.substr(start + 1, listing.find('\n', start + 1) - start - 1);
+        return start == std::string::npos ? std::string()
+                                          : listing.substr(start + 1, listing.find('\n', start + 1) - start - 1);
     };
     EXPECT_EQ(listing.substr(0, 3), "PID");
     EXPECT_NE(line_of(alive_pid_).find("alive"), std::string::npos) << listing;
     EXPECT_NE(line_of(alive_pid_).find(" 3000 "), std::string::npos) << listing;
     EXPECT_NE(line_of(alive_pid_).find("/usr/bin/leaky"), std::string::npos) << listing;
     // Processes of one executable (puma workers) differ in their command lines.
-    EXPECT_NE(listing.substr(0, listing.find('\n')).find("  COMMAND"), std::string::npos)
-        << listing;
+    EXPECT_NE(listing.substr(0, listing.find('\n')).find("  COMMAND"), std::string::npos) << listing;
     // A live owner shows its command line of now (puma retitles forked workers); a gone one the
     // recorded one.
-    EXPECT_NE(line_of(alive_pid_).find("  " + ::testing::internal::GetArgvs().front()),
-              std::string::npos)
-        << listing;
+    EXPECT_NE(line_of(alive_pid_).find("  " + ::testing::internal::GetArgvs().front()), std::string::npos) << listing;
     EXPECT_EQ(line_of(alive_pid_).find("leaky --fast"), std::string::npos) << listing;
     EXPECT_NE(line_of(kAbsentPid).find("  leaky --fast"), std::string::npos) << listing;
     EXPECT_NE(line_of(kAbsentPid).find("killed?"), std::string::npos) << listing;
@@ -129,13 +123,11 @@ TEST_F(SegmentDirectoryTest, CleansDeadStaleExitedAndAbandonedCorruptSegmentsOnl
     EXPECT_EQ(result.removed, 4u) << out.str();
     EXPECT_EQ(result.failed, 0u);
     for (const pid_t removed : {kAbsentPid, exited_pid_, stale_pid_, corrupt_dead_pid_}) {
-        EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(path_of(removed))))
-            << removed;
+        EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(path_of(removed)))) << removed;
         EXPECT_NE(out.str().find("removed " + path_of(removed).string()), std::string::npos);
     }
     for (const pid_t kept : {alive_pid_, corrupt_running_pid_, symlink_pid_})
-        EXPECT_TRUE(std::filesystem::exists(std::filesystem::symlink_status(path_of(kept))))
-            << kept;
+        EXPECT_TRUE(std::filesystem::exists(std::filesystem::symlink_status(path_of(kept)))) << kept;
     EXPECT_TRUE(std::filesystem::exists(directory_.path() / "leakwrap.notapid"));
     EXPECT_NE(out.str().find("removed 4 segment(s), kept 3"), std::string::npos) << out.str();
 }

@@ -64,15 +64,14 @@ TEST_F(SegmentFileTest, RefusesAnotherUsersFileEvenForRoot) {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file away";
     const auto path = segment_file();
     ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
-    EXPECT_EQ(read_error(path),
-              path.string() + " belongs to nobody (uid 65534), not to you, root (uid 0): only "
-                              "your own segments are trusted; run leakwrap-report as that user "
-                              "(sudo -u nobody leakwrap-report ...)");
+    EXPECT_EQ(read_error(path), path.string() +
+                                    " belongs to nobody (uid 65534), not to you, root (uid 0): only "
+                                    "your own segments are trusted; run leakwrap-report as that user "
+                                    "(sudo -u nobody leakwrap-report ...)");
 }
 
 TEST_F(SegmentFileTest, RefusesADirectoryAndAFifoWithoutBlocking) {
-    EXPECT_EQ(read_error(directory_.path()),
-              directory_.path().string() + " is not a regular file; refusing");
+    EXPECT_EQ(read_error(directory_.path()), directory_.path().string() + " is not a regular file; refusing");
     const auto fifo = directory_.path() / "fifo";
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     EXPECT_EQ(read_error(fifo), fifo.string() + " is not a regular file; refusing");
@@ -155,12 +154,10 @@ TEST_F(SegmentFileTest, SurvivesTruncationDuringTheCopy) {
 void write_sparse_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
     layout::Header header;
     std::memcpy(&header, bytes.data(), sizeof(header));
-    const uint64_t bins_end = header.bins_offset + uint64_t{layout::kSizeClassCount} *
-                                                       header.bin_shards *
-                                                       sizeof(layout::BinCounters);
+    const uint64_t bins_end =
+        header.bins_offset + uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters);
     const uint64_t deltas_end =
-        header.site_deltas_offset +
-        uint64_t{header.bin_shards} * header.site_delta_slots * sizeof(layout::SiteDelta);
+        header.site_deltas_offset + uint64_t{header.bin_shards} * header.site_delta_slots * sizeof(layout::SiteDelta);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
@@ -169,11 +166,10 @@ void write_sparse_file(const std::filesystem::path& path, const std::vector<std:
         const size_t length = std::min(kBlock, bytes.size() - at);
         const bool in_bins = at < bins_end && header.bins_offset < at + length;
         const bool in_deltas = at < deltas_end && header.site_deltas_offset < at + length;
-        if (!in_bins && !in_deltas && std::all_of(bytes.begin() + at, bytes.begin() + at + length,
-                                    [](std::byte b) { return b == std::byte{0}; }))
+        if (!in_bins && !in_deltas &&
+            std::all_of(bytes.begin() + at, bytes.begin() + at + length, [](std::byte b) { return b == std::byte{0}; }))
             continue;
-        ASSERT_EQ(::pwrite(fd, bytes.data() + at, length, static_cast<off_t>(at)),
-                  static_cast<ssize_t>(length));
+        ASSERT_EQ(::pwrite(fd, bytes.data() + at, length, static_cast<off_t>(at)), static_cast<ssize_t>(length));
     }
     ::close(fd);
 }
@@ -192,8 +188,7 @@ TEST_F(SegmentFileTest, LeavesTheUnusedPartOfASparseSegmentUnallocated) {
     builder.sites = {{.allocs = 1, .frames = {0x1234}}};
     builder.site_delta_slots = 64;  // as many as the writer keeps
     builder.deltas = {{.shard = 2, .site = testing::kFirstSiteSlot, .allocs = 1}};
-    const auto path =
-        std::filesystem::path("/dev/shm") / ("leakwrap-reader-test." + std::to_string(::getpid()));
+    const auto path = std::filesystem::path("/dev/shm") / ("leakwrap-reader-test." + std::to_string(::getpid()));
     write_sparse_file(path, builder.build());
     const blkcnt_t before = allocated_blocks(path);
 
@@ -211,10 +206,9 @@ TEST_F(SegmentFileTest, CopiesTheSiteDeltaTable) {
     builder.sites = {{.allocs = 3, .alloc_bytes = 300, .frames = {0x1234}}};
     builder.overflow_sites[0] = {.allocs = 1, .alloc_bytes = 8};
     builder.site_delta_slots = 64;
-    builder.deltas = {
-        {.shard = 0, .site = testing::kFirstSiteSlot, .frees = 2, .free_bytes = 200},
-        {.shard = 2, .site = testing::kFirstSiteSlot, .allocs = 4, .alloc_bytes = 400, .slot = 63},
-        {.shard = 2, .site = 0, .allocs = 5, .alloc_bytes = 40}};
+    builder.deltas = {{.shard = 0, .site = testing::kFirstSiteSlot, .frees = 2, .free_bytes = 200},
+                      {.shard = 2, .site = testing::kFirstSiteSlot, .allocs = 4, .alloc_bytes = 400, .slot = 63},
+                      {.shard = 2, .site = 0, .allocs = 5, .alloc_bytes = 40}};
     const auto path = directory_.path() / "deltas";
     write_sparse_file(path, builder.build());
 
@@ -239,13 +233,10 @@ TEST_F(SegmentFileTest, RefusesAnAbsurdDeltaTableWithoutCopyingPastTheFile) {
         });
         const auto path = directory_.path() / "absurd";
         write_file(path, bytes);
-        EXPECT_NE(read_error(path).find("bin_shards 4294967295 is outside"), std::string::npos)
-            << offset;
+        EXPECT_NE(read_error(path).find("bin_shards 4294967295 is outside"), std::string::npos) << offset;
         testing::patch_header(bytes, [](layout::Header& h) { h.bin_shards = 3; });
         write_file(path, bytes);
-        EXPECT_NE(read_error(path).find("site_delta_slots 2147483648 exceeds the limit"),
-                  std::string::npos)
-            << offset;
+        EXPECT_NE(read_error(path).find("site_delta_slots 2147483648 exceeds the limit"), std::string::npos) << offset;
     }
 }
 

@@ -86,12 +86,7 @@ TEST(ParseSegment, SumsEachSizeClassOverItsShards) {
     builder.bin_shards = 4;
     builder.bins = std::vector<testing::BuiltBin>{
         {.size_class = 5, .shard = 0, .allocs = 1, .alloc_bytes = 80},
-        {.size_class = 5,
-         .shard = 3,
-         .allocs = 2,
-         .frees = 1,
-         .alloc_bytes = 160,
-         .free_bytes = 80},
+        {.size_class = 5, .shard = 3, .allocs = 2, .frees = 1, .alloc_bytes = 160, .free_bytes = 80},
         {.size_class = 87, .shard = 2, .allocs = 1, .alloc_bytes = uint64_t{1} << 41},
     };
     const auto snapshot = parse_segment(builder.build());
@@ -173,25 +168,23 @@ TEST(ParseSegment, FlagsSitesWithMoreFreesOrFreedBytesThanAllocated) {
 TEST(ParseSegment, RejectsBinsWhoseSumOverflows) {
     const uint64_t huge = std::numeric_limits<uint64_t>::max() - 1;
     SegmentBuilder across_shards;
-    across_shards.bins =
-        std::vector<testing::BuiltBin>{{.size_class = 3, .shard = 0, .alloc_bytes = huge},
-                                       {.size_class = 3, .shard = 1, .alloc_bytes = huge}};
+    across_shards.bins = std::vector<testing::BuiltBin>{{.size_class = 3, .shard = 0, .alloc_bytes = huge},
+                                                        {.size_class = 3, .shard = 1, .alloc_bytes = huge}};
     EXPECT_PRED2(contains, parse_error(across_shards.build()), "overflows 64 bits");
 
     SegmentBuilder across_classes;
-    across_classes.bins = std::vector<testing::BuiltBin>{{.size_class = 3, .allocs = huge},
-                                                         {.size_class = 4, .allocs = huge}};
+    across_classes.bins =
+        std::vector<testing::BuiltBin>{{.size_class = 3, .allocs = huge}, {.size_class = 4, .allocs = huge}};
     EXPECT_PRED2(contains, parse_error(across_classes.build()), "overflows 64 bits");
 }
 
 TEST(ParseSegment, IgnoresTheFieldsOfSlotsThatAreNotReady) {
     auto bytes = typical_builder().build();
-    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst + 5),
-                              [](layout::SiteRecord& site) {
-                                  site.stack = 0xfffffff0u;
-                                  site.size_class = 0xffu;
-                                  site.birth_cell = 0xffu;
-                              });
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, kFirst + 5), [](layout::SiteRecord& site) {
+        site.stack = 0xfffffff0u;
+        site.size_class = 0xffu;
+        site.birth_cell = 0xffu;
+    });
     EXPECT_EQ(parse_error(bytes), "");
 }
 
@@ -208,40 +201,35 @@ class ParseSegmentCorruptSite : public ::testing::TestWithParam<SiteCorruption> 
 
 TEST_P(ParseSegmentCorruptSite, IsRejectedWithAClearMessage) {
     auto bytes = typical_builder().build();
-    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, GetParam().slot),
-                              GetParam().corrupt);
+    patch<layout::SiteRecord>(bytes, testing::site_offset(bytes, GetParam().slot), GetParam().corrupt);
     EXPECT_PRED2(contains, parse_error(bytes), GetParam().expected_message_part);
 }
 
 // The typical segment's string pool is 1024 bytes; its first string starts at offset 0.
 INSTANTIATE_TEST_SUITE_P(
     EveryV2Field, ParseSegmentCorruptSite,
-    ::testing::Values(
-        SiteCorruption{"SizeClassOutOfRange", kFirst,
-                       [](layout::SiteRecord& s) { s.size_class = layout::kSizeClassCount; },
-                       "site 88 has size class 88, there are 88"},
-        SiteCorruption{"OverflowSiteWithAStack", 3, [](layout::SiteRecord& s) { s.stack = 0; },
-                       "overflow site 3 must have no stack, size class 3 and birth cell 0"},
-        SiteCorruption{"OverflowSiteOfAnotherClass", 3,
-                       [](layout::SiteRecord& s) { s.size_class = 4; },
-                       "overflow site 3 must have no stack, size class 3 and birth cell 0"},
-        SiteCorruption{"OverflowSiteWithABirthCell", 3,
-                       [](layout::SiteRecord& s) { s.birth_cell = 1; },
-                       "overflow site 3 must have no stack, size class 3 and birth cell 0"},
-        SiteCorruption{"SiteBornInACellBeyondTheGrid", kFirst,
-                       [](layout::SiteRecord& s) { s.birth_cell = layout::kMaxBirthCells; },
-                       "site 88 has birth cell 128, there are 128"},
-        SiteCorruption{"SiteWithoutAStack", kFirst,
-                       [](layout::SiteRecord& s) { s.stack = layout::kNoStack; },
-                       "site 88 has no stack"}),
+    ::testing::Values(SiteCorruption{"SizeClassOutOfRange", kFirst,
+                                     [](layout::SiteRecord& s) { s.size_class = layout::kSizeClassCount; },
+                                     "site 88 has size class 88, there are 88"},
+                      SiteCorruption{"OverflowSiteWithAStack", 3, [](layout::SiteRecord& s) { s.stack = 0; },
+                                     "overflow site 3 must have no stack, size class 3 and birth cell 0"},
+                      SiteCorruption{"OverflowSiteOfAnotherClass", 3, [](layout::SiteRecord& s) { s.size_class = 4; },
+                                     "overflow site 3 must have no stack, size class 3 and birth cell 0"},
+                      SiteCorruption{"OverflowSiteWithABirthCell", 3, [](layout::SiteRecord& s) { s.birth_cell = 1; },
+                                     "overflow site 3 must have no stack, size class 3 and birth cell 0"},
+                      SiteCorruption{"SiteBornInACellBeyondTheGrid", kFirst,
+                                     [](layout::SiteRecord& s) { s.birth_cell = layout::kMaxBirthCells; },
+                                     "site 88 has birth cell 128, there are 128"},
+                      SiteCorruption{"SiteWithoutAStack", kFirst,
+                                     [](layout::SiteRecord& s) { s.stack = layout::kNoStack; },
+                                     "site 88 has no stack"}),
     [](const auto& test) { return std::string(test.param.name); });
 
 TEST(ParseSegment, RejectsAModulePathOutsideThePool) {
     auto bytes = typical_builder().build();
-    patch<layout::ModuleRecord>(bytes, testing::module_offset(bytes, 1),
-                                [](layout::ModuleRecord& m) {
-                                    m.path = {1020, 5};
-                                });
+    patch<layout::ModuleRecord>(bytes, testing::module_offset(bytes, 1), [](layout::ModuleRecord& m) {
+        m.path = {1020, 5};
+    });
     EXPECT_PRED2(contains, parse_error(bytes), "module 1 path string");
 }
 

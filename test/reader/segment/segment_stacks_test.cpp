@@ -86,8 +86,7 @@ TEST(ParseSegment, GivesEachSiteTheStackItNamesWhateverTheOrder) {
                               [&](layout::SiteRecord& site) { site.stack = first_stack; });
     const auto snapshot = parse_segment(bytes);
     const auto site = [&](uint32_t id) {
-        return *std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
-                             [&](const Site& s) { return s.id == id; });
+        return *std::find_if(snapshot.sites.begin(), snapshot.sites.end(), [&](const Site& s) { return s.id == id; });
     };
     const std::vector<uint64_t> sweep = {0x401400, 0x401410}, user = {0x401234, 0x401500, 0x7f0000001000};
     for (const uint32_t id : {kFirst, kFirst + 1}) {
@@ -110,16 +109,17 @@ TEST(ParseSegment, ReadsARubyBacktraceInnermostFirstAndTheReducedFlag) {
     builder.sites[0].outer_ruby = {{"actionpack/metal.rb", 190}, {"puma/server.rb", 444}};
     builder.sites[1].reduced = true;
     const auto snapshot = parse_segment(builder.build());
-    const Site& site = *std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
-                                     [](const Site& s) { return s.id == kFirst; });
+    const Site& site =
+        *std::find_if(snapshot.sites.begin(), snapshot.sites.end(), [](const Site& s) { return s.id == kFirst; });
     ASSERT_EQ(site.ruby().size(), 3u);
     EXPECT_EQ(site.ruby()[0].file, "app/controllers/leak_controller.rb");
     EXPECT_EQ(site.ruby()[0].line, 7u);
     EXPECT_EQ(site.ruby()[2].file, "puma/server.rb");
     EXPECT_EQ(site.ruby()[2].line, 444u);
     EXPECT_FALSE(site.reduced());
-    EXPECT_TRUE(std::find_if(snapshot.sites.begin(), snapshot.sites.end(),
-                             [](const Site& s) { return s.id == kFirst + 1; })->reduced());
+    EXPECT_TRUE(std::find_if(snapshot.sites.begin(), snapshot.sites.end(), [](const Site& s) {
+                    return s.id == kFirst + 1;
+                })->reduced());
 }
 
 // Layout 5 kept each stack's Ruby frames inline; the same sites laid out so must read the same.
@@ -160,9 +160,7 @@ TEST(ParseSegment, RejectsALayout5StackWhoseRubyFramesRunPastTheTable) {
 TEST(ParseSegment, ReadsRubyBacktracesThatShareTheirOuterFrames) {
     const auto bytes = ruby_builder().build();
     // The builder shares the records as the writer does, so the reader meets them again.
-    const auto frame_at = [&](uint32_t slot, uint32_t index) {
-        return testing::ruby_frame_offset(bytes, slot, index);
-    };
+    const auto frame_at = [&](uint32_t slot, uint32_t index) { return testing::ruby_frame_offset(bytes, slot, index); };
     EXPECT_EQ(frame_at(kFirst + 1, 1), frame_at(kFirst, 1));
     EXPECT_EQ(frame_at(kFirst + 2, 1), frame_at(kFirst, 2));
     EXPECT_EQ(frame_at(kFirst + 4, 0), frame_at(kFirst, 0));
@@ -174,10 +172,8 @@ TEST(ParseSegment, ReadsRubyBacktracesThatShareTheirOuterFrames) {
     };
     const RubyLocation controller{"app/controllers/users_controller.rb", 7};
     const RubyLocation server{"puma/server.rb", 444};
-    EXPECT_EQ(backtrace(kFirst),
-              (std::vector<RubyLocation>{{"app/models/user.rb", 42}, controller, server}));
-    EXPECT_EQ(backtrace(kFirst + 1),
-              (std::vector<RubyLocation>{{"app/models/post.rb", 9}, controller, server}));
+    EXPECT_EQ(backtrace(kFirst), (std::vector<RubyLocation>{{"app/models/user.rb", 42}, controller, server}));
+    EXPECT_EQ(backtrace(kFirst + 1), (std::vector<RubyLocation>{{"app/models/post.rb", 9}, controller, server}));
     EXPECT_EQ(backtrace(kFirst + 2), (std::vector<RubyLocation>{{"lib/jobs.rb", 3}, server}));
     EXPECT_TRUE(backtrace(kFirst + 3).empty());
     EXPECT_EQ(backtrace(kFirst + 4), backtrace(kFirst));
@@ -215,66 +211,53 @@ TEST_P(ParseSegmentCorruptRubyFrames, IsRejectedWithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(
     EveryChainRule, ParseSegmentCorruptRubyFrames,
     ::testing::Values(
-        RubyFrameCorruption{
-            "StackNamingARecordOutsideTheTable",
-            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 1000; }); },
-            "Ruby frame record at 8000 of site 88's stack at 48 lies outside the 272-byte stack table"},
-        RubyFrameCorruption{
-            "CallerOutsideTheTable",
-            [](auto& bytes) { patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.caller = 34; }); },
-            "Ruby frame record at 272 of site 88's stack at 48 lies outside the 272-byte stack table"},
-        RubyFrameCorruption{
-            "RecordRunningPastTheTable",
-            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 33; }); },
-            "Ruby frame record at 264 of site 88's stack at 48 runs past the end of the 272-byte "
-            "stack table"},
+        RubyFrameCorruption{"StackNamingARecordOutsideTheTable",
+                            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 1000; }); },
+                            "Ruby frame record at 8000 of site 88's stack at 48 lies outside the 272-byte stack table"},
+        RubyFrameCorruption{"CallerOutsideTheTable",
+                            [](auto& bytes) { patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.caller = 34; }); },
+                            "Ruby frame record at 272 of site 88's stack at 48 lies outside the 272-byte stack table"},
+        RubyFrameCorruption{"RecordRunningPastTheTable",
+                            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 33; }); },
+                            "Ruby frame record at 264 of site 88's stack at 48 runs past the end of the 272-byte "
+                            "stack table"},
         // Past stacks_used: a record the writer never wrote, or one this copy did not take.
-        RubyFrameCorruption{
-            "RecordNeverWritten",
-            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 31; }); },
-            "Ruby frame record at 248 of site 88's stack at 48 has depth 0, but the stack has 3 "
-            "Ruby frames"},
-        RubyFrameCorruption{
-            "FewerRubyFramesThanTheBacktrace",
-            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 2; }); },
-            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the stack has 2 Ruby "
-            "frames"},
-        RubyFrameCorruption{
-            "MoreRubyFramesThanTheBacktrace",
-            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 4; }); },
-            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the stack has 4 Ruby "
-            "frames"},
+        RubyFrameCorruption{"RecordNeverWritten",
+                            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = 31; }); },
+                            "Ruby frame record at 248 of site 88's stack at 48 has depth 0, but the stack has 3 "
+                            "Ruby frames"},
+        RubyFrameCorruption{"FewerRubyFramesThanTheBacktrace",
+                            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 2; }); },
+                            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the stack has 2 Ruby "
+                            "frames"},
+        RubyFrameCorruption{"MoreRubyFramesThanTheBacktrace",
+                            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 4; }); },
+                            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the stack has 4 Ruby "
+                            "frames"},
         RubyFrameCorruption{
             "RubyFramesWithoutARecord",
-            [](auto& bytes) {
-                patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = layout::kNoRubyFrame; });
-            },
+            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby = layout::kNoRubyFrame; }); },
             "site 88's stack at 48 has 3 Ruby frames but names no Ruby frame record"},
-        RubyFrameCorruption{
-            "ARecordWithoutRubyFrames",
-            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 0; }); },
-            "site 88's stack at 48 has no Ruby frames but names a Ruby frame record at 32"},
-        RubyFrameCorruption{
-            "DepthsNotFallingByOne",
-            [](auto& bytes) { patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.depth = 1; }); },
-            "Ruby frame record at 16 of site 88's stack at 48 has depth 1, but the frame it calls "
-            "has depth 3"},
-        RubyFrameCorruption{
-            "RecordCallingItself",
-            [](auto& bytes) { patch_frame(bytes, kFirst, 0, [](auto& frame) { frame.caller = 4; }); },
-            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the frame it calls "
-            "has depth 3"},
+        RubyFrameCorruption{"ARecordWithoutRubyFrames",
+                            [](auto& bytes) { patch_stack(bytes, kFirst, [](auto& stack) { stack.ruby_depth = 0; }); },
+                            "site 88's stack at 48 has no Ruby frames but names a Ruby frame record at 32"},
+        RubyFrameCorruption{"DepthsNotFallingByOne",
+                            [](auto& bytes) { patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.depth = 1; }); },
+                            "Ruby frame record at 16 of site 88's stack at 48 has depth 1, but the frame it calls "
+                            "has depth 3"},
+        RubyFrameCorruption{"RecordCallingItself",
+                            [](auto& bytes) { patch_frame(bytes, kFirst, 0, [](auto& frame) { frame.caller = 4; }); },
+                            "Ruby frame record at 32 of site 88's stack at 48 has depth 3, but the frame it calls "
+                            "has depth 3"},
         // A cycle through the outermost frame.
-        RubyFrameCorruption{
-            "OutermostNamingACaller",
-            [](auto& bytes) { patch_frame(bytes, kFirst, 2, [](auto& frame) { frame.caller = 2; }); },
-            "Ruby frame record at 0 of site 88's stack at 48 has depth 1 but names a caller at 16"},
-        RubyFrameCorruption{
-            "InnerRecordNamingNoCaller",
-            [](auto& bytes) {
-                patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.caller = layout::kNoRubyFrame; });
-            },
-            "Ruby frame record at 16 of site 88's stack at 48 has depth 2 but names no caller"},
+        RubyFrameCorruption{"OutermostNamingACaller",
+                            [](auto& bytes) { patch_frame(bytes, kFirst, 2, [](auto& frame) { frame.caller = 2; }); },
+                            "Ruby frame record at 0 of site 88's stack at 48 has depth 1 but names a caller at 16"},
+        RubyFrameCorruption{"InnerRecordNamingNoCaller",
+                            [](auto& bytes) {
+                                patch_frame(bytes, kFirst, 1, [](auto& frame) { frame.caller = layout::kNoRubyFrame; });
+                            },
+                            "Ruby frame record at 16 of site 88's stack at 48 has depth 2 but names no caller"},
         // Site 89's backtrace reaches the record at 32, checked with site 88's, one frame too deep.
         RubyFrameCorruption{
             "SharedRecordAtAnotherDepth",
@@ -284,9 +267,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Found by the first stack that reaches it, although four name it.
         RubyFrameCorruption{
             "SharedRecordWithAFileBeyondThePool",
-            [](auto& bytes) {
-                patch_frame(bytes, kFirst, 2, [](auto& frame) { frame.frame.file = 5000; });
-            },
+            [](auto& bytes) { patch_frame(bytes, kFirst, 2, [](auto& frame) { frame.frame.file = 5000; }); },
             "Ruby frame record at 0 of site 88's stack at 48: Ruby file string at offset 5000 has no "
             "NUL inside the 1024-byte string pool"}),
     [](const auto& test) { return std::string(test.param.name); });

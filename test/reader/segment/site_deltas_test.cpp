@@ -33,12 +33,7 @@ TEST(ParseSegment, AddsEverySiteDeltaToTheSiteItNames) {
     auto builder = typical_builder();
     builder.deltas = {
         {.shard = 0, .site = kFirst, .allocs = 2, .alloc_bytes = 200},
-        {.shard = 2,
-         .site = kFirst,
-         .allocs = 1,
-         .frees = 3,
-         .alloc_bytes = 100,
-         .free_bytes = 300},
+        {.shard = 2, .site = kFirst, .allocs = 1, .frees = 3, .alloc_bytes = 100, .free_bytes = 300},
         // The reader goes by the site an entry names, not by where the entry lies.
         {.shard = 1, .site = kFirst, .allocs = 4, .alloc_bytes = 400, .slot = 1},
         {.shard = 1, .site = kClassOf100, .allocs = 1, .alloc_bytes = 100},
@@ -95,8 +90,7 @@ TEST(ParseSegment, IgnoresDeltasNamingSlotsWithoutAReadySite) {
         {.shard = 1, .site = unclaimed, .allocs = UINT64_MAX, .alloc_bytes = 5},
         {.shard = 2, .site = builder.site_capacity + 1000, .frees = UINT64_MAX, .slot = 0},
         {.shard = 2, .site = layout::kNoDeltaSite - 1, .allocs = 9, .slot = 1},
-        {.shard = 2, .site = kFirst + 1, .allocs = 1, .frees = 1, .alloc_bytes = 10,
-         .free_bytes = 10, .slot = 2},
+        {.shard = 2, .site = kFirst + 1, .allocs = 1, .frees = 1, .alloc_bytes = 10, .free_bytes = 10, .slot = 2},
     };
     builder.bins = std::vector<testing::BuiltBin>{};
     const auto snapshot = parse_segment(builder.build());
@@ -109,12 +103,10 @@ TEST(ParseSegment, IgnoresDeltasNamingSlotsWithoutAReadySite) {
 TEST(ParseSegment, RejectsASiteDeltaThatOverflowsItsSite) {
     SegmentBuilder builder;
     builder.sites = {{.allocs = UINT64_MAX - 1, .alloc_bytes = 8}};
-    builder.deltas = {{.shard = 1, .site = kFirst, .frees = 1},
-                      {.shard = 2, .site = kFirst, .allocs = 2}};
+    builder.deltas = {{.shard = 1, .site = kFirst, .frees = 1}, {.shard = 2, .site = kFirst, .allocs = 2}};
     builder.bins = std::vector<testing::BuiltBin>{};
     // kFirst & 3 is 0: the second delta lies in entry 2 * 4 + 0 of the table.
-    EXPECT_EQ(parse_error(builder.build()),
-              "site 88 allocations overflow 64 bits with delta entry 8 added");
+    EXPECT_EQ(parse_error(builder.build()), "site 88 allocations overflow 64 bits with delta entry 8 added");
 }
 
 // Frees in one thread's delta of blocks whose allocations are in the record (or in another
@@ -145,8 +137,7 @@ TEST(ParseSegment, CountsLiveBlocksAcrossTheRecordAndItsDeltas) {
 
     // The rows see the sums too.
     std::map<uint32_t, Counters> row_counters;
-    for (const ReportRow& row : report_rows(snapshot, Grouping::native))
-        row_counters[row.id] = row.counters;
+    for (const ReportRow& row : report_rows(snapshot, Grouping::native)) row_counters[row.id] = row.counters;
     ASSERT_EQ(row_counters.size(), 3u);
     EXPECT_EQ(row_counters[kFirst].live_bytes(), 200u);
     EXPECT_EQ(row_counters[kFirst + 1].live_blocks(), 1u);

@@ -16,17 +16,17 @@ struct allocation_job {
 };
 
 /* noinline: the tests find these blocks by this function's name. */
-static __attribute__((noinline)) void *allocate_in_native_thread(void *argument) {
-    const struct allocation_job *job = argument;
+static __attribute__((noinline)) void* allocate_in_native_thread(void* argument) {
+    const struct allocation_job* job = argument;
     for (long i = 0; i < job->count; ++i) {
         if (malloc(job->size) == NULL) return argument; /* any non-NULL result reports the failure */
     }
     return NULL;
 }
 
-static void *join_native_thread(void *thread) {
-    void *result = NULL;
-    pthread_join(*(pthread_t *)thread, &result);
+static void* join_native_thread(void* thread) {
+    void* result = NULL;
+    pthread_join(*(pthread_t*)thread, &result);
     return result;
 }
 
