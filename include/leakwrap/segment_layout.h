@@ -60,7 +60,9 @@
 // allocator's own statistics (Header::allocator_stats_offset, a reserved word before, and
 // AllocatorStatistics in the header's page); 10 = the blocks counted when the allocator was read
 // (AllocatorStatistics::counted, padding before), so that a reader can tell a count that is still
-// current from one that activity since has made stale.
+// current from one that activity since has made stale; 11 = Header::flags (a reserved word
+// before), whose kBinsSampled says that the bins count sampled blocks only (sampling mode with
+// no header on unsampled blocks).
 #pragma once
 
 #include <cstddef>
@@ -70,14 +72,15 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 10;
+inline constexpr uint32_t kLayoutVersion = 11;
+// Layout 10 differs from 11 only in Header::flags (reserved, 0: the bins count every block).
 // Layout 9 differs from 10 only in AllocatorStatistics::counted (padding, zeros: "not known").
 // Layout 8 differs from 9 only in Header::allocator_stats_offset (reserved, 0: "no statistics").
 // Layout 7 differs from 8 only in its header's size (256: the birth grid's fields, which lie
 // where the bins' page begins with zeros in those layouts, read as "no birth times") and in
 // SiteRecord::size_class's high byte (0 in those layouts, read as birth cell 0); layout 6 from 7
 // only in Header::private_kib (reserved, 0); layout 5 from 6 only in its stack records
-// (StackRecordV5: the writer's hash, Ruby frames inline). So all five are still read.
+// (StackRecordV5: the writer's hash, Ruby frames inline). So all six are still read.
 inline constexpr uint32_t kOldestReadableVersion = 5;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
@@ -99,6 +102,9 @@ inline constexpr uint32_t kAbandoned = 2;  // claimed by a thread that lost an i
 // Header.process_state: how the owning process left (the reader also checks the pid).
 inline constexpr uint32_t kProcessRunning = 0;
 inline constexpr uint32_t kProcessExited = 1;  // normal exit with LEAKWRAP_KEEP=1
+
+// Header.flags.
+inline constexpr uint32_t kBinsSampled = 1;  // the bins count sampled blocks only (sample_interval)
 
 // Marks "no string" where a string is named by its pool offset alone.
 inline constexpr uint32_t kNoString = 0xffffffffu;
@@ -152,8 +158,9 @@ struct alignas(64) Header {
     // 0: every allocation is attributed to its site (exact mode). Otherwise LEAKWRAP_SAMPLE:
     // the mean number of bytes between sampled allocations (Poisson sampling by bytes); site
     // counters then count sampled blocks only, and a reader estimates the true numbers by
-    // dividing by the sampling probability 1 - exp(-size / sample_interval). Bins and totals
-    // are exact in both modes.
+    // dividing by the sampling probability 1 - exp(-size / sample_interval). The bins count
+    // every block, exactly, unless `flags` has kBinsSampled: then they too count the sampled
+    // blocks only, and are estimated the same way.
     uint64_t sample_interval;
 
     // Growing parts (atomic). Claimed counts may exceed capacities; readers clamp.
@@ -175,7 +182,7 @@ struct alignas(64) Header {
     uint64_t birth_origin_boot_ns;
     uint64_t birth_floor_ns;  // the width of the first kBirthLinearCells cells
     uint32_t birth_cells;     // <= kMaxBirthCells; the last one has no end
-    uint32_t reserved;
+    uint32_t flags;           // kBinsSampled (layout 11 on; a reserved 0 before)
     // Where the AllocatorStatistics lie (fixed at creation; layout 9 on); 0: none (a layout
     // before 9).
     uint64_t allocator_stats_offset;
@@ -491,6 +498,7 @@ LEAKWRAP_PIN(Header, state, 252);
 LEAKWRAP_PIN(Header, birth_origin_boot_ns, 256);
 LEAKWRAP_PIN(Header, birth_floor_ns, 264);
 LEAKWRAP_PIN(Header, birth_cells, 272);
+LEAKWRAP_PIN(Header, flags, 276);
 LEAKWRAP_PIN(Header, allocator_stats_offset, 280);
 static_assert(sizeof(Header) == 320);
 // What the header of layouts 5 to 7 took (the birth grid's fields lay beyond it).

@@ -80,6 +80,10 @@ inline BlockHeader* header_of(void* user) {
 
 inline bool tag_matches(void* user, uint64_t secret) { return header_of(user)->tag == tag_for(user, secret); }
 
+// The bit every tag sets and no glibc chunk-size word has: false says at once that the block has
+// no header (under glibc, whose blocks are always preceded by 16 readable bytes).
+inline bool has_tag_bit(void* user) { return (header_of(user)->tag & 0x80000000u) != 0; }
+
 inline std::size_t requested_size(const BlockHeader* h) { return h->size_and_shift & kSizeMask; }
 
 inline std::size_t raw_offset(const BlockHeader* h) {

@@ -15,10 +15,10 @@ constinit RealAllocator g_real{};
 constinit bool g_real_resolved = false;
 constinit bool g_real_is_glibc = false;
 
+alignas(64) constinit char g_bootstrap[kBootstrapBytes]{};
+
 namespace {
 
-constexpr std::size_t kBootstrapBytes = 256 * 1024;
-alignas(64) constinit char g_bootstrap[kBootstrapBytes]{};
 constinit std::atomic<std::size_t> g_bootstrap_used{0};
 
 // Each bootstrap block keeps its size in the 16 bytes before it, for realloc and
@@ -68,12 +68,6 @@ void* bootstrap_allocate(std::size_t size, std::size_t alignment) {
             return g_bootstrap + user;
         }
     }
-}
-
-bool is_bootstrap_block(const void* p) {
-    auto addr = reinterpret_cast<uintptr_t>(p);
-    auto begin = reinterpret_cast<uintptr_t>(g_bootstrap);
-    return addr >= begin && addr < begin + kBootstrapBytes;
 }
 
 std::size_t bootstrap_block_size(const void* p) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace leakwrap {
 
@@ -36,8 +37,12 @@ inline const RealAllocator& real() {
 
 // Bootstrap arena: bump allocation from static zeroed storage, never reused, so calloc from it
 // needs no memset and free() of its blocks is a no-op.
+inline constexpr std::size_t kBootstrapBytes = 256 * 1024;
+extern char g_bootstrap[kBootstrapBytes];
 void* bootstrap_allocate(std::size_t size, std::size_t alignment);
-bool is_bootstrap_block(const void* p);
+inline bool is_bootstrap_block(const void* p) {
+    return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(g_bootstrap) < kBootstrapBytes;
+}
 std::size_t bootstrap_block_size(const void* p);
 
 }  // namespace leakwrap

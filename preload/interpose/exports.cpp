@@ -26,14 +26,22 @@ using namespace leakwrap;
 
 extern "C" {
 
-LEAKWRAP_EXPORT void* malloc(std::size_t size) noexcept { return allocate_plain(size, LEAKWRAP_CALLER()); }
+LEAKWRAP_EXPORT void* malloc(std::size_t size) noexcept {
+    if (sampler_leaves_bare(size)) return g_real.malloc(size);
+    return allocate_plain(size, LEAKWRAP_CALLER());
+}
 
-LEAKWRAP_EXPORT void free(void* p) noexcept { deallocate(p); }
+LEAKWRAP_EXPORT void free(void* p) noexcept {
+    if (is_glibcs_bare_block(p)) return g_real.free(p);
+    deallocate(p);
+}
 
 // glibc keeps cfree only as a compatibility symbol for old binaries.
-LEAKWRAP_EXPORT void cfree(void* p) noexcept { deallocate(p); }
+LEAKWRAP_EXPORT void cfree(void* p) noexcept { free(p); }
 
 LEAKWRAP_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
+    std::size_t bytes;
+    if (!__builtin_mul_overflow(count, size, &bytes) && sampler_leaves_bare(bytes)) return g_real.calloc(count, size);
     return allocate_array(count, size, true, LEAKWRAP_CALLER());
 }
 

@@ -76,9 +76,10 @@ bool start_tracking() {
     g_config = read_config();
     if (g_config.disable) return false;
     g_sample_interval = g_config.sample_interval;
+    g_unsampled_blocks_bare = g_sample_interval != 0 && g_real_is_glibc;
     // Before creating its own: the room freed may be what the new segment needs.
     trim_dead_segments(g_config);
-    if (!create_segment(g_config)) return false;
+    if (!create_segment(g_config, g_unsampled_blocks_bare ? layout::kBinsSampled : 0)) return false;
     if (!init_allocation_sites()) {
         unlink_segment();
         return false;

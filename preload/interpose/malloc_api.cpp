@@ -50,11 +50,12 @@ void* allocate_untracked(std::size_t size, std::size_t alignment, bool zeroed) {
 // registers at each step, which cost a storm of small blocks more than the counting itself.
 
 // Counts a new block in its bin and, if it is sampled (always, in exact mode), at its site.
-// Called with the guard held: the unwinder and the site table may allocate.
+// Called with the guard held: the unwinder and the site table may allocate. With bare unsampled
+// blocks, only sampled ones get here: the draw was made before they were allocated.
 inline __attribute__((always_inline)) uint32_t account_allocation(uint64_t size, const CallerContext& caller) {
     const uint32_t size_class = layout::size_class_of(size);
     count_bin_allocation(size_class, size);
-    if (!should_sample(size)) return kUnsampledSite;
+    if (!g_unsampled_blocks_bare && !should_sample(size)) return kUnsampledSite;
     uint32_t site = site_for_allocation(size_class, caller);
     count_allocation(site, size);
     return site;
@@ -112,6 +113,7 @@ inline __attribute__((always_inline)) void* allocate_tracked(std::size_t size, s
 // of a foreign block that starts a page may lie in a page that is not mapped: read them without
 // faulting there (a system call, on frees of blocks so placed only).
 bool is_tracked_block(void* p) {
+    if (g_real_is_glibc && !has_tag_bit(p)) return false;
     constexpr uintptr_t kSmallestPage = 4096;
     if (__builtin_expect(!g_real_is_glibc, 0) && reinterpret_cast<uintptr_t>(p) % kSmallestPage < kHeaderSize) {
         BlockHeader header;
@@ -141,13 +143,26 @@ bool release_headerless(void* block) {
     return true;
 }
 
-// realloc of a block we cannot resize in place: move it into a fresh block.
-void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size, const CallerContext& caller) {
-    void* fresh = allocate(new_size, kNaturalAlignment, false, caller);
+// realloc into another block: the contents of `old_block` move into `fresh`, and it is freed;
+// if `fresh` is null (no memory), it stays as it was.
+void* move_into(void* fresh, void* old_block, std::size_t old_size, std::size_t new_size) {
     if (fresh == nullptr) return nullptr;
     std::memcpy(fresh, old_block, old_size < new_size ? old_size : new_size);
     deallocate(old_block);
     return fresh;
+}
+
+// realloc of a block we cannot resize in place: move it into a fresh block.
+void* move_to_new_block(void* old_block, std::size_t old_size, std::size_t new_size, const CallerContext& caller) {
+    return move_into(allocate(new_size, kNaturalAlignment, false, caller), old_block, old_size, new_size);
+}
+
+// A tracked allocation now, by a program's call: not leakwrap's own, nor one made while tracking is
+// off; with bare unsampled blocks, only if the sampler draws it.
+inline __attribute__((always_inline)) bool tracks_allocation(std::size_t size, const CallerContext& caller) {
+    if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled() || is_own_frame(caller.return_address))
+        return false;
+    return !g_unsampled_blocks_bare || should_sample(size);
 }
 
 }  // namespace
@@ -166,8 +181,7 @@ namespace {
 // zeroing paths out.
 inline __attribute__((always_inline)) void* allocate_block(std::size_t size, std::size_t alignment, bool zeroed,
                                                            const CallerContext& caller) {
-    if (__builtin_expect(inside_leakwrap(), 0) || !tracking_enabled() || is_own_frame(caller.return_address))
-        return allocate_untracked(size, alignment, zeroed);
+    if (!tracks_allocation(size, caller)) return allocate_untracked(size, alignment, zeroed);
     return allocate_tracked(size, alignment, zeroed, caller);
 }
 
@@ -177,7 +191,9 @@ void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const Calle
     return allocate_block(size, alignment, zeroed, caller);
 }
 
-void* allocate_plain(std::size_t size, const CallerContext& caller) noexcept {
+// Kept out of the exported malloc (link-time optimization would inline it): the registers its
+// bookkeeping needs were otherwise saved on every call, the fast path of a bare block included.
+__attribute__((noinline)) void* allocate_plain(std::size_t size, const CallerContext& caller) noexcept {
     return allocate_block(size, kNaturalAlignment, false, caller);
 }
 
@@ -210,7 +226,14 @@ void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcep
     const bool tracked = is_tracked_block(p);
     const bool headerless =
         !tracked && may_be_headerless(p) && find_headerless_block(p, false, &headerless_size, &headerless_site);
-    if (!tracked && !headerless) return real().realloc(p, size);  // foreign blocks stay foreign
+    if (!tracked && !headerless) {
+        // A foreign block stays foreign, but for a bare unsampled one whose new size is sampled.
+        if (g_unsampled_blocks_bare && size != 0 && size <= kMaxRequest - kNaturalAlignment &&
+            tracks_allocation(size, caller))
+            return move_into(allocate_tracked(size, kNaturalAlignment, false, caller), p, real().malloc_usable_size(p),
+                             size);
+        return real().realloc(p, size);
+    }
     if (size == 0) {
         deallocate(p);
         return nullptr;
@@ -225,6 +248,8 @@ void* reallocate(void* p, std::size_t size, const CallerContext& caller) noexcep
         errno = ENOMEM;
         return nullptr;
     }
+    if (g_unsampled_blocks_bare && !should_sample(size))  // the new block is not sampled: bare
+        return move_into(allocate_untracked(size, kNaturalAlignment, false), p, old_size, size);
     int saved_errno = errno;
     BlockHeader old_header = *header;
     GuardScope guard;

@@ -5,10 +5,35 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
+#include "aligned_blocks.h"
+#include "block_header.h"
 #include "caller.h"
+#include "real_allocator.h"
+#include "sampler.h"
+#include "thread_state.h"
 
 namespace leakwrap {
+
+// Sampling mode's fast paths (sampler.h), inlined into the exported functions, so that a block
+// left bare costs a countdown and a branch, and its free a look at the word before it.
+
+// True when the sampler skips an allocation of `size` bytes with bare unsampled blocks: the
+// caller hands it to the real allocator as it is. False sends it down the whole path, which
+// draws again (the countdown crossed zero there too, or the thread has not drawn yet).
+inline bool sampler_leaves_bare(std::size_t size) noexcept {
+    if (!g_unsampled_blocks_bare) return false;
+    int64_t& countdown = t_thread.sampler.bytes_until_sample;
+    countdown -= static_cast<int64_t>(size);
+    return countdown > 0;
+}
+
+// A block glibc handed out that leakwrap never touched: no tag bit before it, not from the
+// bootstrap arena, and not aligned to a page (where a tracked block may have no header: I7).
+inline bool is_glibcs_bare_block(void* p) noexcept {
+    return g_real_is_glibc && !is_bootstrap_block(p) && !may_be_headerless(p) && !has_tag_bit(p);
+}
 
 void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) noexcept;
 // malloc's: allocate(size, kNaturalAlignment, false, caller), the commonest call, compiled apart.

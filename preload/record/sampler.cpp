@@ -7,6 +7,7 @@
 namespace leakwrap {
 
 constinit uint64_t g_sample_interval = 0;
+constinit bool g_unsampled_blocks_bare = false;
 
 int64_t draw_bytes_until_sample() {
     SamplerState& state = t_thread.sampler;

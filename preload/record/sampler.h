@@ -12,6 +12,13 @@
 namespace leakwrap {
 
 extern uint64_t g_sample_interval;  // 0: exact mode, every allocation is attributed
+// Sampling mode under glibc's malloc: a block that is not sampled is the real allocator's, as
+// if leakwrap were not there (no header, counted nowhere, not even in the bins: kBinsSampled),
+// so that it costs a countdown and a branch. free() tells a sampled block by its header's tag,
+// which glibc's chunk-size word before a block it handed out can never hold (block_header.h).
+// Under another allocator, the bytes before its blocks may hold anything: every block then
+// takes a header, as in exact mode, and the bins stay exact.
+extern bool g_unsampled_blocks_bare;
 
 int64_t draw_bytes_until_sample();
 

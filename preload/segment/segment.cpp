@@ -160,7 +160,7 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
 
 void publish(Header* h) { std::atomic_ref<uint32_t>(h->state).store(layout::kReady, std::memory_order_release); }
 
-bool create_segment(const Config& config) {
+bool create_segment(const Config& config, uint32_t header_flags) {
     Geometry g = geometry_for(config);
     Header* h = map_new_segment(config, g);
     if (h == nullptr) {
@@ -189,6 +189,7 @@ bool create_segment(const Config& config) {
     h->site_delta_slots = kSiteDeltaSlots;
     h->site_deltas_offset = g.site_deltas_offset;
     h->sample_interval = config.sample_interval;
+    h->flags = header_flags;
     h->allocator_stats_offset = sizeof(Header);  // in the header's page, backed with it
     start_birth_clock(h);
     set_exe_and_command_line(h);

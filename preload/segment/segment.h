@@ -52,8 +52,9 @@ inline layout::ModuleRecord* module_record(uint32_t index) {
                                                    uint64_t{index} * h->module_record_size);
 }
 
-// Creates the segment for the calling process (fails with a warning, never throws).
-bool create_segment(const Config& config);
+// Creates the segment for the calling process, its header's flags `header_flags` (fails with a
+// warning, never throws).
+bool create_segment(const Config& config, uint32_t header_flags);
 
 // Hands out `bytes` of the stack table, backed; returns the offset within the table, or
 // UINT64_MAX when the table (or /dev/shm) is full.

@@ -199,6 +199,7 @@ void visit_json_report(const ReportInput& input, const std::function<void(const 
         {"state", owner_state_name(input.owner)},
         {"mode", snapshot.sampled() ? "sampled" : "exact"},
         {"sample_interval", snapshot.sample_interval},
+        {"totals_estimated", snapshot.bins_estimated},
         {"by", grouping_name(input.options.by)},
         {"totals",
          {

@@ -246,8 +246,9 @@ void write_pprof_report(std::ostream& out, const ReportInput& input) {
                                                                 std::chrono::system_clock::now().time_since_epoch())
                                                                 .count()));
     if (snapshot.sampled()) {
-        comments.push_back(
-            builder.string_index("sampling mode (LEAKWRAP_SAMPLE): the values are estimates, totals are exact"));
+        comments.push_back(builder.string_index(
+            snapshot.bins_estimated ? "sampling mode (LEAKWRAP_SAMPLE): the values and the totals are estimates"
+                                    : "sampling mode (LEAKWRAP_SAMPLE): the values are estimates, totals are exact"));
         fields.message(profile::kPeriodType, builder.value_type("space", "bytes"));
         fields.number(profile::kPeriod, as_value(snapshot.sample_interval));
     }

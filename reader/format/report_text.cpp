@@ -310,7 +310,8 @@ void write_text_report(std::ostream& out, const ReportInput& input) {
     write_processes(out, snapshot);
     if (snapshot.sampled())
         out << "sampled (LEAKWRAP_SAMPLE=" << snapshot.sample_interval
-            << "): the totals are exact, the numbers per site are estimated\n";
+            << (snapshot.bins_estimated ? "): the totals, the size classes and the numbers per site are estimated\n"
+                                        : "): the totals are exact, the numbers per site are estimated\n");
     if (snapshot.lost_sites > 0 && snapshot.tables_were_full())
         out << "warning: the site table overflowed: " << snapshot.lost_sites
             << " allocations from stacks without a record were counted in the overflow site "

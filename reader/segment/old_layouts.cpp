@@ -13,6 +13,7 @@ void translate_old_header(layout::Header& header) {
         header.birth_cells = 0;
     }
     if (header.layout_version < 9) header.allocator_stats_offset = 0;  // a reserved word before
+    if (header.layout_version < 11) header.flags = 0;                  // a reserved word before
 }
 
 void leave_out_what_old_layouts_lack(uint32_t version, Snapshot& snapshot) {

@@ -1,4 +1,4 @@
-// Everything the parser does for layouts older than layout::kLayoutVersion alone (5 to 9, as
+// Everything the parser does for layouts older than layout::kLayoutVersion alone (5 to 10, as
 // segment_layout.h's version history tells them), in one place: the parser and the stack table
 // reader call it where they read what those layouts lay out otherwise, so that to stop reading a
 // layout is to delete its code here (and the call that only it needs) and to raise

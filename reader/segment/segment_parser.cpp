@@ -1,6 +1,7 @@
 #include "segment_parser.h"
 
 #include "old_layouts.h"
+#include "sampling_estimate.h"
 #include "segment_bytes.h"
 #include "stack_table_reader.h"
 
@@ -136,6 +137,10 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
              number(kMaxSiteDeltaSlots));
     if ((header.site_delta_slots & (header.site_delta_slots - 1)) != 0)
         fail("site_delta_slots " + number(header.site_delta_slots) + " is not a power of two (nor 0)");
+    if ((header.flags & ~layout::kBinsSampled) != 0)
+        fail("header flags " + number(header.flags) + " name flags this reader does not know");
+    if ((header.flags & layout::kBinsSampled) != 0 && header.sample_interval == 0)
+        fail("header flags say the bins count sampled blocks, but the segment is in exact mode");
 
     // 32-bit counts times 32-bit sizes cannot overflow 64 bits.
     const Region sites{"site table", header.sites_offset, uint64_t{header.site_capacity} * header.site_record_size};
@@ -465,6 +470,28 @@ Counters sum_bins(const std::vector<Counters>& bins) {
     return totals;
 }
 
+// kBinsSampled: the writer counted the sampled blocks only in the bins, as at the sites. Each bin
+// is estimated as a site is, and the blocks counted at the allocator's reading in the proportion
+// of the totals, which they were a part of.
+void estimate_sampled_bins(Snapshot& snapshot) {
+    const Counters sampled = snapshot.totals;
+    for (Counters& bin : snapshot.bins) bin = estimated_counters(bin, snapshot.sample_interval);
+    snapshot.totals = sum_bins(snapshot.bins);
+    snapshot.bins_estimated = true;
+    if (!snapshot.counted_at_allocator_reading) return;
+    const auto in_proportion = [](uint64_t part, uint64_t sampled_whole, uint64_t estimated_whole) {
+        if (sampled_whole == 0) return part;
+        const double scaled =
+            static_cast<double>(part) * static_cast<double>(estimated_whole) / static_cast<double>(sampled_whole);
+        return scaled >= 18446744073709551616.0 ? UINT64_MAX : static_cast<uint64_t>(scaled);
+    };
+    Counters& counted = *snapshot.counted_at_allocator_reading;
+    counted = {in_proportion(counted.allocs, sampled.allocs, snapshot.totals.allocs),
+               in_proportion(counted.frees, sampled.frees, snapshot.totals.frees),
+               in_proportion(counted.alloc_bytes, sampled.alloc_bytes, snapshot.totals.alloc_bytes),
+               in_proportion(counted.free_bytes, sampled.free_bytes, snapshot.totals.free_bytes)};
+}
+
 }  // namespace
 
 Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& done_with,
@@ -518,6 +545,7 @@ Snapshot parse_segment(std::span<const std::byte> bytes, const DoneWithBytes& do
     flag_impossible_sites(snapshot, in_transit, streamed);
     snapshot.bins = parse_bins(bytes, header);
     snapshot.totals = sum_bins(snapshot.bins);
+    if ((header.flags & layout::kBinsSampled) != 0) estimate_sampled_bins(snapshot);
     return snapshot;
 }
 

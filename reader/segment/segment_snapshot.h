@@ -404,8 +404,12 @@ struct Snapshot {
     // What the sites' stacks are kept in: one store for a segment, one per process of a merged
     // tree. Shared, so that a copy of the snapshot (or of its sites) keeps them.
     std::vector<std::shared_ptr<const StackStore>> stack_stores;
-    std::vector<Counters> bins;  // per size class (index = class), summed over the shards; exact
-    Counters totals;             // the sum over the bins, so exact in both modes
+    // Per size class (index = class), summed over the shards: exact, but in sampling mode with
+    // bare unsampled blocks (Header::flags kBinsSampled, bins_estimated), where the writer
+    // counted sampled blocks only and the parser estimated them as the rows estimate sites.
+    std::vector<Counters> bins;
+    Counters totals;  // the sum over the bins
+    bool bins_estimated = false;
     // Sites whose counters (record and deltas) show more frees than allocations, or more bytes
     // freed than allocated, and the first of them. No writer counts so, but a copy of a live
     // segment can (see Counters::live_blocks), so they are flagged rather than rejected.

@@ -27,5 +27,19 @@ TEST(Semantics, HoldUnderThePreloadWithOneFrameStacksAndATinySiteTable) {
     EXPECT_EQ(profiled.out, kAllHold);
 }
 
+// Sampling mode's bare unsampled blocks beside sampled ones with headers: every 64 bytes
+// sampled on average (most blocks of a few hundred bytes are, small ones mostly not), and nearly
+// none.
+class SemanticsSampled : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SemanticsSampled, HoldWithSampledAndUnsampledBlocksMixed) {
+    const Completed profiled =
+        run({paths::program("semantics")}, Environment::profiled().set("LEAKWRAP_SAMPLE", GetParam()));
+    EXPECT_EQ(profiled.exit_code, 0) << profiled.err;
+    EXPECT_EQ(profiled.out, kAllHold);
+}
+
+INSTANTIATE_TEST_SUITE_P(Intervals, SemanticsSampled, ::testing::Values("64", "1099511627776"));
+
 }  // namespace
 }  // namespace leakwrap::e2e

@@ -32,7 +32,7 @@ bool start(const Options& options) {
     config.depth = options.depth;
     config.max_sites = options.max_sites;
     g_config = config;
-    if (!create_segment(config)) return false;
+    if (!create_segment(config, 0)) return false;
     if (!init_allocation_sites()) {
         unlink_segment();
         return false;

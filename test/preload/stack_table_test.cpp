@@ -90,7 +90,7 @@ protected:
         config.depth = kNativeDepth;
         config.ruby_depth = kRubyDepth;
         config.max_sites = max_sites;
-        ASSERT_TRUE(create_segment(config)) << "cannot create the segment in /dev/shm";
+        ASSERT_TRUE(create_segment(config, 0)) << "cannot create the segment in /dev/shm";
         ASSERT_TRUE(init_stack_table(max_sites));
         ASSERT_TRUE(init_ruby_frame_tree());
         ASSERT_EQ(g_segment.stacks_capacity, uint64_t{max_sites} * 128);

@@ -194,8 +194,9 @@ TEST(TextReport, BinsShowsTheSizeClassTableInsteadOfTheRows) {
 
 TEST(JsonReport, HasTheDocumentedShape) {
     const auto report = render_json(three_sites(), {.top = 2});
-    EXPECT_EQ(keys_of(report), (std::set<std::string>{"pid", "parent_pid", "exe", "command_line", "state", "mode",
-                                                      "sample_interval", "by", "totals", "sites", "bins", "births"}));
+    EXPECT_EQ(keys_of(report),
+              (std::set<std::string>{"pid", "parent_pid", "exe", "command_line", "state", "mode", "sample_interval",
+                                     "totals_estimated", "by", "totals", "sites", "bins", "births"}));
     EXPECT_EQ(report["pid"], 2147483000);
     EXPECT_EQ(report["exe"], "/usr/bin/leaky");
     EXPECT_EQ(report["command_line"], "leaky \"quoted\", with comma");

@@ -1,6 +1,7 @@
 // Sampling mode (Header::sample_interval != 0): the writer attributes a block of n bytes to its
 // site with probability 1 - exp(-n / sample_interval), so a site's counters count sampled blocks
-// only. This turns them back into estimates of the true numbers.
+// only, and so do the bins when Header::flags says kBinsSampled. This turns them back into
+// estimates of the true numbers: the parser estimates the bins, the rows their sites.
 #pragma once
 
 #include "segment_snapshot.h"
