@@ -29,10 +29,11 @@ inline bool sampler_leaves_bare(std::size_t size) noexcept {
     return countdown > 0;
 }
 
-// A block glibc handed out that leakwrap never touched: no tag bit before it, not from the
-// bootstrap arena, and not aligned to a page (where a tracked block may have no header: I7).
+// With bare unsampled blocks (so under glibc), a block leakwrap never touched: no tag bit before
+// it, not from the bootstrap arena, and not aligned to a page (where a tracked block may have no
+// header: I7). In exact mode nearly every block has a header, and the look would only add to it.
 inline bool is_glibcs_bare_block(void* p) noexcept {
-    return g_real_is_glibc && !is_bootstrap_block(p) && !may_be_headerless(p) && !has_tag_bit(p);
+    return g_unsampled_blocks_bare && !is_bootstrap_block(p) && !may_be_headerless(p) && !has_tag_bit(p);
 }
 
 void* allocate(std::size_t size, std::size_t alignment, bool zeroed, const CallerContext& caller) noexcept;
