@@ -12,7 +12,6 @@ namespace leakwrap {
 namespace {
 
 constexpr uint64_t kMebibyte = uint64_t{1} << 20;
-constexpr uint64_t kHeaderBytes = 16;  // leakwrap's own, before every tracked block
 
 // A part worth a finding: at least this much, and at least this share of RSS.
 bool large_share(uint64_t part, uint64_t rss) { return part >= 16 * kMebibyte && part * 4 >= rss; }
@@ -141,6 +140,7 @@ void LiveBySize::add(uint32_t size_class, uint64_t live_blocks, uint64_t live_by
 
 LiveBySize live_by_size(const Snapshot& snapshot) {
     LiveBySize live;
+    live.blocks_bare = snapshot.bins_estimated;
     for (uint32_t size_class = 0; size_class < snapshot.bins.size(); ++size_class)
         live.add(size_class, snapshot.bins[size_class].live_blocks(), snapshot.bins[size_class].live_bytes());
     return live;
@@ -197,7 +197,8 @@ std::optional<MemoryParts> explain_memory(const ProcessMemory& memory, const Liv
     parts.leakwrap = memory.segment_resident + leakwrap_private;
     if (parts.allocator_library.empty()) {
         parts.live_in_heaps = std::min(live.small_bytes, parts.heaps);
-        parts.block_overhead = std::min(live.small_blocks * kBlockOverheadEstimate, parts.heaps - parts.live_in_heaps);
+        const uint64_t per_block = live.blocks_bare ? kBlockOverheadEstimate - kHeaderBytes : kBlockOverheadEstimate;
+        parts.block_overhead = std::min(live.small_blocks * per_block, parts.heaps - parts.live_in_heaps);
         parts.free_in_heaps = parts.heaps - parts.live_in_heaps - parts.block_overhead;
         parts.large_blocks = std::min(live.large_bytes, anonymous);
     } else if (parts.allocator) {

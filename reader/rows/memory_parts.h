@@ -24,9 +24,11 @@ namespace leakwrap {
 // glibc's default M_MMAP_THRESHOLD: larger blocks get a mapping of their own (the threshold
 // rises with the blocks a program frees, up to 32 MiB, so some larger ones may sit in a heap).
 inline constexpr uint64_t kLargeBlock = 128 * 1024;
-// What a tracked block in a heap costs beyond its bytes, about: leakwrap's 16-byte header,
+// What a tracked block in a heap costs beyond its bytes, about: leakwrap's 16-byte header (but on a
+// bare block in sampling mode: LiveBySize::blocks_bare),
 // glibc's 8-byte chunk header, and the rounding of a chunk to 16 bytes (8 on average).
 inline constexpr uint64_t kBlockOverheadEstimate = 32;
+inline constexpr uint64_t kHeaderBytes = 16;  // leakwrap's own, before every tracked block
 
 struct MemoryParts {
     uint64_t rss = 0;
@@ -64,6 +66,9 @@ struct MemoryParts {
 struct LiveBySize {
     uint64_t blocks = 0;  // all live blocks
     uint64_t small_blocks = 0, small_bytes = 0, large_bytes = 0;
+    // Sampling mode's bins (Snapshot::bins_estimated): nearly every block is glibc's own, with no
+    // header of leakwrap's, so a block costs kHeaderBytes less than kBlockOverheadEstimate.
+    bool blocks_bare = false;
     void add(uint32_t size_class, uint64_t live_blocks, uint64_t live_bytes);
 };
 LiveBySize live_by_size(const Snapshot& snapshot);

@@ -146,6 +146,23 @@ TEST(MemoryParts, TheSameMemoryLeakedIsLiveBlocksAtTheLeakingSite) {
     EXPECT_GE(figure(allocator(leak), "in_use_bytes"), static_cast<unsigned long long>(leak.kept_bytes));
 }
 
+// Sampling mode: the leak's memory is estimated, and nearly every block is glibc's own, with no
+// header of leakwrap's, so the blocks' overhead is glibc's alone (its chunk header and rounding,
+// about 16 bytes a block: half of what exact mode counts); the parts still add up to RSS.
+TEST(MemoryParts, InSamplingModeTheLeakIsEstimatedLiveBlocksWithGlibcsOverheadAlone) {
+    const ArenaRun leak = run_fragmented_arenas({"leak"}, Environment::profiled().set("LEAKWRAP_SAMPLE", "65536"));
+    expect_parts_add_up_to_rss(leak);
+    EXPECT_EQ(leak.report.at("totals_estimated"), true);
+    const Counters site = sites_calling(leak.report, "churn_small_blocks", 1).counters;
+    EXPECT_NEAR(site.live_bytes, leak.kept_bytes, leak.kept_bytes / 10);
+    EXPECT_GE(part(leak, "heap_live"), static_cast<unsigned long long>(leak.kept_bytes) * 9 / 10);
+    const auto live_blocks = leak.report.at("totals").at("live_blocks").get<unsigned long long>();
+    EXPECT_NEAR(static_cast<double>(live_blocks), leak.kept_blocks, leak.kept_blocks / 10.0);
+    EXPECT_LE(part(leak, "heap_block_overhead"), live_blocks * 16) << explained(leak).dump(2);
+    EXPECT_GE(part(leak, "heap_block_overhead"), live_blocks * 16 * 8 / 10) << explained(leak).dump(2);
+    EXPECT_TRUE(has_finding(leak, "live blocks hold")) << explained(leak).dump(2);
+}
+
 // A process left alone is read no more, but what it last said still describes its heaps when
 // nothing was allocated or freed since: the quiet program allocates a block at a time until one
 // of them brings a reading, then nothing; past the age up to which any count is weighed (5 s),
