@@ -80,21 +80,21 @@ TEST(Faults, FullSiteTableWarnsOncePerStep) {
     EXPECT_NE(warnings[1].find("LEAKWRAP_MAX_SITES"), std::string::npos) << warnings[1];
 }
 
+// `sh -c script` in a private mount and pid namespace, its $0 "sh" and `arguments` after.
+std::vector<std::string> in_private_namespaces(const std::string& script, const std::vector<std::string>& arguments) {
+    std::vector<std::string> argv{"unshare", "--mount", "--pid", "--fork", "--mount-proc",
+                                  "/bin/sh", "-c",      script,  "sh"};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    return argv;
+}
+
 // A private mount namespace with its own /dev/shm, made by `mount_options`; only `program` runs
 // under the preload (the shell and mount would create segments on the real /dev/shm first).
 std::vector<std::string> in_private_dev_shm(const std::string& mount_options, const std::string& script, bool profiled,
                                             const std::string& program) {
-    return {"unshare",
-            "--mount",
-            "--pid",
-            "--fork",
-            "--mount-proc",
-            "/bin/sh",
-            "-c",
-            "set -e; mount -t tmpfs -o " + mount_options + " tmpfs /dev/shm; " + script,
-            "sh",
-            profiled ? "LD_PRELOAD=" + paths::preload_library : "LEAKWRAP_UNPROFILED=1",
-            paths::program(program)};
+    return in_private_namespaces(
+        "set -e; mount -t tmpfs -o " + mount_options + " tmpfs /dev/shm; " + script,
+        {profiled ? "LD_PRELOAD=" + paths::preload_library : "LEAKWRAP_UNPROFILED=1", paths::program(program)});
 }
 
 bool can_make_namespaces() {
@@ -153,19 +153,9 @@ Completed run_in_private_dev_shm(const std::string& size, const std::string& bod
         "  env $EXTRA_ENVIRONMENT LD_PRELOAD=\"$P\" \"$PROGRAM\" < \"$d/in$1\" > \"$d/out$1\" & pid=$!; "
         "  exec 3> \"$d/in$1\" 4< \"$d/out$1\"; read ready <&4; }; " +
         body;
-    std::vector<std::string> argv{"unshare",
-                                  "--mount",
-                                  "--pid",
-                                  "--fork",
-                                  "--mount-proc",
-                                  "/bin/sh",
-                                  "-c",
-                                  script,
-                                  "sh",
-                                  paths::preload_library,
-                                  paths::program(program),
-                                  directory.string()};
-    argv.insert(argv.end(), more.begin(), more.end());
+    std::vector<std::string> arguments{paths::preload_library, paths::program(program), directory.string()};
+    arguments.insert(arguments.end(), more.begin(), more.end());
+    const std::vector<std::string> argv = in_private_namespaces(script, arguments);
     return run(argv, Environment::bare());
 }
 
