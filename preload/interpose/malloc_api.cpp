@@ -3,7 +3,7 @@
 // alignment up, posix_memalign rejects it with EINVAL, overflowing calloc/reallocarray give
 // ENOMEM); leakwrap only adds bookkeeping.
 //
-// The hot path keeps the invariants I1-I8 of preload/README.md, cited by number where code
+// The hot path keeps the invariants I1-I9 of preload/README.md, cited by number where code
 // relies on one; LEAKWRAP_CHECK checks those that a check can (-DLEAKWRAP_DEBUG=ON, as CI's).
 #include "malloc_api.h"
 

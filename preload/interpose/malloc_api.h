@@ -29,7 +29,7 @@ inline bool sampler_leaves_bare(std::size_t size) noexcept {
     return countdown > 0;
 }
 
-// With bare unsampled blocks (so under glibc), a block leakwrap never touched: no tag bit before
+// I9: with bare unsampled blocks (so under glibc), a block leakwrap never touched: no tag bit before
 // it, not from the bootstrap arena, and not aligned to a page (where a tracked block may have no
 // header: I7). In exact mode nearly every block has a header, and the look would only add to it.
 inline bool is_glibcs_bare_block(void* p) noexcept {
