@@ -144,8 +144,9 @@ struct MetricsExposition::Families {
     Family sample_interval{"leakwrap_sample_interval_bytes",
                            "gauge",
                            "bytes",
-                           "LEAKWRAP_SAMPLE: 0 counts every allocation; otherwise the site "
-                           "values are estimates from one sample per this many bytes.",
+                           "LEAKWRAP_SAMPLE: 0 counts every allocation; otherwise the site values, "
+                           "and under glibc the totals and bins too, are estimates from one sample per this "
+                           "many bytes.",
                            {}};
     Family bins{"leakwrap_bin_live_bytes",
                 "gauge",
