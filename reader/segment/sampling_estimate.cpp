@@ -38,6 +38,18 @@ double sampling_probability(double block_size, uint64_t sample_interval) {
     return -std::expm1(-block_size / static_cast<double>(sample_interval));
 }
 
+Counters in_proportion(const Counters& part, const Counters& sampled, const Counters& estimated) {
+    const auto scale_field = [](uint64_t value, uint64_t sampled_whole, uint64_t estimated_whole) {
+        if (sampled_whole == 0) return value;
+        return rounded_count(static_cast<double>(value) * static_cast<double>(estimated_whole) /
+                             static_cast<double>(sampled_whole));
+    };
+    return {scale_field(part.allocs, sampled.allocs, estimated.allocs),
+            scale_field(part.frees, sampled.frees, estimated.frees),
+            scale_field(part.alloc_bytes, sampled.alloc_bytes, estimated.alloc_bytes),
+            scale_field(part.free_bytes, sampled.free_bytes, estimated.free_bytes)};
+}
+
 Counters estimated_counters(const Counters& sampled, uint64_t sample_interval) {
     if (sample_interval == 0) return sampled;
     const Scaled allocated = scale(sampled.allocs, sampled.alloc_bytes, sample_interval);

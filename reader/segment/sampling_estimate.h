@@ -18,4 +18,8 @@ double sampling_probability(double block_size, uint64_t sample_interval);
 // Exact mode returns the counters unchanged.
 Counters estimated_counters(const Counters& sampled, uint64_t sample_interval);
 
+// `part` of what `sampled` counted, scaled field by field as `sampled` was to `estimated`: for a
+// count of sampled blocks that only a whole was estimated for.
+Counters in_proportion(const Counters& part, const Counters& sampled, const Counters& estimated);
+
 }  // namespace leakwrap

@@ -351,66 +351,49 @@ public:
     // already loaded (R10), and leaves the sites in transit.
     std::optional<std::vector<Counters>> recount(std::span<const uint32_t> slots) {
         const layout::Header header = copied_header();
-        std::vector<Counters> counts(slots.size());
-        std::vector<DeltaMark> marks;
-        bool moved = false;
         const auto word = [&](uint64_t offset) {
             return offset + sizeof(uint64_t) <= size_
                        ? __atomic_load_n(reinterpret_cast<const uint64_t*>(source() + offset), __ATOMIC_ACQUIRE)
                        : 0;
         };
-        const auto mark = [&](uint64_t entry) {
-            DeltaMark loaded{layout::kNoDeltaSite, 0};
-            if (entry + sizeof(layout::SiteDelta) > size_) return loaded;
-            loaded.site =
-                __atomic_load_n(reinterpret_cast<const uint32_t*>(source() + entry + offsetof(layout::SiteDelta, site)),
-                                __ATOMIC_ACQUIRE);
-            loaded.moves = __atomic_load_n(
-                reinterpret_cast<const uint32_t*>(source() + entry + offsetof(layout::SiteDelta, moves)),
-                __ATOMIC_ACQUIRE);
-            return loaded;
+        const auto record = [&](std::size_t i) {
+            return header.sites_offset + uint64_t{slots[i]} * header.site_record_size;
         };
-        // Calls visit(record, entries) for each slot: the offsets of its record and of its entries.
-        const auto for_each_place = [&](const auto& visit) {
-            for (std::size_t i = 0; i < slots.size(); ++i) {
-                const uint64_t record = header.sites_offset + uint64_t{slots[i]} * header.site_record_size;
-                std::vector<uint64_t> entries;
-                if (header.site_delta_slots != 0)
-                    for (uint32_t shard = 0; shard < header.bin_shards; ++shard)
-                        entries.push_back(header.site_deltas_offset + (uint64_t{shard} * header.site_delta_slots +
-                                                                       (slots[i] & (header.site_delta_slots - 1))) *
-                                                                          sizeof(layout::SiteDelta));
-                visit(i, record, entries);
+        struct Entry {
+            std::size_t site;  // index in `slots`
+            uint64_t offset;
+            DeltaMark before;
+        };
+        std::vector<Entry> entries;
+        for (std::size_t i = 0; i < slots.size() && header.site_delta_slots != 0; ++i)
+            for (uint32_t shard = 0; shard < header.bin_shards; ++shard) {
+                const uint64_t entry =
+                    uint64_t{shard} * header.site_delta_slots + (slots[i] & (header.site_delta_slots - 1));
+                entries.push_back({i, header.site_deltas_offset + entry * sizeof(layout::SiteDelta), {}});
             }
-        };
+        std::vector<Counters> counts(slots.size());
+        bool moved = false;
         surviving_truncation([&] {
-            for_each_place([&](std::size_t i, uint64_t record, const std::vector<uint64_t>& entries) {
-                counts[i].frees = word(record + offsetof(layout::SiteRecord, frees));
-                counts[i].free_bytes = word(record + offsetof(layout::SiteRecord, free_bytes));
-                for (const uint64_t entry : entries) {
-                    const DeltaMark before = marks.emplace_back(mark(entry));
-                    if (before.site == layout::kNoDeltaSite) continue;  // moving now, or naming none
-                    if (before.site != slots[i]) continue;
-                    counts[i] += {0, word(entry + offsetof(layout::SiteDelta, frees)), 0,
-                                  word(entry + offsetof(layout::SiteDelta, free_bytes))};
-                }
-            });
-            std::size_t next_mark = 0;
-            for_each_place([&](std::size_t i, uint64_t record, const std::vector<uint64_t>& entries) {
-                counts[i] += {word(record + offsetof(layout::SiteRecord, allocs)), 0,
-                              word(record + offsetof(layout::SiteRecord, alloc_bytes)), 0};
-                for (const uint64_t entry : entries)
-                    if (marks[next_mark++].site == slots[i])
-                        counts[i] += {word(entry + offsetof(layout::SiteDelta, allocs)), 0,
-                                      word(entry + offsetof(layout::SiteDelta, alloc_bytes)), 0};
-            });
-            next_mark = 0;
-            for_each_place([&](std::size_t, uint64_t, const std::vector<uint64_t>& entries) {
-                for (const uint64_t entry : entries) {
-                    const DeltaMark before = marks[next_mark++], after = mark(entry);
-                    if (before.site != after.site || before.moves != after.moves) moved = true;
-                }
-            });
+            for (std::size_t i = 0; i < slots.size(); ++i)
+                counts[i] += {0, word(record(i) + offsetof(layout::SiteRecord, frees)), 0,
+                              word(record(i) + offsetof(layout::SiteRecord, free_bytes))};
+            for (Entry& entry : entries) {
+                entry.before = delta_mark(entry.offset);
+                if (entry.before.site == slots[entry.site])
+                    counts[entry.site] += {0, word(entry.offset + offsetof(layout::SiteDelta, frees)), 0,
+                                           word(entry.offset + offsetof(layout::SiteDelta, free_bytes))};
+            }
+            for (std::size_t i = 0; i < slots.size(); ++i)
+                counts[i] += {word(record(i) + offsetof(layout::SiteRecord, allocs)), 0,
+                              word(record(i) + offsetof(layout::SiteRecord, alloc_bytes)), 0};
+            for (const Entry& entry : entries)
+                if (entry.before.site == slots[entry.site])
+                    counts[entry.site] += {word(entry.offset + offsetof(layout::SiteDelta, allocs)), 0,
+                                           word(entry.offset + offsetof(layout::SiteDelta, alloc_bytes)), 0};
+            for (const Entry& entry : entries) {
+                const DeltaMark after = delta_mark(entry.offset);
+                moved = moved || after.site != entry.before.site || after.moves != entry.before.moves;
+            }
         });
         if (moved) return std::nullopt;
         return counts;
@@ -472,13 +455,19 @@ private:
         const uint64_t entries = std::min<uint64_t>(uint64_t{header.bin_shards} * header.site_delta_slots,
                                                     (size_ - offset) / sizeof(layout::SiteDelta));
         marks.resize(entries);
-        for (uint64_t entry = 0; entry < entries; ++entry) {
-            const std::byte* delta = source() + offset + entry * sizeof(layout::SiteDelta);
-            marks[entry].site = __atomic_load_n(
-                reinterpret_cast<const uint32_t*>(delta + offsetof(layout::SiteDelta, site)), __ATOMIC_ACQUIRE);
-            marks[entry].moves = __atomic_load_n(
-                reinterpret_cast<const uint32_t*>(delta + offsetof(layout::SiteDelta, moves)), __ATOMIC_ACQUIRE);
-        }
+        for (uint64_t entry = 0; entry < entries; ++entry)
+            marks[entry] = delta_mark(offset + entry * sizeof(layout::SiteDelta));
+    }
+
+    // The site and moves of the delta entry at `offset`, loaded as the writer stores them (R10);
+    // an entry beyond the file names none.
+    DeltaMark delta_mark(uint64_t offset) const {
+        if (offset > size_ || size_ - offset < sizeof(layout::SiteDelta)) return {layout::kNoDeltaSite, 0};
+        const std::byte* delta = source() + offset;
+        return {__atomic_load_n(reinterpret_cast<const uint32_t*>(delta + offsetof(layout::SiteDelta, site)),
+                                __ATOMIC_ACQUIRE),
+                __atomic_load_n(reinterpret_cast<const uint32_t*>(delta + offsetof(layout::SiteDelta, moves)),
+                                __ATOMIC_ACQUIRE)};
     }
 
     const std::byte* source() const { return mapping_.data(); }

@@ -478,18 +478,9 @@ void estimate_sampled_bins(Snapshot& snapshot) {
     for (Counters& bin : snapshot.bins) bin = estimated_counters(bin, snapshot.sample_interval);
     snapshot.totals = sum_bins(snapshot.bins);
     snapshot.bins_estimated = true;
-    if (!snapshot.counted_at_allocator_reading) return;
-    const auto in_proportion = [](uint64_t part, uint64_t sampled_whole, uint64_t estimated_whole) {
-        if (sampled_whole == 0) return part;
-        const double scaled =
-            static_cast<double>(part) * static_cast<double>(estimated_whole) / static_cast<double>(sampled_whole);
-        return scaled >= 18446744073709551616.0 ? UINT64_MAX : static_cast<uint64_t>(scaled);
-    };
-    Counters& counted = *snapshot.counted_at_allocator_reading;
-    counted = {in_proportion(counted.allocs, sampled.allocs, snapshot.totals.allocs),
-               in_proportion(counted.frees, sampled.frees, snapshot.totals.frees),
-               in_proportion(counted.alloc_bytes, sampled.alloc_bytes, snapshot.totals.alloc_bytes),
-               in_proportion(counted.free_bytes, sampled.free_bytes, snapshot.totals.free_bytes)};
+    if (snapshot.counted_at_allocator_reading)
+        *snapshot.counted_at_allocator_reading =
+            in_proportion(*snapshot.counted_at_allocator_reading, sampled, snapshot.totals);
 }
 
 }  // namespace
