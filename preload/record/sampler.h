@@ -21,6 +21,8 @@ extern uint64_t g_sample_interval;  // 0: exact mode, every allocation is attrib
 extern bool g_unsampled_blocks_bare;
 
 int64_t draw_bytes_until_sample();
+// -ln(1 - uniform) for uniform in [0, 1): a unit exponential draw, within 1e-12 of libm's.
+double exponential_quantile(double uniform);
 
 inline bool should_sample(uint64_t size) {
     if (g_sample_interval == 0) return true;
