@@ -87,7 +87,7 @@ bool start_tracking() {
     init_bin_shards();
     init_stack_capture();
     init_call_site_cache();
-    record_thread_stack_bounds();
+    (void)record_main_thread_stack_bounds();
     init_ruby_backtrace();
     scan_modules();
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -214,6 +215,12 @@ bool read_own_memory(const void* address, void* out, std::size_t bytes) noexcept
     errno = saved_errno;
     if (refused) std::memcpy(out, address, bytes);
     return refused || copied == static_cast<long>(bytes);
+}
+
+uint64_t stack_size_limit() noexcept {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_STACK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+    return limit.rlim_cur;
 }
 
 bool process_is_gone(int pid) noexcept { return kill(pid, 0) != 0 && errno == ESRCH; }

@@ -140,6 +140,9 @@ void write_to_standard_error(const char* text, std::size_t length) noexcept;
 // refused (seccomp, no such call), reads them directly. errno is left as it was.
 bool read_own_memory(const void* address, void* out, std::size_t bytes) noexcept;
 
+// The soft limit of the main thread's stack size (RLIMIT_STACK); 0 if it is unlimited or unknown.
+uint64_t stack_size_limit() noexcept;
+
 // --- Processes --------------------------------------------------------------------------------
 
 // No process has this pid (kill(pid, 0) fails with ESRCH); a process we may not signal exists.

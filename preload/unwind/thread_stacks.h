@@ -19,5 +19,8 @@ int create_thread_knowing_its_stack(pthread_t* thread, const pthread_attr_t* att
 
 // Records the calling thread's stack bounds; call outside any allocation.
 void record_thread_stack_bounds();
+// The same for the main thread, at start-up; true if they were found without asking glibc, which
+// reads /proc/self/maps for them.
+bool record_main_thread_stack_bounds();
 
 }  // namespace leakwrap
