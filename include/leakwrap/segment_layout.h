@@ -62,7 +62,7 @@
 // (AllocatorStatistics::counted, padding before), so that a reader can tell a count that is still
 // current from one that activity since has made stale; 11 = Header::flags (a reserved word
 // before), whose kBinsSampled says that the bins count sampled blocks only (sampling mode with
-// no header on unsampled blocks).
+// no header on unsampled blocks); 12 = Header::process_state may be kProcessReplacedByExec.
 #pragma once
 
 #include <cstddef>
@@ -72,7 +72,8 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 11;
+inline constexpr uint32_t kLayoutVersion = 12;
+// Layout 11 differs from 12 only in that its process_state is never kProcessReplacedByExec.
 // Layout 10 differs from 11 only in Header::flags (reserved, 0: the bins count every block).
 // Layout 9 differs from 10 only in AllocatorStatistics::counted (padding, zeros: "not known").
 // Layout 8 differs from 9 only in Header::allocator_stats_offset (reserved, 0: "no statistics").
@@ -80,7 +81,7 @@ inline constexpr uint32_t kLayoutVersion = 11;
 // where the bins' page begins with zeros in those layouts, read as "no birth times") and in
 // SiteRecord::size_class's high byte (0 in those layouts, read as birth cell 0); layout 6 from 7
 // only in Header::private_kib (reserved, 0); layout 5 from 6 only in its stack records
-// (StackRecordV5: the writer's hash, Ruby frames inline). So all six are still read.
+// (StackRecordV5: the writer's hash, Ruby frames inline). So all seven are still read.
 inline constexpr uint32_t kOldestReadableVersion = 5;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
@@ -102,6 +103,11 @@ inline constexpr uint32_t kAbandoned = 2;  // claimed by a thread that lost an i
 // Header.process_state: how the owning process left (the reader also checks the pid).
 inline constexpr uint32_t kProcessRunning = 0;
 inline constexpr uint32_t kProcessExited = 1;  // normal exit with LEAKWRAP_KEEP=1
+// The process called exec (layout 12 on): the image that wrote the segment is gone, whether or
+// not the pid lives on. A profiled new image replaces the segment when it starts; one that is
+// not profiled (a program run without the preload, a static or set-user-ID one) leaves it, and
+// it is garbage once the process is gone. Running again if the exec failed.
+inline constexpr uint32_t kProcessReplacedByExec = 2;
 
 // Header.flags.
 inline constexpr uint32_t kBinsSampled = 1;  // the bins count sampled blocks only (sample_interval)
@@ -171,7 +177,7 @@ struct alignas(64) Header {
     uint32_t module_generation;  // bumped whenever the module list changes
     uint64_t lost_sites;         // allocations of new stacks counted in an overflow site
     uint64_t reduced_stacks;     // stacks recorded by their innermost frames only (kStackReduced)
-    uint32_t process_state;      // kProcessRunning / kProcessExited
+    uint32_t process_state;      // kProcessRunning / kProcessExited / kProcessReplacedByExec
     uint32_t state;              // kReady once the fields above are valid
 
     // The birth grid (fixed at creation; layout 8 on): when the blocks counted at a site were

@@ -3,17 +3,22 @@
 // interposes for the whole process; _exit and _Exit, which skip destructors but still end the
 // process normally; pthread_create, so that each thread learns its stack bounds before it runs;
 // dl_iterate_phdr, so that a forked child knows whether the loader's lock may be held for good
-// (fork_fence.h); and the Ruby interpreter's start-up calls, to learn when its VM is ready.
+// (fork_fence.h); the exec family, so that a segment says when exec replaced the image that
+// wrote it (exec_calls.h); and the Ruby interpreter's start-up calls, to learn when its VM is
+// ready.
 //
 // Each entry point only takes what its own frame alone can give (the program's return address
 // and stack pointer) and tail-calls the function that does the work, so none leaves a frame.
 #include <link.h>
 #include <pthread.h>
+#include <unistd.h>
 
+#include <cstdarg>
 #include <cstddef>
 
 #include "block_header.h"
 #include "caller.h"
+#include "exec_calls.h"
 #include "fork_fence.h"
 #include "lifecycle.h"
 #include "malloc_api.h"
@@ -23,6 +28,28 @@
 using namespace leakwrap;
 
 #define LEAKWRAP_EXPORT __attribute__((visibility("default")))
+
+// execl, execle and execlp take their arguments as a null-terminated list, gathered here into an
+// array on the stack as glibc does; execle's environment follows the null. A macro, since the
+// array must live in the frame of the variadic function.
+#define LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp)                                  \
+    std::size_t count = 1;                                                            \
+    {                                                                                 \
+        va_list counting;                                                             \
+        va_start(counting, first);                                                    \
+        while (va_arg(counting, char*) != nullptr) ++count;                           \
+        va_end(counting);                                                             \
+    }                                                                                 \
+    auto** argv = static_cast<char**>(__builtin_alloca((count + 1) * sizeof(char*))); \
+    char** envp = environ;                                                            \
+    {                                                                                 \
+        va_list arguments;                                                            \
+        va_start(arguments, first);                                                   \
+        argv[0] = const_cast<char*>(first);                                           \
+        for (std::size_t i = 1; i <= count; ++i) argv[i] = va_arg(arguments, char*);  \
+        if (want_environment) envp = va_arg(arguments, char**);                       \
+        va_end(arguments);                                                            \
+    }
 
 extern "C" {
 
@@ -82,6 +109,35 @@ LEAKWRAP_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr
 
 LEAKWRAP_EXPORT int dl_iterate_phdr(int (*visit)(dl_phdr_info*, std::size_t, void*), void* data) {
     return iterate_loaded_modules(visit, data);
+}
+
+LEAKWRAP_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+    return exec_path(path, argv, envp);
+}
+LEAKWRAP_EXPORT int execv(const char* path, char* const argv[]) { return exec_path(path, argv, environ); }
+LEAKWRAP_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+    return exec_searching_path(file, argv, envp);
+}
+LEAKWRAP_EXPORT int execvp(const char* file, char* const argv[]) { return exec_searching_path(file, argv, environ); }
+LEAKWRAP_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) { return exec_open_file(fd, argv, envp); }
+LEAKWRAP_EXPORT int execveat(int directory, const char* path, char* const argv[], char* const envp[], int flags) {
+    return exec_at(directory, path, argv, envp, flags);
+}
+
+LEAKWRAP_EXPORT int execl(const char* path, const char* first, ...) {
+    constexpr bool want_environment = false;
+    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp)
+    return exec_path(path, argv, envp);
+}
+LEAKWRAP_EXPORT int execle(const char* path, const char* first, ...) {
+    constexpr bool want_environment = true;
+    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp)
+    return exec_path(path, argv, envp);
+}
+LEAKWRAP_EXPORT int execlp(const char* file, const char* first, ...) {
+    constexpr bool want_environment = false;
+    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp)
+    return exec_searching_path(file, argv, envp);
 }
 
 LEAKWRAP_EXPORT int ruby_setup(void) { return run_ruby_setup(); }

@@ -14,6 +14,7 @@
 #include "bins.h"
 #include "call_site_cache.h"
 #include "dead_segments.h"
+#include "exec_calls.h"
 #include "fork_fence.h"
 #include "guard.h"
 #include "modules.h"
@@ -120,6 +121,7 @@ __attribute__((constructor)) void initialize_at_load() {
         GuardScope guard;
         resolve_real_allocator();
         g_real_exit = reinterpret_cast<ExitFunction>(dlsym(RTLD_NEXT, "_exit"));
+        resolve_exec_functions();
         g_tag_secret = random_secret();
         tracking = start_tracking();
     }

@@ -22,6 +22,7 @@ using layout::Header;
 struct DeadSegment {
     int pid;
     os::FileIdentity file;
+    bool replaced_by_exec;  // written by an image that exec replaced: nothing to report
 };
 
 // The dead segments a pass has seen (it opens at most most_segments_opened() files).
@@ -52,7 +53,7 @@ bool dead_segment_of_mine(int directory, const char* name, int pid, DeadSegment*
         std::memcmp(header.magic, layout::kMagic, sizeof header.magic) != 0 || header.pid != pid ||
         !writer_is_gone(header))
         return false;
-    *found = DeadSegment{pid, file};
+    *found = DeadSegment{pid, file, header.process_state == layout::kProcessReplacedByExec};
     return true;
 }
 
@@ -81,7 +82,7 @@ public:
         ++opened_;
         DeadSegment segment{};
         if (!dead_segment_of_mine(directory, name, pid, &segment)) return true;
-        if (too_old(segment))
+        if (segment.replaced_by_exec || too_old(segment))
             remove_segment(directory, segment);
         else
             g_seen[seen_++] = segment;

@@ -10,7 +10,8 @@
 namespace leakwrap {
 
 // One pass over /dev/shm: removes this user's segments of processes that are gone beyond the
-// newest config.keep_dead and those unchanged for more than config.keep_dead_days days. Touches
+// newest config.keep_dead and those unchanged for more than config.keep_dead_days days, and
+// every one left by an image that exec replaced (exec_calls.h), which counts for neither. Touches
 // only regular files of this user named leakwrap.<pid> whose header names that pid; never
 // follows a link, never waits on a file, never allocates.
 //

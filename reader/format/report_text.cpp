@@ -23,6 +23,7 @@ std::string_view state_label(OwnerState state) {
         case OwnerState::dead: return "dead (post-mortem)";
         case OwnerState::exited: return "exited";
         case OwnerState::stale: return "stale (pid reused)";
+        case OwnerState::replaced: return "replaced by exec (post-mortem of the image before)";
     }
     return "unknown";
 }

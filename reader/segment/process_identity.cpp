@@ -49,6 +49,7 @@ std::string current_boot_id() { return without_trailing_space(read_small_file(pr
 
 OwnerState owner_state(const Snapshot& snapshot) {
     if (snapshot.process_state == layout::kProcessExited) return OwnerState::exited;
+    if (snapshot.process_state == layout::kProcessReplacedByExec) return OwnerState::replaced;
     if (!process_exists(snapshot.pid)) return OwnerState::dead;
     const auto stat = read_proc_stat(snapshot.pid);
     // A zombie still answers kill(pid, 0) but will never allocate again: its data is final.
@@ -64,6 +65,7 @@ std::string_view owner_state_name(OwnerState state) {
         case OwnerState::dead: return "dead";
         case OwnerState::exited: return "exited";
         case OwnerState::stale: return "stale";
+        case OwnerState::replaced: return "replaced";
     }
     return "unknown";
 }

@@ -14,14 +14,15 @@ namespace leakwrap {
 
 enum class OwnerState {
     alive,
-    dead,    // no such process: a post-mortem segment
-    exited,  // the owner marked the segment on a normal exit
-    stale,   // the pid now belongs to another process (or the machine rebooted)
+    dead,      // no such process: a post-mortem segment
+    exited,    // the owner marked the segment on a normal exit
+    stale,     // the pid now belongs to another process (or the machine rebooted)
+    replaced,  // the owner called exec: the image that wrote the segment is gone, the pid may not be
 };
 
 OwnerState owner_state(const Snapshot& snapshot);
 
-// "alive", "dead", "exited", "stale": the names used in JSON and --list.
+// "alive", "dead", "exited", "stale", "replaced": the names used in JSON and --list.
 std::string_view owner_state_name(OwnerState state);
 
 // True if a process with this pid exists, even one we may not signal.

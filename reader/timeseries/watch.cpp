@@ -144,6 +144,7 @@ std::string gone_reason(pid_t pid, OwnerState state) {
         case OwnerState::dead: return process + " died";
         case OwnerState::exited: return process + " exited";
         case OwnerState::stale: return "pid " + std::to_string(pid) + " now belongs to another process";
+        case OwnerState::replaced: return process + " replaced its image by exec";
     }
     return process + " is running";
 }

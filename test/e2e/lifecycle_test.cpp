@@ -29,6 +29,24 @@ void expect_clean_removes_segment_of(pid_t pid) {
     EXPECT_FALSE(segment_exists(pid));
 }
 
+// Whether --list shows the pid with this state (and a failure saying what it shows if not).
+bool listed_with_state(pid_t pid, const std::string& state) {
+    const Completed list = run_report({"--list"});
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    std::istringstream lines(list.out);
+    for (std::string line; std::getline(lines, line);) {
+        std::istringstream words(line);
+        bool has_pid = false, has_state = false;
+        for (std::string word; words >> word;) {
+            has_pid = has_pid || word == std::to_string(pid);
+            has_state = has_state || word == state;
+        }
+        if (has_pid && has_state) return true;
+    }
+    ADD_FAILURE() << "--list should show pid " << pid << " as " << state << ":\n" << list.out;
+    return false;
+}
+
 TEST(Lifecycle, SegmentLivesWithTheProcessAndIsRemovedAtNormalExit) {
     Target target({paths::program("alloc_kinds")}, Environment::profiled());
     target.wait_ready();
@@ -67,20 +85,7 @@ TEST(Lifecycle, KilledProcessLeavesASegmentReportedDeadUntilCleaned) {
     EXPECT_NE(text.out.find("memory: no RSS: the process is gone (post mortem)\n"), std::string::npos) << text.out;
     EXPECT_EQ(text.out.find("RSS 0"), std::string::npos);
 
-    const Completed list = run_report({"--list"});
-    EXPECT_EQ(list.exit_code, 0) << list.err;
-    bool listed_dead = false;
-    std::istringstream lines(list.out);
-    for (std::string line; std::getline(lines, line);) {
-        std::istringstream words(line);
-        bool has_pid = false, has_dead = false;
-        for (std::string word; words >> word;) {
-            has_pid = has_pid || word == std::to_string(pid);
-            has_dead = has_dead || word == "killed?";
-        }
-        listed_dead = listed_dead || (has_pid && has_dead);
-    }
-    EXPECT_TRUE(listed_dead) << "--list should show pid " << pid << " as killed?:\n" << list.out;
+    EXPECT_TRUE(listed_with_state(pid, "killed?"));
 
     expect_clean_removes_segment_of(pid);
 }
@@ -116,6 +121,40 @@ TEST(Lifecycle, ChildForkedAndExecedByAProfiledShellIsProfiledInItsOwnSegment) {
     EXPECT_EQ(report.at("pid").get<pid_t>(), child);
     expect_reports_alloc_kinds(report);
     EXPECT_EQ(shell.release_and_wait(), 0) << "the shell exits with the child's code";
+}
+
+TEST(Lifecycle, AnExecOfAProgramWithoutThePreloadMarksTheSegmentReplacedAndTheNextStartRemovesIt) {
+    // The profiled shell execs env, which is profiled too and replaces its segment; env then
+    // execs the program without the preload (execvp), leaving env's segment at the pid.
+    Target target({"/bin/sh", "-c", "exec env -u LD_PRELOAD \"$0\"", paths::program("alloc_kinds")},
+                  Environment::profiled());
+    target.wait_ready();
+    const pid_t pid = target.pid();
+    ASSERT_TRUE(segment_exists(pid));
+    const nlohmann::json report = report_json(pid);
+    EXPECT_EQ(report.at("state"), "replaced");
+    EXPECT_NE(report.at("exe").get<std::string>(), paths::program("alloc_kinds")) << "the segment is env's";
+    EXPECT_TRUE(listed_with_state(pid, "replaced"));
+    EXPECT_EQ(target.release_and_wait(), 0);
+
+    // Gone with its process: the next profiled start removes it, however many dead segments
+    // LEAKWRAP_KEEP_DEAD keeps.
+    Target next({paths::program("alloc_kinds")}, Environment::profiled().set("LEAKWRAP_KEEP_DEAD", "1024"));
+    next.wait_ready();
+    EXPECT_FALSE(segment_exists(pid));
+    EXPECT_EQ(next.release_and_wait(), 0);
+}
+
+TEST(Lifecycle, AFailedExecLeavesTheSegmentRunning) {
+    // bash goes on after a failed exec with execfail set.
+    Target target(
+        {"/bin/bash", "-c", "shopt -s execfail; exec /nonexistent/program 2>/dev/null; echo READY; read line"},
+        Environment::profiled());
+    target.wait_ready();
+    const nlohmann::json report = report_json(target.pid());
+    EXPECT_EQ(report.at("state"), "alive");
+    EXPECT_EQ(report.at("exe").get<std::string>(), "/usr/bin/bash");
+    EXPECT_EQ(target.release_and_wait(), 0);
 }
 
 }  // namespace
