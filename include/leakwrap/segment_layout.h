@@ -25,7 +25,8 @@
 //  R5 A site's stack is published before the site: a ready site names a ready stack.
 //  R6 The segment file is sparse: the writer backs pages (fallocate) only as the tables fill.
 //     A reader copies only the claimed ranges; reading the rest through a shared mapping would
-//     make tmpfs allocate it.
+//     make tmpfs allocate it. So too the bins and site deltas: only the shards below
+//     Header::bin_shards_backed and the last one may be read (layout 13 on; all before).
 //  R7 Header.pid is the pid in the file name; boot_id is stored without its newline.
 //  R8 A Ruby frame record has no state word: it is written whole, and never changed, before any
 //     stack or frame record names it, so it is visible through the ready stack that names it
@@ -62,7 +63,9 @@
 // (AllocatorStatistics::counted, padding before), so that a reader can tell a count that is still
 // current from one that activity since has made stale; 11 = Header::flags (a reserved word
 // before), whose kBinsSampled says that the bins count sampled blocks only (sampling mode with
-// no header on unsampled blocks); 12 = Header::process_state may be kProcessReplacedByExec.
+// no header on unsampled blocks); 12 = Header::process_state may be kProcessReplacedByExec;
+// 13 = Header::bin_shards_backed (a reserved word before): the shards of the bins and site deltas
+// are backed as threads claim them, no longer all at creation.
 #pragma once
 
 #include <cstddef>
@@ -72,7 +75,8 @@
 namespace leakwrap::layout {
 
 inline constexpr char kMagic[8] = {'L', 'E', 'A', 'K', 'W', 'R', 'A', 'P'};
-inline constexpr uint32_t kLayoutVersion = 12;
+inline constexpr uint32_t kLayoutVersion = 13;
+// Layout 12 differs from 13 only in Header::bin_shards_backed (reserved, 0: every shard backed).
 // Layout 11 differs from 12 only in that its process_state is never kProcessReplacedByExec.
 // Layout 10 differs from 11 only in Header::flags (reserved, 0: the bins count every block).
 // Layout 9 differs from 10 only in AllocatorStatistics::counted (padding, zeros: "not known").
@@ -81,7 +85,7 @@ inline constexpr uint32_t kLayoutVersion = 12;
 // where the bins' page begins with zeros in those layouts, read as "no birth times") and in
 // SiteRecord::size_class's high byte (0 in those layouts, read as birth cell 0); layout 6 from 7
 // only in Header::private_kib (reserved, 0); layout 5 from 6 only in its stack records
-// (StackRecordV5: the writer's hash, Ruby frames inline). So all seven are still read.
+// (StackRecordV5: the writer's hash, Ruby frames inline). So all eight are still read.
 inline constexpr uint32_t kOldestReadableVersion = 5;
 
 // Segment name, as given to shm_open (the file is /dev/shm/leakwrap.<pid>).
@@ -192,7 +196,13 @@ struct alignas(64) Header {
     // Where the AllocatorStatistics lie (fixed at creation; layout 9 on); 0: none (a layout
     // before 9).
     uint64_t allocator_stats_offset;
-    uint64_t reserved_for_growth[4];
+    // Atomic, growing (layout 13 on): the shards 0 to bin_shards_backed - 1 of the bins and site
+    // deltas are backed, besides the last (shared) one, which is backed at creation. The others
+    // have never counted anything and read as zeros, but must not be read through a shared
+    // mapping (R6). Every shard is backed in layouts before 13.
+    uint32_t bin_shards_backed;
+    uint32_t reserved_word;
+    uint64_t reserved_for_growth[3];
 };
 
 // One distinct stack, stored once in the stack table and named by the sites that allocate
@@ -506,6 +516,9 @@ LEAKWRAP_PIN(Header, birth_floor_ns, 264);
 LEAKWRAP_PIN(Header, birth_cells, 272);
 LEAKWRAP_PIN(Header, flags, 276);
 LEAKWRAP_PIN(Header, allocator_stats_offset, 280);
+LEAKWRAP_PIN(Header, bin_shards_backed, 288);
+LEAKWRAP_PIN(Header, reserved_word, 292);
+LEAKWRAP_PIN(Header, reserved_for_growth, 296);
 static_assert(sizeof(Header) == 320);
 // What the header of layouts 5 to 7 took (the birth grid's fields lay beyond it).
 inline constexpr uint32_t kHeaderSizeBeforeBirthGrid = 256;

@@ -33,6 +33,10 @@ uint32_t claim_bin_shard() {
             bool expected = false;
             if (!g_shard_owned[candidate].load(std::memory_order_relaxed) &&
                 g_shard_owned[candidate].compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+                if (!back_bin_shards(candidate + 1)) {  // no room in /dev/shm: the shared shard
+                    g_shard_owned[candidate].store(false, std::memory_order_release);
+                    break;
+                }
                 shard = candidate;
                 uint32_t claimed_ever = g_shards_claimed_ever.load(std::memory_order_relaxed);
                 while (claimed_ever <= shard &&

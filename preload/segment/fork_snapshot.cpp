@@ -99,7 +99,8 @@ void snapshot_segment_for_fork() {
     // backed, and touching it would raise SIGBUS in the host.
     auto copy_range = [&](uint64_t offset, uint64_t length) {
         uint64_t backed = backed_until(offset);
-        if (offset < h->sites_offset) backed = h->sites_offset;  // reserved at creation
+        // The header and the shared shard were backed at creation, a shard in use at its claim.
+        if (offset < h->sites_offset) backed = h->sites_offset;
         uint64_t end = std::min(offset + length, backed);
         if (end > offset) copy_racing_writers(snapshot + offset, g_segment.base + offset, end - offset);
     };
@@ -138,7 +139,9 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
     uint64_t modules = std::min<uint64_t>(parent->modules_claimed, parent->module_capacity);
     uint64_t strings = std::min(parent->strings_used, parent->strings_capacity);
     uint64_t stacks = std::min(parent->stacks_used, parent->stacks_capacity);
-    bool reserved = reserve_segment_bytes(g.sites_offset, sites * sizeof(layout::SiteRecord)) &&
+    const uint32_t shards_in_use = std::min(bin_shards_in_use(), kSharedBinShard);
+    bool reserved = back_bin_shards(shards_in_use) &&
+                    reserve_segment_bytes(g.sites_offset, sites * sizeof(layout::SiteRecord)) &&
                     (stacks == 0 || reserve_segment_bytes(g.stacks_offset, stacks)) &&
                     (modules == 0 || reserve_segment_bytes(g.modules_offset, modules * sizeof(layout::ModuleRecord))) &&
                     (strings == 0 || reserve_segment_bytes(g.strings_offset, strings));
@@ -152,6 +155,7 @@ bool adopt_fork_snapshot_in_child(const Config& config) {
     for_each_counter_range(parent, [snapshot](uint64_t offset, uint64_t length) {
         std::memcpy(g_segment.base + offset, snapshot + offset, length);
     });
+    h->bin_shards_backed = shards_in_use;  // the parent's, copied with its header, may be more
     std::memcpy(g_segment.base + g.sites_offset, snapshot + g.sites_offset, sites * sizeof(layout::SiteRecord));
     std::memcpy(g_segment.base + g.stacks_offset, snapshot + g.stacks_offset, stacks);
     std::memcpy(g_segment.base + g.modules_offset, snapshot + g.modules_offset, modules * sizeof(layout::ModuleRecord));

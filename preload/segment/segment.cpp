@@ -144,10 +144,11 @@ Header* map_new_segment(const Config& config, const Geometry& g) {
                             config.max_sites,
                             config.depth,
                             config.ruby_depth};
-    // The header, the bins, the site deltas and the overflow sites are written at once; later
-    // slots are backed on claim.
+    // The header, the shared shard and the overflow sites are written at once; later slots and
+    // the other shards are backed on claim.
     const bool backed =
-        os::back_segment_bytes(segment_fd, 0, g.sites_offset) &&
+        os::back_segment_bytes(segment_fd, 0, g.bins_offset) &&
+        back_shard_range(kSharedBinShard, kSharedBinShard + 1) &&
         reserve_segment_bytes(g.sites_offset, uint64_t{layout::kOverflowSites} * sizeof(layout::SiteRecord));
     os::release_shared_segment(previous);
     if (!backed) {

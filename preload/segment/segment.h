@@ -64,6 +64,11 @@ uint64_t claim_stack_bytes(uint64_t bytes);
 // fault with SIGBUS when /dev/shm is full. False if the space cannot be had.
 bool reserve_segment_bytes(uint64_t offset, uint64_t length);
 
+// Makes the bins and site deltas of shards 0 to `shard_end` - 1 backed, and says so in the
+// header (bin_shards_backed), before a thread counts in shard `shard_end` - 1. False if the
+// space cannot be had: the thread then counts in the shared shard, backed at creation.
+bool back_bin_shards(uint32_t shard_end);
+
 // Copies `length` bytes and a NUL into the string pool; false when the pool is full.
 bool intern_string(const char* text, std::size_t length, layout::StringRef* out);
 

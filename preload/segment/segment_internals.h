@@ -21,7 +21,8 @@ struct Geometry {
 Geometry geometry_for(const Config& config);
 
 // Maps a new segment for this pid (exclusively created), installs it as the current one with
-// its header, bins, site deltas and overflow sites backed; null (with a warning) on failure.
+// its header, the shared shard of its bins and site deltas, and its overflow sites backed; null
+// (with a warning) on failure.
 layout::Header* map_new_segment(const Config& config, const Geometry& g);
 
 // The identity the reader checks (pid, start time, boot id, creation time).
@@ -34,5 +35,8 @@ void publish(layout::Header* h);
 // the table holding `offset` is backed.
 void start_reservations(const Geometry& g, int segment_fd);
 uint64_t backed_until(uint64_t offset);
+// Backs the bins and site deltas of shards `first` to `end` - 1, whatever
+// Header::bin_shards_backed says (back_bin_shards moves it).
+bool back_shard_range(uint32_t first, uint32_t end);
 
 }  // namespace leakwrap

@@ -4,10 +4,12 @@
 #include <atomic>
 #include <cstring>
 
+#include "bins.h"
 #include "debug_check.h"
 #include "guard.h"
 #include "os.h"
 #include "segment_internals.h"
+#include "site_counters.h"
 
 namespace leakwrap {
 namespace {
@@ -57,6 +59,28 @@ bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
     uint64_t chunk_end = std::min(align_up(needed_end, kReserveChunk), table_end(table));
     if (needed_end > chunk_end || !os::back_segment_bytes(g_segment_fd, mark, chunk_end - mark)) return false;
     while (mark < chunk_end && !reserved.compare_exchange_weak(mark, chunk_end)) {
+    }
+    return true;
+}
+
+bool back_shard_range(uint32_t first, uint32_t end) {
+    const Geometry& g = g_geometry;
+    constexpr uint64_t kShardBins = uint64_t{layout::kSizeClassCount} * sizeof(layout::BinCounters);
+    constexpr uint64_t kShardDeltas = uint64_t{kSiteDeltaSlots} * sizeof(layout::SiteDelta);
+    return os::back_segment_bytes(g_segment_fd, g.bins_offset + first * kShardBins, (end - first) * kShardBins) &&
+           os::back_segment_bytes(g_segment_fd, g.site_deltas_offset + first * kShardDeltas,
+                                  (end - first) * kShardDeltas);
+}
+
+bool back_bin_shards(uint32_t shard_end) {
+    LEAKWRAP_CHECK(shard_end <= kSharedBinShard);
+    // As the tables' marks: each backing starts at the mark it read, so the shards below the
+    // mark are backed whoever moved it.
+    std::atomic_ref<uint32_t> backed(g_segment.header->bin_shards_backed);
+    uint32_t mark = backed.load(std::memory_order_acquire);
+    if (shard_end <= mark) return true;
+    if (!back_shard_range(mark, shard_end)) return false;
+    while (mark < shard_end && !backed.compare_exchange_weak(mark, shard_end, std::memory_order_release)) {
     }
     return true;
 }

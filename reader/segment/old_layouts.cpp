@@ -12,8 +12,9 @@ void translate_old_header(layout::Header& header) {
         header.birth_floor_ns = 0;
         header.birth_cells = 0;
     }
-    if (header.layout_version < 9) header.allocator_stats_offset = 0;  // a reserved word before
-    if (header.layout_version < 11) header.flags = 0;                  // a reserved word before
+    if (header.layout_version < 9) header.allocator_stats_offset = 0;              // a reserved word before
+    if (header.layout_version < 11) header.flags = 0;                              // a reserved word before
+    if (header.layout_version < 13) header.bin_shards_backed = header.bin_shards;  // all were backed
 }
 
 void leave_out_what_old_layouts_lack(uint32_t version, Snapshot& snapshot) {

@@ -328,20 +328,21 @@ public:
         surviving_truncation([&] {
             // After the sites: a thread moves a delta entry's counts into the site record after
             // marking the entry empty, so reading the entries after the records may miss counts
-            // in transit but never counts them twice. The writer backs the whole table at
-            // creation, so reading it all allocates nothing; a corrupt size is clamped to the file
-            // like every range.
-            const uint64_t delta_entries = uint64_t{header.bin_shards} * header.site_delta_slots;
-            copy_in_place(header.site_deltas_offset, delta_entries > size_ / sizeof(layout::SiteDelta)
-                                                         ? size_
-                                                         : delta_entries * sizeof(layout::SiteDelta));
+            // in transit but never counts them twice. Only the shards the writer backed are read
+            // (R6); a corrupt size is clamped to the file like every range.
+            const uint64_t shard_deltas = uint64_t{header.site_delta_slots} * sizeof(layout::SiteDelta);
+            for_each_readable_shard(header, bin_shards_backed(header), [&](uint32_t shard) {
+                copy_in_place(header.site_deltas_offset + shard * shard_deltas, shard_deltas);
+            });
             copy_late_records(header);
             copy_allocator_statistics(header);
             // After the sites and their deltas: the writer counts a block in its bin before its
             // site (or the site's delta entry), so the exact totals read now cover every block the
             // site counters read show.
-            copy_in_place(header.bins_offset,
-                          uint64_t{layout::kSizeClassCount} * header.bin_shards * sizeof(layout::BinCounters));
+            for_each_readable_shard(header, bin_shards_backed(header), [&](uint32_t shard) {
+                copy_in_place(header.bins_offset + layout::bin_index(0, shard) * sizeof(layout::BinCounters),
+                              uint64_t{layout::kSizeClassCount} * sizeof(layout::BinCounters));
+            });
         });
     }
 
@@ -365,12 +366,13 @@ public:
             DeltaMark before;
         };
         std::vector<Entry> entries;
+        const uint32_t backed = bin_shards_backed(header);
         for (std::size_t i = 0; i < slots.size() && header.site_delta_slots != 0; ++i)
-            for (uint32_t shard = 0; shard < header.bin_shards; ++shard) {
+            for_each_readable_shard(header, backed, [&](uint32_t shard) {
                 const uint64_t entry =
                     uint64_t{shard} * header.site_delta_slots + (slots[i] & (header.site_delta_slots - 1));
                 entries.push_back({i, header.site_deltas_offset + entry * sizeof(layout::SiteDelta), {}});
-            }
+            });
         std::vector<Counters> counts(slots.size());
         bool moved = false;
         surviving_truncation([&] {
@@ -447,16 +449,30 @@ private:
     }
     static constexpr int kStatisticsAttempts = 5;
 
-    // Each entry's site and moves, loaded as the writer stores them (R10); a corrupt table size
+    // Each entry's site and moves, loaded as the writer stores them (R10), in the shards the
+    // writer backed (R6); an entry of the others, never used, marks nothing. A corrupt table size
     // is clamped to the file.
     void mark_deltas(const layout::Header& header, std::vector<DeltaMark>& marks) {
         const uint64_t offset = header.site_deltas_offset;
         if (offset >= size_) return;
         const uint64_t entries = std::min<uint64_t>(uint64_t{header.bin_shards} * header.site_delta_slots,
                                                     (size_ - offset) / sizeof(layout::SiteDelta));
-        marks.resize(entries);
-        for (uint64_t entry = 0; entry < entries; ++entry)
-            marks[entry] = delta_mark(offset + entry * sizeof(layout::SiteDelta));
+        marks.assign(entries, DeltaMark{});
+        for_each_readable_shard(header, bin_shards_backed(header), [&](uint32_t shard) {
+            const uint64_t first = uint64_t{shard} * header.site_delta_slots;
+            for (uint64_t entry = first; entry < first + header.site_delta_slots && entry < entries; ++entry)
+                marks[entry] = delta_mark(offset + entry * sizeof(layout::SiteDelta));
+        });
+    }
+
+    // Header::bin_shards_backed as the writer last stored it (it grows as threads claim shards);
+    // every shard in layouts before 13.
+    uint32_t bin_shards_backed(const layout::Header& header) const {
+        if (header.layout_version < 13) return header.bin_shards;
+        if (size_ < sizeof(layout::Header)) return 0;
+        return __atomic_load_n(
+            reinterpret_cast<const uint32_t*>(source() + offsetof(layout::Header, bin_shards_backed)),
+            __ATOMIC_ACQUIRE);
     }
 
     // The site and moves of the delta entry at `offset`, loaded as the writer stores them (R10);

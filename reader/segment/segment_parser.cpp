@@ -23,12 +23,8 @@ namespace {
 namespace layout = leakwrap::layout;
 using namespace segment_parsing;
 
-// Bounds the work of summing the shards; the writer keeps far fewer (one per thread, up to 64).
-constexpr uint32_t kMaxBinShards = 256;
 // A grid of cells wider than an hour at the start is no grid of births.
 constexpr uint64_t kMaxBirthFloorNs = uint64_t{3600} * 1000000000;
-// Bounds the site delta table with it (at most 1M entries, 40 MiB); the writer keeps far fewer.
-constexpr uint32_t kMaxSiteDeltaSlots = 4096;
 // Site records are read a chunk of whole records at a time (SiteRecordSource): a record size
 // taken from a corrupt header must not make a chunk of gigabytes. The writer's are 40 bytes.
 constexpr uint32_t kMaxSiteRecordSize = 4096;
@@ -137,6 +133,9 @@ layout::Header parse_header(std::span<const std::byte> bytes) {
              number(kMaxSiteDeltaSlots));
     if ((header.site_delta_slots & (header.site_delta_slots - 1)) != 0)
         fail("site_delta_slots " + number(header.site_delta_slots) + " is not a power of two (nor 0)");
+    if (header.bin_shards_backed >= header.bin_shards && header.layout_version >= 13)
+        fail("bin_shards_backed " + number(header.bin_shards_backed) + " is not below bin_shards " +
+             number(header.bin_shards) + " (the last shard is backed apart)");
     if ((header.flags & ~layout::kBinsSampled) != 0)
         fail("header flags " + number(header.flags) + " name flags this reader does not know");
     if ((header.flags & layout::kBinsSampled) != 0 && header.sample_interval == 0)

@@ -6,6 +6,8 @@
 
 #include "segment_snapshot.h"
 
+#include <leakwrap/segment_layout.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +33,24 @@ void for_each_record_chunk(uint32_t count, uint64_t record_size, uint64_t chunk_
         visit(first, slots);
         first += slots;
     }
+}
+
+// Bounds the work of summing the shards; the writer keeps far fewer (one per thread, up to 64).
+inline constexpr uint32_t kMaxBinShards = 256;
+// Bounds the site delta table with it (at most 1M entries, 40 MiB); the writer keeps far fewer.
+inline constexpr uint32_t kMaxSiteDeltaSlots = 4096;
+
+// The shards of the bins and site deltas that may be read (R6): those below `backed`
+// (Header::bin_shards_backed as the writer last stored it; every shard in layouts before 13) and
+// the last, shared one. Calls visit(shard) for each, in order; for none if the header's counts
+// are beyond the parser's bounds (it refuses them).
+template <class Visit>
+void for_each_readable_shard(const layout::Header& header, uint32_t backed, const Visit& visit) {
+    if (header.bin_shards == 0 || header.bin_shards > kMaxBinShards || header.site_delta_slots > kMaxSiteDeltaSlots)
+        return;
+    backed = std::min(backed, header.bin_shards);
+    for (uint32_t shard = 0; shard < backed; ++shard) visit(shard);
+    if (backed < header.bin_shards) visit(header.bin_shards - 1);
 }
 
 // What a delta entry named, and how often it had moved, when a live copy took it (R10).

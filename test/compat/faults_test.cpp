@@ -128,14 +128,14 @@ TEST(Faults, DevShmWithoutRoomForASegmentWarnsOnceAndTheProgramRunsUnprofiled) {
     EXPECT_NE(warning.find("no space"), std::string::npos) << warning;
 }
 
-// 1072 KiB hold what a segment backs at creation (header, bins, site deltas, the first chunks
-// of the site, module and string tables: about 1030 KiB), not the next chunk of site slots that
-// many_sites' 256 sites need: /dev/shm fills up while the program runs. The warning must say so,
-// not blame the site table.
+// 112 KiB hold what a segment backs at creation (its header, the shared shard of the bins and
+// site deltas, the first chunks of the site, module and string tables), not the chunks of site
+// slots that many_sites' 256 sites need: /dev/shm fills up while the program runs. The warning
+// must say so, not blame the site table.
 TEST(Faults, DevShmFillingUpWhileTheProgramRunsWarnsOnceThatItIsFull) {
     if (!can_make_namespaces()) GTEST_SKIP() << "needs unshare --mount --pid (root or CAP_SYS_ADMIN)";
     const std::string warning = expect_one_warning_in_private_dev_shm(
-        "size=1072k", "env \"$1\" \"$2\" < /dev/null; ls /dev/shm | wc -l", "many_sites");
+        "size=112k", "env \"$1\" \"$2\" < /dev/null; ls /dev/shm | wc -l", "many_sites");
     EXPECT_NE(warning.find("/dev/shm is full"), std::string::npos) << warning;
     EXPECT_EQ(warning.find("site table full"), std::string::npos) << warning;
 }
@@ -168,7 +168,7 @@ TEST(Faults, SegmentOfAProgramThatFilledDevShmIsReadLiveAndAfterExit) {
     // line lets the program exit.
     const TemporaryDirectory scratch;
     const Completed shell = run_in_private_dev_shm(
-        "1072k",
+        "112k",
         "EXTRA_ENVIRONMENT=LEAKWRAP_KEEP=1 start 1; "
         "\"$4\" \"$pid\" --format json --top 0 > \"$d/live.json\"; \"$4\" \"$pid\" --top 1 > \"$d/live.txt\"; "
         "echo release >&3; wait \"$pid\"; "

@@ -3,11 +3,16 @@
 // stays as it was.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 
 #include "ground_truth.h"
 #include "harness.h"
+#include "leakwrap/segment_layout.h"
 
 namespace leakwrap::e2e {
 namespace {
@@ -30,6 +35,32 @@ TEST(ThreadsCrossFree, FreesByOtherThreadsAreChargedToTheAllocatingSite) {
     const Counters churn{0, 0, as_count(kThreads * kChurnPerThread), as_count(kThreads * kChurnPerThread)};
     EXPECT_EQ(sites_calling(report, "churn_alloc_free", 2).counters, churn);
     expect_consistent_totals(report);
+    EXPECT_EQ(target.release_and_wait(), 0);
+}
+
+// Layout 13: a shard of the bins and site deltas is backed when a thread first claims it, so a
+// program of a few threads leaves the other shards' pages out of /dev/shm (R6), while its counts
+// stay exact (above).
+TEST(ThreadsCrossFree, OnlyTheShardsThreadsClaimedAreBacked) {
+    using namespace ground_truth::threads_cross_free;
+    Target target({paths::program("threads_cross_free")}, Environment::profiled());
+    target.wait_ready();
+    const int fd = open(segment_path(target.pid()).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    layout::Header header{};
+    ASSERT_EQ(pread(fd, &header, sizeof header, 0), static_cast<ssize_t>(sizeof header));
+    // The main thread and the workers, each a shard of its own while it runs.
+    EXPECT_GE(header.bin_shards_backed, 2u);
+    EXPECT_LE(header.bin_shards_backed, kThreads + 1);
+    // The whole segment takes less room in /dev/shm than the counters of every shard alone, which
+    // all of it took before (tmpfs counts the pages fallocate backs, written or not).
+    struct stat info {};
+    ASSERT_EQ(fstat(fd, &info), 0);
+    const uint64_t every_shards_counters =
+        uint64_t{header.bin_shards} * (layout::kSizeClassCount * sizeof(layout::BinCounters) +
+                                       uint64_t{header.site_delta_slots} * sizeof(layout::SiteDelta));
+    EXPECT_LT(static_cast<uint64_t>(info.st_blocks) * 512, every_shards_counters);
+    close(fd);
     EXPECT_EQ(target.release_and_wait(), 0);
 }
 

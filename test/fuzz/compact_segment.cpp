@@ -65,6 +65,7 @@ std::vector<char> compact(const std::vector<char>& segment) {
     compacted.module_capacity = compacted.modules_claimed = modules;
     compacted.strings_capacity = compacted.strings_used = strings;
     compacted.bin_shards = 1;
+    compacted.bin_shards_backed = 0;  // its one shard is the last, always read
     const bool statistics = header.allocator_stats_offset != 0 &&
                             segment.size() >= sizeof(layout::AllocatorStatistics) &&
                             header.allocator_stats_offset <= segment.size() - sizeof(layout::AllocatorStatistics);

@@ -198,6 +198,7 @@ std::vector<std::byte> SegmentBuilder::build() const {
     header.module_record_size = sizeof(layout::ModuleRecord);
     header.strings_capacity = strings_capacity;
     header.bin_shards = bin_shards;
+    if (layout_version >= 13) header.bin_shards_backed = std::min(bin_shards_backed, bin_shards - 1);
     header.site_delta_slots = site_delta_slots;
     header.sample_interval = sample_interval;
     const bool statistics = allocator_statistics && layout_version >= 9;

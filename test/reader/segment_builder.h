@@ -96,6 +96,9 @@ struct SegmentBuilder {
     uint32_t module_capacity = 4;
     uint32_t strings_capacity = 1024;
     uint32_t bin_shards = 3;
+    // Header::bin_shards_backed: the shards below it and the last may be read (R6); at most
+    // bin_shards - 1, all of them.
+    uint32_t bin_shards_backed = UINT32_MAX;
     uint32_t site_delta_slots = 4;  // per shard; 0: no delta table
     uint64_t sample_interval = 0;
     // The birth grid (layout 8 on; a builder of an older layout writes none): by default the

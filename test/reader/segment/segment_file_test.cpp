@@ -221,6 +221,31 @@ TEST_F(SegmentFileTest, CopiesTheSiteDeltaTable) {
     EXPECT_EQ(snapshot.totals.allocs, 13u);
 }
 
+// Layout 13 (R6): the writer backs a shard when a thread first claims it; the shards at and
+// beyond bin_shards_backed, but the last, are not read, whatever the file holds there.
+TEST_F(SegmentFileTest, ReadsOnlyTheShardsTheWriterBacked) {
+    SegmentBuilder builder;
+    builder.sites = {{.allocs = 3, .alloc_bytes = 300, .frames = {0x1234}}};
+    builder.bin_shards = 4;
+    builder.bin_shards_backed = 1;
+    builder.site_delta_slots = 8;
+    builder.deltas = {{.shard = 0, .site = testing::kFirstSiteSlot, .allocs = 1, .alloc_bytes = 100},
+                      {.shard = 1, .site = testing::kFirstSiteSlot, .allocs = 20, .alloc_bytes = 2000},
+                      {.shard = 3, .site = testing::kFirstSiteSlot, .frees = 2, .free_bytes = 200}};
+    const auto path = directory_.path() / "backed";
+    write_sparse_file(path, builder.build());
+    const auto& site = read_segment_file(path).sites.back();
+    ASSERT_EQ(site.id, testing::kFirstSiteSlot);
+    EXPECT_EQ(site.counters().allocs, 4u);
+    EXPECT_EQ(site.counters().frees, 2u);
+    EXPECT_EQ(site.counters().live_bytes(), 200u);
+
+    auto bytes = builder.build();
+    testing::patch_header(bytes, [](layout::Header& h) { h.bin_shards_backed = 4; });
+    write_file(path, bytes);
+    EXPECT_NE(read_error(path).find("bin_shards_backed 4 is not below bin_shards 4"), std::string::npos);
+}
+
 // A corrupt header's delta table size (here (2^32 - 1) x 2^31 entries of 40 bytes, more than 64
 // bits can count) must not steer the copy past the file; the parser then names the field.
 TEST_F(SegmentFileTest, RefusesAnAbsurdDeltaTableWithoutCopyingPastTheFile) {
