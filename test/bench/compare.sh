@@ -8,7 +8,8 @@
 # number of sites and the resident size of the segment (medians), in exact and sampling mode.
 #
 # Jobs that run to their end are measured by /usr/bin/time (wall time, peak RSS of the largest
-# process): the four workloads of test/bench/workloads (written for this), and real programs
+# process): the five workloads of test/bench/workloads (written for this), dash running /bin/true
+# in a loop (shell_loop: a fork, an exec and a start each time), and real programs
 # nobody here wrote: rdoc (Ruby), JSON generate/parse round trips in Ruby
 # (test/bench/jobs/json_round_trips.rb), an ast census of Python's standard library, and the C++
 # compiler proper (cc1plus, so that every variant profiles the same single process: heaptrack
@@ -51,13 +52,15 @@
 #   -v VARIANTS    only these variants, space-separated (default: all; bare always runs)
 #   -o TABLE_FILE  also write the Markdown output there
 #   JOB...         only these jobs (default: all): server_churn producer_consumer small_objects
-#                  thread_per_task rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak
+#                  thread_per_task fork_exit shell_loop rdoc ruby_json python_ast cc1plus puma_siege
+#                  rails_boot rails_soak
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 # shellcheck source=../../examples/puma_server.sh
 source "$(dirname "$0")/../../examples/puma_server.sh"
 
-all_jobs=(server_churn producer_consumer small_objects thread_per_task rdoc ruby_json python_ast cc1plus puma_siege rails_boot rails_soak)
+all_jobs=(server_churn producer_consumer small_objects thread_per_task fork_exit shell_loop rdoc ruby_json python_ast cc1plus
+  puma_siege rails_boot rails_soak)
 server_jobs=(puma_siege rails_boot rails_soak)
 variants=(bare exact sampling jemalloc-prof heaptrack)
 leakwrap_variants=(exact sampling)
@@ -128,8 +131,9 @@ job_check() {
   local job=$1
   reason=
   case $job in
-    server_churn | producer_consumer | small_objects | thread_per_task)
+    server_churn | producer_consumer | small_objects | thread_per_task | fork_exit)
       [[ -x $bench_build/bin/workload_$job ]] || reason="not built (target bench_tools)" ;;
+    shell_loop) ;;
     rdoc | ruby_json)
       reason=$(bench_ruby_job_check "$job") ;;
     python_ast)
@@ -174,8 +178,11 @@ job_command() {
   local job=$1 scratch=$2
   job_env=()
   case $job in
-    server_churn | producer_consumer | small_objects | thread_per_task)
+    server_churn | producer_consumer | small_objects | thread_per_task | fork_exit)
       job_argv=("$bench_build/bin/workload_$job") ;;
+    shell_loop)
+      # Every command profiled as the shell is, but only the shell's segment kept for the table.
+      job_argv=(/bin/sh -c 'unset LEAKWRAP_KEEP; i=0; while [ "$i" -lt 300 ]; do /bin/true; i=$((i + 1)); done; echo "$i"') ;;
     rdoc | ruby_json)
       bench_ruby_job_argv "$job" "$scratch" ;;
     python_ast)
@@ -477,6 +484,9 @@ WHAT = {
     "producer_consumer": "xmalloc-style: one thread allocates 8-1024 B blocks, another frees them",
     "small_objects": "cfrac/espresso-style: linked bignums and trees of 16-64 B objects",
     "thread_per_task": "5000 rounds of 4 threads started and joined, each handling one small request",
+    "fork_exit": "2000 children forked one after another from a process holding 4000 blocks of 200 sites, "
+                 "each exiting at once",
+    "shell_loop": "dash running `/bin/true` 300 times: a fork, an exec and a process start each",
     "rdoc": "`rdoc --format=ri` over Ruby 3.1's irb library",
     "ruby_json": "Ruby 3.1: 3000 order-like hashes through 8 `JSON.generate`/`JSON.parse` round "
                  "trips (test/bench/jobs/json_round_trips.rb)",
