@@ -32,7 +32,7 @@ using namespace leakwrap;
 // execl, execle and execlp take their arguments as a null-terminated list, gathered here into an
 // array on the stack as glibc does; execle's environment follows the null. A macro, since the
 // array must live in the frame of the variadic function.
-#define LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp)                                  \
+#define LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp, with_environment)                \
     std::size_t count = 1;                                                            \
     {                                                                                 \
         va_list counting;                                                             \
@@ -47,7 +47,7 @@ using namespace leakwrap;
         va_start(arguments, first);                                                   \
         argv[0] = const_cast<char*>(first);                                           \
         for (std::size_t i = 1; i <= count; ++i) argv[i] = va_arg(arguments, char*);  \
-        if (want_environment) envp = va_arg(arguments, char**);                       \
+        if (with_environment) envp = va_arg(arguments, char**);                       \
         va_end(arguments);                                                            \
     }
 
@@ -125,18 +125,15 @@ LEAKWRAP_EXPORT int execveat(int directory, const char* path, char* const argv[]
 }
 
 LEAKWRAP_EXPORT int execl(const char* path, const char* first, ...) {
-    constexpr bool want_environment = false;
-    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp)
+    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp, false)
     return exec_path(path, argv, envp);
 }
 LEAKWRAP_EXPORT int execle(const char* path, const char* first, ...) {
-    constexpr bool want_environment = true;
-    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp)
+    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp, true)
     return exec_path(path, argv, envp);
 }
 LEAKWRAP_EXPORT int execlp(const char* file, const char* first, ...) {
-    constexpr bool want_environment = false;
-    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp)
+    LEAKWRAP_GATHER_ARGUMENTS(first, argv, envp, false)
     return exec_searching_path(file, argv, envp);
 }
 
