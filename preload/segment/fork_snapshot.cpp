@@ -56,10 +56,8 @@ template <typename Copy>
 void for_each_counter_range(const Header* h, Copy copy) {
     copy(0, sizeof(Header));
     for_each_bin_shard_in_use([&](uint32_t shard) {
-        constexpr uint64_t kShardBins = uint64_t{layout::kSizeClassCount} * sizeof(layout::BinCounters);
-        constexpr uint64_t kShardDeltas = uint64_t{kSiteDeltaSlots} * sizeof(layout::SiteDelta);
-        copy(h->bins_offset + layout::bin_index(0, shard) * sizeof(layout::BinCounters), kShardBins);
-        copy(h->site_deltas_offset + shard * kShardDeltas, kShardDeltas);
+        copy(h->bins_offset + shard * kShardBinBytes, kShardBinBytes);
+        copy(h->site_deltas_offset + shard * kShardDeltaBytes, kShardDeltaBytes);
     });
 }
 

@@ -43,9 +43,8 @@ constinit char g_segment_name[32]{};
 Geometry geometry_for(const Config& config) {
     Geometry g{};
     g.bins_offset = align_up(sizeof(Header), 4096);
-    g.site_deltas_offset = g.bins_offset + uint64_t{layout::kSizeClassCount} * kBinShards * sizeof(layout::BinCounters);
-    g.sites_offset =
-        align_up(g.site_deltas_offset + uint64_t{kBinShards} * kSiteDeltaSlots * sizeof(layout::SiteDelta), 4096);
+    g.site_deltas_offset = g.bins_offset + kBinShards * kShardBinBytes;
+    g.sites_offset = align_up(g.site_deltas_offset + kBinShards * kShardDeltaBytes, 4096);
     g.stacks_offset = align_up(g.sites_offset + uint64_t{config.max_sites} * sizeof(layout::SiteRecord), 4096);
     g.stacks_capacity = uint64_t{config.max_sites} * kStackBytesPerSite;
     g.modules_offset = align_up(g.stacks_offset + g.stacks_capacity, 4096);

@@ -7,10 +7,15 @@
 
 #include "config.h"
 #include "leakwrap/segment_layout.h"
+#include "site_counters.h"
 
 namespace leakwrap {
 
 inline uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+// Bytes of one shard's bins and of one shard's site deltas (each table is shard-major).
+inline constexpr uint64_t kShardBinBytes = uint64_t{layout::kSizeClassCount} * sizeof(layout::BinCounters);
+inline constexpr uint64_t kShardDeltaBytes = uint64_t{kSiteDeltaSlots} * sizeof(layout::SiteDelta);
 
 // Where each part of a segment of this configuration lies.
 struct Geometry {

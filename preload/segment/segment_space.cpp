@@ -9,7 +9,6 @@
 #include "guard.h"
 #include "os.h"
 #include "segment_internals.h"
-#include "site_counters.h"
 
 namespace leakwrap {
 namespace {
@@ -65,11 +64,10 @@ bool reserve_segment_bytes(uint64_t offset, uint64_t length) {
 
 bool back_shard_range(uint32_t first, uint32_t end) {
     const Geometry& g = g_geometry;
-    constexpr uint64_t kShardBins = uint64_t{layout::kSizeClassCount} * sizeof(layout::BinCounters);
-    constexpr uint64_t kShardDeltas = uint64_t{kSiteDeltaSlots} * sizeof(layout::SiteDelta);
-    return os::back_segment_bytes(g_segment_fd, g.bins_offset + first * kShardBins, (end - first) * kShardBins) &&
-           os::back_segment_bytes(g_segment_fd, g.site_deltas_offset + first * kShardDeltas,
-                                  (end - first) * kShardDeltas);
+    return os::back_segment_bytes(g_segment_fd, g.bins_offset + first * kShardBinBytes,
+                                  (end - first) * kShardBinBytes) &&
+           os::back_segment_bytes(g_segment_fd, g.site_deltas_offset + first * kShardDeltaBytes,
+                                  (end - first) * kShardDeltaBytes);
 }
 
 bool back_bin_shards(uint32_t shard_end) {
